@@ -1,0 +1,200 @@
+//! A native database: a folder (or `memory://`) holding one folder per
+//! table. Handles to the same table share one cached state and key index.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+
+use crate::error::{Error, Result};
+use crate::fragment::encode_ipc_file;
+use crate::manifest::{latest_version, now_ms, publish_manifest, FragmentMeta, Manifest, FORMAT_VERSION};
+use crate::name::validate_table_name;
+use crate::schema::{align_all, validate_new_schema};
+use crate::storage::{LocalStorage, MemoryStorage, Storage};
+use crate::table::{lock, Inner, NativeTable};
+use crate::traits::{AddMode, CreateMode, CreateOptions, Data, Database, Table};
+
+/// Tables in one folder or in memory.
+#[derive(Debug)]
+pub struct NativeDatabase {
+    uri: String,
+    storage: Arc<dyn Storage>,
+    tables: Mutex<HashMap<String, Arc<Inner>>>,
+}
+
+impl NativeDatabase {
+    /// Opens `uri`: `memory://` (anything after it is ignored), `file://PATH`
+    /// or a plain folder path (created if missing).
+    pub fn open(uri: &str) -> Result<Self> {
+        let storage: Arc<dyn Storage> = if uri.starts_with("memory://") || uri == ":memory:" {
+            Arc::new(MemoryStorage::default())
+        } else {
+            let path = uri.strip_prefix("file://").unwrap_or(uri);
+            if path.is_empty() {
+                return Err(Error::invalid("database path is empty"));
+            }
+            if uri.contains("://") && !uri.starts_with("file://") {
+                return Err(Error::invalid(format!(
+                    "unsupported database URI {uri:?}: use a folder path, file://, memory:// or db://"
+                )));
+            }
+            Arc::new(LocalStorage::new(path)?)
+        };
+        Ok(Self::with_storage(uri, storage))
+    }
+
+    /// A database over any storage (tests use [`crate::storage::FaultyStorage`]).
+    pub fn with_storage(uri: &str, storage: Arc<dyn Storage>) -> Self {
+        Self {
+            uri: uri.to_string(),
+            storage,
+            tables: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The URI it was opened with.
+    pub fn uri(&self) -> &str {
+        &self.uri
+    }
+
+    /// The underlying storage.
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
+    }
+
+    fn exists(&self, name: &str) -> Result<bool> {
+        Ok(latest_version(self.storage.as_ref(), name, 0)?.is_some())
+    }
+
+    fn handle(&self, name: &str) -> NativeTable {
+        let mut tables = lock(&self.tables);
+        let inner = tables
+            .entry(name.to_string())
+            .or_insert_with(|| NativeTable::new_inner(name, self.storage.clone()))
+            .clone();
+        NativeTable::from_inner(inner)
+    }
+
+    /// Table names, sorted.
+    pub fn table_names_sync(&self) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        for n in self.storage.list("")? {
+            if validate_table_name(&n).is_ok() && self.exists(&n)? {
+                out.push(n);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Opens a table.
+    pub fn open_table_sync(&self, name: &str) -> Result<NativeTable> {
+        validate_table_name(name)?;
+        if !self.exists(name)? {
+            return Err(Error::TableNotFound { name: name.to_string() });
+        }
+        Ok(self.handle(name))
+    }
+
+    /// Creates a table.
+    pub fn create_table_sync(&self, name: &str, data: Data, opts: CreateOptions) -> Result<NativeTable> {
+        validate_table_name(name)?;
+        let schema = validate_new_schema(&data.schema)?;
+        if self.exists(name)? {
+            return match (opts.mode, opts.exist_ok) {
+                (CreateMode::Overwrite, _) => {
+                    let t = self.handle(name);
+                    t.add_sync(data, AddMode::Overwrite)?;
+                    Ok(t)
+                }
+                (CreateMode::Create, true) => self.open_table_sync(name),
+                (CreateMode::Create, false) => Err(Error::TableAlreadyExists { name: name.to_string() }),
+            };
+        }
+        let rows = align_all(&data.batches, &schema)?;
+        let mut fragments = Vec::new();
+        let mut written = None;
+        if rows.num_rows() > 0 {
+            let rel = format!("data/{}.arrow", uuid::Uuid::new_v4().simple());
+            let path = format!("{name}/{rel}");
+            self.storage.put(&path, &encode_ipc_file(&schema, std::slice::from_ref(&rows))?)?;
+            written = Some(path);
+            fragments.push(FragmentMeta {
+                id: 0,
+                file: rel,
+                physical_rows: rows.num_rows() as u64,
+                deletion_file: None,
+                num_deleted: 0,
+            });
+        }
+        let m = Manifest {
+            format: FORMAT_VERSION,
+            version: 1,
+            timestamp_ms: now_ms(),
+            operation: "create".into(),
+            schema: schema.as_ref().clone(),
+            next_fragment_id: fragments.len() as u64,
+            fragments,
+            metadata: Default::default(),
+        };
+        if !publish_manifest(self.storage.as_ref(), name, &m)? {
+            if let Some(p) = written {
+                let _ = self.storage.delete(&p);
+            }
+            if opts.exist_ok {
+                return self.open_table_sync(name);
+            }
+            return Err(Error::TableAlreadyExists { name: name.to_string() });
+        }
+        Ok(self.handle(name))
+    }
+
+    /// Drops a table and its files.
+    pub fn drop_table_sync(&self, name: &str) -> Result<()> {
+        validate_table_name(name)?;
+        if !self.exists(name)? {
+            return Err(Error::TableNotFound { name: name.to_string() });
+        }
+        lock(&self.tables).remove(name);
+        self.storage.delete_dir(name)
+    }
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::internal(format!("database task failed: {e}")))?
+}
+
+/// Shared handle used by the async trait impl.
+#[derive(Debug, Clone)]
+pub struct NativeDb(pub Arc<NativeDatabase>);
+
+impl NativeDb {
+    /// Opens `uri` (see [`NativeDatabase::open`]).
+    pub fn open(uri: &str) -> Result<Self> {
+        Ok(Self(Arc::new(NativeDatabase::open(uri)?)))
+    }
+}
+
+#[async_trait]
+impl Database for NativeDb {
+    async fn table_names(&self) -> Result<Vec<String>> {
+        let db = self.0.clone();
+        blocking(move || db.table_names_sync()).await
+    }
+    async fn create_table(&self, name: &str, data: Data, options: CreateOptions) -> Result<Arc<dyn Table>> {
+        let (db, name) = (self.0.clone(), name.to_string());
+        let t = blocking(move || db.create_table_sync(&name, data, options)).await?;
+        Ok(Arc::new(t))
+    }
+    async fn open_table(&self, name: &str) -> Result<Arc<dyn Table>> {
+        let (db, name) = (self.0.clone(), name.to_string());
+        let t = blocking(move || db.open_table_sync(&name)).await?;
+        Ok(Arc::new(t))
+    }
+    async fn drop_table(&self, name: &str) -> Result<()> {
+        let (db, name) = (self.0.clone(), name.to_string());
+        blocking(move || db.drop_table_sync(&name)).await
+    }
+}

@@ -1,0 +1,269 @@
+//! Binding: sqlparser AST -> [`PhysExpr`] with columns resolved to indices.
+
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, BooleanArray, Float64Array, Int64Array, NullArray, StringArray};
+use arrow_schema::{DataType, Schema};
+use sqlparser::ast::{self as sql, BinaryOperator, Expr, InTarget, UnaryOperator, Value};
+
+use crate::error::{Error, Result};
+use crate::keys::column_list;
+
+/// How bare and qualified column names map onto the batch's fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resolve {
+    /// Field names as they are (`id`, or a quoted `"a.b"`).
+    Plain,
+    /// A merge's joined batch with fields `source.x` and `target.x`:
+    /// qualified names as written, a bare name means the target column
+    /// (or the source one if the target has none).
+    Merge,
+}
+
+/// Binary operators we evaluate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinOp {
+    Eq,
+    NotEq,
+    Lt,
+    LtEq,
+    Gt,
+    GtEq,
+    And,
+    Or,
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+}
+
+/// A bound expression.
+#[derive(Debug, Clone)]
+pub enum PhysExpr {
+    Column(usize),
+    Literal(ArrayRef),
+    Binary(Box<PhysExpr>, BinOp, Box<PhysExpr>),
+    Not(Box<PhysExpr>),
+    Neg(Box<PhysExpr>),
+    IsNull(Box<PhysExpr>, bool),
+    IsBool(Box<PhysExpr>, bool, bool),
+    InList(Box<PhysExpr>, Vec<PhysExpr>, bool),
+    Between(Box<PhysExpr>, Box<PhysExpr>, Box<PhysExpr>, bool),
+    Like(Box<PhysExpr>, Box<PhysExpr>, bool, bool),
+    Cast(Box<PhysExpr>, DataType),
+    Func(Func, Vec<PhysExpr>),
+}
+
+/// Scalar functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Func {
+    Lower,
+    Upper,
+    Length,
+    Abs,
+    Coalesce,
+}
+
+struct Binder<'a> {
+    schema: &'a Schema,
+    resolve: Resolve,
+    sql: &'a str,
+}
+
+/// Binds `e` against `schema`.
+pub fn bind(e: &Expr, schema: &Schema, resolve: Resolve, sql: &str) -> Result<PhysExpr> {
+    Binder {
+        schema,
+        resolve,
+        sql,
+    }
+    .expr(e)
+}
+
+impl Binder<'_> {
+    fn unsupported(&self, what: impl std::fmt::Display) -> Error {
+        Error::invalid(format!("unsupported expression in filter \"{}\": {what}", self.sql))
+    }
+
+    fn column(&self, parts: &[sql::Ident]) -> Result<PhysExpr> {
+        let name: Vec<&str> = parts.iter().map(|p| p.value.as_str()).collect();
+        let joined = name.join(".");
+        let mut candidates = vec![joined.clone()];
+        if self.resolve == Resolve::Merge && name.len() == 1 {
+            candidates.push(format!("target.{joined}"));
+            candidates.push(format!("source.{joined}"));
+        }
+        for c in &candidates {
+            if let Some((i, _)) = self.schema.column_with_name(c) {
+                return Ok(PhysExpr::Column(i));
+            }
+        }
+        // Unquoted SQL identifiers are case-insensitive: accept a unique match.
+        for c in &candidates {
+            let hits: Vec<usize> = self
+                .schema
+                .fields()
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| f.name().eq_ignore_ascii_case(c))
+                .map(|(i, _)| i)
+                .collect();
+            if let [i] = hits.as_slice() {
+                return Ok(PhysExpr::Column(*i));
+            }
+        }
+        Err(Error::invalid(format!(
+            "unknown column '{joined}' in filter \"{}\" (available: {})",
+            self.sql,
+            column_list(self.schema)
+        )))
+    }
+
+    fn literal(&self, v: &Value) -> Result<PhysExpr> {
+        let a: ArrayRef = match v {
+            Value::Number(n, _) => {
+                if let Ok(i) = n.parse::<i64>() {
+                    Arc::new(Int64Array::from(vec![i]))
+                } else if let Ok(f) = n.parse::<f64>() {
+                    Arc::new(Float64Array::from(vec![f]))
+                } else {
+                    return Err(self.unsupported(format!("number {n}")));
+                }
+            }
+            Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => {
+                Arc::new(StringArray::from(vec![s.as_str()]))
+            }
+            Value::Boolean(b) => Arc::new(BooleanArray::from(vec![*b])),
+            Value::Null => Arc::new(NullArray::new(1)),
+            other => return Err(self.unsupported(format!("literal {other}"))),
+        };
+        Ok(PhysExpr::Literal(a))
+    }
+
+    fn boxed(&self, e: &Expr) -> Result<Box<PhysExpr>> {
+        Ok(Box::new(self.expr(e)?))
+    }
+
+    fn expr(&self, e: &Expr) -> Result<PhysExpr> {
+        Ok(match e {
+            Expr::Identifier(id) => self.column(std::slice::from_ref(id))?,
+            Expr::CompoundIdentifier(ids) => self.column(ids)?,
+            Expr::Value(v) => self.literal(&v.value)?,
+            Expr::Nested(inner) => self.expr(inner)?,
+            Expr::BinaryOp { left, op, right } => {
+                let op = match op {
+                    BinaryOperator::Eq => BinOp::Eq,
+                    BinaryOperator::NotEq => BinOp::NotEq,
+                    BinaryOperator::Lt => BinOp::Lt,
+                    BinaryOperator::LtEq => BinOp::LtEq,
+                    BinaryOperator::Gt => BinOp::Gt,
+                    BinaryOperator::GtEq => BinOp::GtEq,
+                    BinaryOperator::And => BinOp::And,
+                    BinaryOperator::Or => BinOp::Or,
+                    BinaryOperator::Plus => BinOp::Add,
+                    BinaryOperator::Minus => BinOp::Sub,
+                    BinaryOperator::Multiply => BinOp::Mul,
+                    BinaryOperator::Divide => BinOp::Div,
+                    BinaryOperator::Modulo => BinOp::Mod,
+                    other => return Err(self.unsupported(format!("operator {other}"))),
+                };
+                PhysExpr::Binary(self.boxed(left)?, op, self.boxed(right)?)
+            }
+            Expr::UnaryOp { op, expr } => match op {
+                UnaryOperator::Not => PhysExpr::Not(self.boxed(expr)?),
+                UnaryOperator::Minus => PhysExpr::Neg(self.boxed(expr)?),
+                UnaryOperator::Plus => self.expr(expr)?,
+                other => return Err(self.unsupported(format!("operator {other}"))),
+            },
+            Expr::IsNull(x) => PhysExpr::IsNull(self.boxed(x)?, false),
+            Expr::IsNotNull(x) => PhysExpr::IsNull(self.boxed(x)?, true),
+            Expr::IsTrue(x) => PhysExpr::IsBool(self.boxed(x)?, true, false),
+            Expr::IsNotTrue(x) => PhysExpr::IsBool(self.boxed(x)?, true, true),
+            Expr::IsFalse(x) => PhysExpr::IsBool(self.boxed(x)?, false, false),
+            Expr::IsNotFalse(x) => PhysExpr::IsBool(self.boxed(x)?, false, true),
+            Expr::In {
+                expr,
+                target: InTarget::List(list),
+                negated,
+                ..
+            } => PhysExpr::InList(
+                self.boxed(expr)?,
+                list.iter().map(|x| self.expr(x)).collect::<Result<_>>()?,
+                *negated,
+            ),
+            Expr::Between {
+                expr,
+                negated,
+                low,
+                high,
+            } => PhysExpr::Between(self.boxed(expr)?, self.boxed(low)?, self.boxed(high)?, *negated),
+            Expr::Like {
+                negated,
+                expr,
+                pattern,
+                escape_char: None,
+                any: false,
+            } => PhysExpr::Like(self.boxed(expr)?, self.boxed(pattern)?, *negated, false),
+            Expr::ILike {
+                negated,
+                expr,
+                pattern,
+                escape_char: None,
+                any: false,
+            } => PhysExpr::Like(self.boxed(expr)?, self.boxed(pattern)?, *negated, true),
+            Expr::Cast {
+                expr, data_type, ..
+            } => PhysExpr::Cast(self.boxed(expr)?, self.sql_type(data_type)?),
+            Expr::Function(f) => self.function(f)?,
+            other => return Err(self.unsupported(other)),
+        })
+    }
+
+    fn function(&self, f: &sql::Function) -> Result<PhysExpr> {
+        let name = f.name.to_string().to_ascii_lowercase();
+        let func = match name.as_str() {
+            "lower" => Func::Lower,
+            "upper" => Func::Upper,
+            "length" | "char_length" | "character_length" => Func::Length,
+            "abs" => Func::Abs,
+            "coalesce" => Func::Coalesce,
+            _ => return Err(self.unsupported(format!("function {name}()"))),
+        };
+        let sql::FunctionArguments::List(list) = &f.args else {
+            return Err(self.unsupported(format!("arguments of {name}()")));
+        };
+        let mut args = Vec::new();
+        for a in &list.args {
+            match a {
+                sql::FunctionArg::Unnamed(sql::FunctionArgExpr::Expr(e)) => args.push(self.expr(e)?),
+                other => return Err(self.unsupported(format!("argument {other}"))),
+            }
+        }
+        let arity_ok = match func {
+            Func::Coalesce => !args.is_empty(),
+            _ => args.len() == 1,
+        };
+        if !arity_ok {
+            return Err(self.unsupported(format!("{name}() with {} arguments", args.len())));
+        }
+        Ok(PhysExpr::Func(func, args))
+    }
+
+    fn sql_type(&self, t: &sql::DataType) -> Result<DataType> {
+        use sql::DataType as T;
+        Ok(match t {
+            T::TinyInt(_) => DataType::Int8,
+            T::SmallInt(_) => DataType::Int16,
+            T::Int(_) | T::Integer(_) => DataType::Int32,
+            T::BigInt(_) | T::Int64 => DataType::Int64,
+            T::Real | T::Float4 => DataType::Float32,
+            T::Float(_) | T::Double(_) | T::Float8 | T::Float64 | T::DoublePrecision => DataType::Float64,
+            T::Boolean | T::Bool => DataType::Boolean,
+            T::Varchar(_) | T::Text | T::String(_) | T::Char(_) => DataType::Utf8,
+            T::Date => DataType::Date32,
+            T::Timestamp(_, _) => DataType::Timestamp(arrow_schema::TimeUnit::Microsecond, None),
+            other => return Err(self.unsupported(format!("type {other}"))),
+        })
+    }
+}

@@ -1,0 +1,89 @@
+//! SQL filter and value expressions (`target.age > 0`, `id IN (1, 2)`,
+//! `name LIKE 'a%'`, `price * 2`), parsed with sqlparser, bound to a schema
+//! (unknown columns are errors naming them) and evaluated with arrow kernels.
+//!
+//! [`Predicate`] is the only entry point: `parse` binds, `mask` evaluates a
+//! row filter (SQL NULL counts as false), `values` evaluates an expression
+//! to one value per row (used by `update`).
+
+mod bind;
+mod eval;
+
+use arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch};
+use arrow_schema::{DataType, Schema};
+
+use crate::error::{Error, Result};
+pub use bind::Resolve;
+use bind::PhysExpr;
+
+/// A parsed, bound expression.
+#[derive(Debug, Clone)]
+pub struct Predicate {
+    sql: String,
+    expr: PhysExpr,
+}
+
+impl Predicate {
+    /// Parses `sql` and binds its column names against `schema` using `resolve`.
+    /// The expression is also type-checked on an empty batch so a type error
+    /// surfaces here, before any data is touched.
+    pub fn parse(sql: &str, schema: &Schema, resolve: Resolve) -> Result<Self> {
+        let dialect = sqlparser::dialect::GenericDialect {};
+        let ast = sqlparser::parser::Parser::new(&dialect)
+            .try_with_sql(sql)
+            .and_then(|mut p| {
+                let e = p.parse_expr()?;
+                p.expect_token(&sqlparser::tokenizer::Token::EOF)?;
+                Ok(e)
+            })
+            .map_err(|e| Error::invalid(format!("cannot parse filter \"{sql}\": {e}")))?;
+        let expr = bind::bind(&ast, schema, resolve, sql)?;
+        let p = Predicate {
+            sql: sql.to_string(),
+            expr,
+        };
+        let empty = RecordBatch::new_empty(std::sync::Arc::new(schema.clone()));
+        p.values(&empty)
+            .map_err(|e| Error::invalid(format!("invalid filter \"{sql}\": {e}")))?;
+        Ok(p)
+    }
+
+    /// The SQL text.
+    pub fn sql(&self) -> &str {
+        &self.sql
+    }
+
+    /// Evaluates the expression to one value per row of `batch`.
+    pub fn values(&self, batch: &RecordBatch) -> Result<ArrayRef> {
+        eval::evaluate(&self.expr, batch)
+            .and_then(|v| v.into_array(batch.num_rows()))
+            .map_err(|e| Error::invalid(format!("cannot evaluate \"{}\": {e}", self.sql)))
+    }
+
+    /// Evaluates as a row filter: true where the row passes (NULL -> false).
+    pub fn mask(&self, batch: &RecordBatch) -> Result<BooleanArray> {
+        let v = self.values(batch)?;
+        let b = match v.data_type() {
+            DataType::Boolean => v,
+            DataType::Null => arrow::array::new_null_array(&DataType::Boolean, v.len()),
+            other => {
+                return Err(Error::invalid(format!(
+                    "filter \"{}\" is not a condition (it gives {other}, not a boolean)",
+                    self.sql
+                )))
+            }
+        };
+        let b = b
+            .as_any()
+            .downcast_ref::<BooleanArray>()
+            .ok_or_else(|| Error::internal("boolean array expected"))?;
+        Ok(if b.null_count() == 0 {
+            b.clone()
+        } else {
+            arrow::compute::prep_null_mask_filter(b)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

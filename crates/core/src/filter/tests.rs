@@ -1,0 +1,83 @@
+use std::sync::Arc;
+
+use arrow::array::{AsArray, Float64Array, Int64Array, RecordBatch, StringArray};
+use arrow::datatypes::Int64Type;
+use arrow_schema::{DataType, Field, Schema};
+
+use super::*;
+
+fn batch() -> RecordBatch {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("age", DataType::Int64, true),
+        Field::new("name", DataType::Utf8, true),
+        Field::new("score", DataType::Float64, true),
+    ]));
+    RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(Int64Array::from(vec![1, 2, 3, 4])),
+            Arc::new(Int64Array::from(vec![Some(10), None, Some(30), Some(0)])),
+            Arc::new(StringArray::from(vec![Some("alice"), Some("bob"), None, Some("Anna")])),
+            Arc::new(Float64Array::from(vec![1.5, 2.5, 3.5, 4.5])),
+        ],
+    )
+    .expect("batch")
+}
+
+fn rows(sql: &str) -> Vec<i64> {
+    let b = batch();
+    let p = Predicate::parse(sql, &b.schema(), Resolve::Plain).expect(sql);
+    let m = p.mask(&b).expect("mask");
+    let f = arrow::compute::filter_record_batch(&b, &m).expect("filter");
+    f.column(0).as_primitive::<Int64Type>().values().to_vec()
+}
+
+#[test]
+fn comparisons_and_logic() {
+    assert_eq!(rows("age > 5"), vec![1, 3]);
+    assert_eq!(rows("age >= 0 AND score < 4"), vec![1, 3]);
+    assert_eq!(rows("age IS NULL OR id = 4"), vec![2, 4]);
+    assert_eq!(rows("NOT (id = 1)"), vec![2, 3, 4]);
+    assert_eq!(rows("id IN (1, 3, 9)"), vec![1, 3]);
+    assert_eq!(rows("id NOT IN (1, 3)"), vec![2, 4]);
+    assert_eq!(rows("id BETWEEN 2 AND 3"), vec![2, 3]);
+    assert_eq!(rows("name LIKE 'a%'"), vec![1]);
+    assert_eq!(rows("name ILIKE 'a%'"), vec![1, 4]);
+    assert_eq!(rows("score > 2"), vec![2, 3, 4]);
+    assert_eq!(rows("id * 2 + 1 = 5"), vec![2]);
+    assert_eq!(rows("name = 'bob'"), vec![2]);
+    assert_eq!(rows("lower(name) = 'anna'"), vec![4]);
+    assert_eq!(rows("coalesce(age, -1) < 0"), vec![2]);
+    assert_eq!(rows("true"), vec![1, 2, 3, 4]);
+    assert_eq!(rows("age = NULL"), Vec::<i64>::new());
+    assert_eq!(rows("CAST(score AS BIGINT) = 1"), vec![1]);
+}
+
+#[test]
+fn errors_name_the_problem() {
+    let s = batch().schema();
+    let e = Predicate::parse("nope > 1", &s, Resolve::Plain).expect_err("unknown");
+    assert!(e.to_string().contains("unknown column 'nope'"), "{e}");
+    let e = Predicate::parse("id >", &s, Resolve::Plain).expect_err("parse");
+    assert!(e.to_string().contains("cannot parse filter"), "{e}");
+    let e = Predicate::parse("id = 1 garbage", &s, Resolve::Plain).expect_err("trailing");
+    assert!(e.to_string().contains("cannot parse filter"), "{e}");
+    let e = Predicate::parse("id + 1", &s, Resolve::Plain).expect("value expr ok");
+    assert!(e.mask(&batch()).is_err());
+    let e = Predicate::parse("name + 1 > 2", &s, Resolve::Plain).expect_err("type");
+    assert!(e.to_string().contains("invalid filter"), "{e}");
+}
+
+#[test]
+fn merge_resolution() {
+    let schema = Schema::new(vec![
+        Field::new("source.age", DataType::Int64, true),
+        Field::new("target.age", DataType::Int64, true),
+        Field::new("target.id", DataType::Int64, true),
+    ]);
+    Predicate::parse("target.age > 0 AND source.age > target.age", &schema, Resolve::Merge).expect("ok");
+    Predicate::parse("id < 3", &schema, Resolve::Merge).expect("bare means target");
+    let e = Predicate::parse("source.id = 1", &schema, Resolve::Merge).expect_err("missing");
+    assert!(e.to_string().contains("unknown column 'source.id'"), "{e}");
+}

@@ -1,0 +1,88 @@
+//! Encoding of fragment data files (Arrow IPC file format) and deletion
+//! vectors (portable roaring bitmaps), and a loaded fragment in memory.
+
+use std::io::Cursor;
+use std::sync::Arc;
+
+use arrow::array::{BooleanArray, RecordBatch};
+use arrow_ipc::reader::FileReader;
+use arrow_ipc::writer::FileWriter;
+use arrow_schema::SchemaRef;
+use roaring::RoaringBitmap;
+
+use crate::error::{Error, Result};
+use crate::storage::Storage;
+
+/// A fragment's rows and the deletions that apply at one version.
+#[derive(Debug, Clone)]
+pub struct LoadedFragment {
+    /// The fragment id.
+    pub id: u64,
+    /// All physical rows (deleted ones included), as one batch.
+    pub batch: RecordBatch,
+    /// Offsets of deleted rows.
+    pub deleted: Arc<RoaringBitmap>,
+}
+
+impl LoadedFragment {
+    /// A mask that is true for live rows, or `None` when nothing is deleted.
+    pub fn live_mask(&self) -> Option<BooleanArray> {
+        if self.deleted.is_empty() {
+            return None;
+        }
+        let n = self.batch.num_rows();
+        Some(BooleanArray::from_iter(
+            (0..n).map(|i| Some(!self.deleted.contains(i as u32))),
+        ))
+    }
+}
+
+/// Serialises batches as one Arrow IPC file.
+pub fn encode_ipc_file(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    {
+        let mut w = FileWriter::try_new(&mut buf, schema)?;
+        for b in batches {
+            w.write(b)?;
+        }
+        w.finish()?;
+    }
+    Ok(buf)
+}
+
+/// Reads a fragment data file back as one batch.
+pub fn read_data_file(storage: &dyn Storage, path: &str, schema: &SchemaRef) -> Result<RecordBatch> {
+    let bytes = storage.get(path)?.ok_or_else(|| Error::Corrupt {
+        path: path.to_string(),
+        message: "data file referenced by the manifest is missing".into(),
+    })?;
+    let corrupt = |e: arrow_schema::ArrowError| Error::Corrupt {
+        path: path.to_string(),
+        message: e.to_string(),
+    };
+    let reader = FileReader::try_new(Cursor::new(bytes), None).map_err(corrupt)?;
+    let batches = reader.collect::<std::result::Result<Vec<_>, _>>().map_err(corrupt)?;
+    let batch = arrow::compute::concat_batches(schema, &batches).map_err(corrupt)?;
+    Ok(batch)
+}
+
+/// Reads a deletion vector file.
+pub fn read_deletions(storage: &dyn Storage, path: &str) -> Result<RoaringBitmap> {
+    let bytes = storage.get(path)?.ok_or_else(|| Error::Corrupt {
+        path: path.to_string(),
+        message: "deletion file referenced by the manifest is missing".into(),
+    })?;
+    RoaringBitmap::deserialize_from(&bytes[..]).map_err(|e| Error::Corrupt {
+        path: path.to_string(),
+        message: e.to_string(),
+    })
+}
+
+/// Serialises a deletion vector.
+pub fn encode_deletions(bitmap: &RoaringBitmap) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(bitmap.serialized_size());
+    bitmap
+        .serialize_into(&mut out)
+        .map_err(|e| Error::internal(e.to_string()))?;
+    Ok(out)
+}

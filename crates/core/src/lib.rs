@@ -1,0 +1,29 @@
+//! memwal-core: the local table engine.
+//!
+//! Layers, bottom up: [`storage`] (files, create-new publish, fault
+//! injection) -> [`manifest`] and [`fragment`] (the on-disk format) ->
+//! [`table`] (versions, snapshots, commits with retry, reads and writes) and
+//! [`merge`] (the builder, validation and the O(k) executor, using
+//! [`keys`] and [`filter`]) -> [`db`] (a folder of tables). [`traits`]
+//! defines what remote tables implement too; [`ipc`] converts Arrow IPC
+//! bytes at the edges.
+
+pub mod db;
+pub mod error;
+pub mod filter;
+pub mod fragment;
+pub mod ipc;
+pub mod keys;
+pub mod manifest;
+pub mod merge;
+pub mod name;
+pub mod schema;
+pub mod storage;
+pub mod table;
+pub mod traits;
+
+pub use db::{NativeDatabase, NativeDb};
+pub use error::{Error, Result};
+pub use merge::{MergeInsertBuilder, MergeInsertParams, MergeResult};
+pub use table::{NativeTable, Snapshot};
+pub use traits::*;

@@ -1,0 +1,140 @@
+//! The on-disk layout of one table and its manifests.
+//!
+//! ```text
+//! {table}/
+//!   data/{uuid}.arrow                  Arrow IPC *file* (one fragment, immutable)
+//!   _deletions/{frag}-{version}.bin    roaring bitmap of deleted row offsets (immutable)
+//!   _versions/{version:020}.manifest   JSON manifest, published create-new
+//! ```
+//! A version exists exactly when its manifest file exists; a commit writes
+//! its data and deletion files first and publishes the manifest last, so a
+//! crash leaves at worst unreferenced files and the previous version intact.
+
+use std::collections::BTreeMap;
+
+use arrow_schema::Schema;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::storage::{PutNew, Storage};
+
+/// Manifest format version written by this build.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// One immutable data file plus the rows deleted from it as of a version.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FragmentMeta {
+    /// Unique within the table, never reused.
+    pub id: u64,
+    /// Path of the Arrow IPC file, relative to the table folder.
+    pub file: String,
+    /// Rows in the file.
+    pub physical_rows: u64,
+    /// Deletion vector file, relative to the table folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_file: Option<String>,
+    /// Rows marked deleted in `deletion_file`.
+    #[serde(default)]
+    pub num_deleted: u64,
+}
+
+impl FragmentMeta {
+    /// Rows of this fragment still visible.
+    pub fn live_rows(&self) -> u64 {
+        self.physical_rows - self.num_deleted
+    }
+}
+
+/// Everything that defines one version of a table.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Manifest {
+    /// [`FORMAT_VERSION`] of the writer.
+    pub format: u32,
+    /// The version number, from 1.
+    pub version: u64,
+    /// Milliseconds since the Unix epoch at commit.
+    pub timestamp_ms: u64,
+    /// What produced this version (`create`, `append`, `merge_insert`, ...).
+    pub operation: String,
+    /// The table schema.
+    pub schema: Schema,
+    /// Data files, in row order.
+    pub fragments: Vec<FragmentMeta>,
+    /// Next fragment id to hand out.
+    pub next_fragment_id: u64,
+    /// Free-form key/values committed with the version (e.g. the MemWAL
+    /// flushed sequence number, recorded atomically with the data).
+    #[serde(default)]
+    pub metadata: BTreeMap<String, String>,
+}
+
+impl Manifest {
+    /// Live rows over all fragments.
+    pub fn num_rows(&self) -> u64 {
+        self.fragments.iter().map(FragmentMeta::live_rows).sum()
+    }
+}
+
+/// Path of the manifest of `version` under `table`.
+pub fn manifest_path(table: &str, version: u64) -> String {
+    format!("{table}/_versions/{version:020}.manifest")
+}
+
+/// Reads the manifest of `version`, `Ok(None)` if there is none.
+pub fn read_manifest(storage: &dyn Storage, table: &str, version: u64) -> Result<Option<Manifest>> {
+    let path = manifest_path(table, version);
+    let Some(bytes) = storage.get(&path)? else {
+        return Ok(None);
+    };
+    let m: Manifest = serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt {
+        path: path.clone(),
+        message: e.to_string(),
+    })?;
+    if m.format > FORMAT_VERSION {
+        return Err(Error::Corrupt {
+            path,
+            message: format!("manifest format {} is newer than this build ({FORMAT_VERSION})", m.format),
+        });
+    }
+    Ok(Some(m))
+}
+
+/// Publishes `m` as its version; `Ok(false)` if that version exists already
+/// (another writer won the race).
+pub fn publish_manifest(storage: &dyn Storage, table: &str, m: &Manifest) -> Result<bool> {
+    let bytes = serde_json::to_vec(m).map_err(|e| Error::internal(e.to_string()))?;
+    Ok(storage.put_new(&manifest_path(table, m.version), &bytes)? == PutNew::Created)
+}
+
+/// All versions with a manifest, ascending.
+pub fn list_versions(storage: &dyn Storage, table: &str) -> Result<Vec<u64>> {
+    let mut out: Vec<u64> = storage
+        .list(&format!("{table}/_versions"))?
+        .iter()
+        .filter_map(|n| n.strip_suffix(".manifest"))
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    out.sort_unstable();
+    Ok(out)
+}
+
+/// The newest version at or after `hint` (probing forward one file at a
+/// time, so this is cheap when the caller's cached version is recent).
+pub fn latest_version(storage: &dyn Storage, table: &str, hint: u64) -> Result<Option<u64>> {
+    if hint == 0 || !storage.exists(&manifest_path(table, hint))? {
+        return Ok(list_versions(storage, table)?.last().copied());
+    }
+    let mut v = hint;
+    while storage.exists(&manifest_path(table, v + 1))? {
+        v += 1;
+    }
+    Ok(Some(v))
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}

@@ -1,0 +1,132 @@
+//! Fitting incoming data to a table's schema: the source may omit nullable
+//! columns and may use a lossless wider-compatible type (Int32 for Int64,
+//! Float32 for Float64, LargeUtf8 for Utf8, ...); an extra column, a
+//! missing non-nullable column, an incompatible type or a null in a
+//! non-nullable column is an error naming the column.
+
+use std::sync::Arc;
+
+use arrow::array::{new_null_array, Array, ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow_schema::{DataType, Schema, SchemaRef};
+
+use crate::error::{Error, Result};
+use crate::keys::column_list;
+
+/// Whether a source column of type `from` may be stored in a `to` column.
+pub fn compatible(from: &DataType, to: &DataType) -> bool {
+    use DataType::*;
+    if from == to {
+        return true;
+    }
+    match (from, to) {
+        (Null, _) => true,
+        (Int8 | Int16 | Int32 | Int64 | UInt8 | UInt16 | UInt32, Int64) => true,
+        (Int8 | Int16 | UInt8 | UInt16, Int32) => true,
+        (Int8 | UInt8, Int16) => true,
+        (UInt8 | UInt16 | UInt32 | UInt64, UInt64) => true,
+        (Int8 | Int16 | Int32 | UInt8 | UInt16 | UInt32 | Float16 | Float32, Float64) => true,
+        (Int8 | Int16 | UInt8 | UInt16 | Float16, Float32) => true,
+        (Utf8 | LargeUtf8 | Utf8View, Utf8 | LargeUtf8 | Utf8View) => true,
+        (Binary | LargeBinary | BinaryView, Binary | LargeBinary | BinaryView) => true,
+        (Timestamp(_, _), Timestamp(_, _)) => true,
+        (Date32 | Date64, Date32 | Date64) => true,
+        (FixedSizeList(a, n), FixedSizeList(b, m)) => n == m && compatible(a.data_type(), b.data_type()),
+        (List(a) | LargeList(a), List(b) | LargeList(b)) => compatible(a.data_type(), b.data_type()),
+        (List(a) | LargeList(a), FixedSizeList(b, _)) => compatible(a.data_type(), b.data_type()),
+        (Struct(a), Struct(b)) => a.iter().all(|fa| {
+            b.iter()
+                .find(|fb| fb.name() == fa.name())
+                .is_some_and(|fb| compatible(fa.data_type(), fb.data_type()))
+        }),
+        _ => false,
+    }
+}
+
+/// Checks a source schema against the table's; returns for each table
+/// column whether the source provides it.
+pub fn check_source_schema(source: &Schema, target: &Schema) -> Result<Vec<bool>> {
+    for f in source.fields() {
+        let Ok(t) = target.field_with_name(f.name()) else {
+            return Err(Error::invalid(format!(
+                "column '{}' of the data is not in the table schema (table columns: {})",
+                f.name(),
+                column_list(target)
+            )));
+        };
+        if !compatible(f.data_type(), t.data_type()) {
+            return Err(Error::invalid(format!(
+                "column '{}' has type {} in the data but {} in the table",
+                f.name(),
+                f.data_type(),
+                t.data_type()
+            )));
+        }
+    }
+    let mut present = Vec::with_capacity(target.fields().len());
+    for t in target.fields() {
+        let has = source.field_with_name(t.name()).is_ok();
+        if !has && !t.is_nullable() {
+            return Err(Error::invalid(format!(
+                "column '{}' is missing from the data and is not nullable in the table",
+                t.name()
+            )));
+        }
+        present.push(has);
+    }
+    Ok(present)
+}
+
+/// Rewrites `batch` into the table's schema: columns in table order, cast
+/// where compatible, missing (nullable) columns filled with nulls.
+pub fn align_batch(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBatch> {
+    check_source_schema(&batch.schema(), target)?;
+    let n = batch.num_rows();
+    let mut cols: Vec<ArrayRef> = Vec::with_capacity(target.fields().len());
+    for t in target.fields() {
+        let col = match batch.column_by_name(t.name()) {
+            Some(c) if c.data_type() == t.data_type() => c.clone(),
+            Some(c) => arrow::compute::cast(c, t.data_type()).map_err(|e| {
+                Error::invalid(format!("column '{}' cannot be converted to {}: {e}", t.name(), t.data_type()))
+            })?,
+            None => new_null_array(t.data_type(), n),
+        };
+        if !t.is_nullable() && col.null_count() > 0 {
+            return Err(Error::invalid(format!(
+                "column '{}' is not nullable but the data has {} null value(s) in it",
+                t.name(),
+                col.null_count()
+            )));
+        }
+        cols.push(col);
+    }
+    let opts = RecordBatchOptions::new().with_row_count(Some(n));
+    RecordBatch::try_new_with_options(target.clone(), cols, &opts)
+        .map_err(|e| Error::invalid(format!("data does not fit the table schema: {e}")))
+}
+
+/// Aligns and concatenates batches into one.
+pub fn align_all(batches: &[RecordBatch], target: &SchemaRef) -> Result<RecordBatch> {
+    let aligned = batches
+        .iter()
+        .map(|b| align_batch(b, target))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(arrow::compute::concat_batches(target, &aligned)?)
+}
+
+/// A schema as the table stores it: the data's own, with a check that the
+/// column names are unique and non-empty.
+pub fn validate_new_schema(schema: &Schema) -> Result<SchemaRef> {
+    if schema.fields().is_empty() {
+        return Err(Error::invalid("a table needs at least one column"));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for f in schema.fields() {
+        if f.name().is_empty() {
+            return Err(Error::invalid("column names may not be empty"));
+        }
+        if !seen.insert(f.name().as_str()) {
+            return Err(Error::invalid(format!("column '{}' appears twice", f.name())));
+        }
+    }
+    Ok(Arc::new(Schema::new(schema.fields().clone())))
+}

@@ -1,0 +1,346 @@
+//! Where table files live. [`Storage`] is the narrow interface the engine
+//! writes through: immutable files (`put`), atomically published files
+//! (`put_new`, create-new: the commit point of a version), reads, listing and
+//! removal. [`LocalStorage`] is a folder on disk with fsync before
+//! acknowledging; [`MemoryStorage`] backs `memory://`; [`FaultyStorage`]
+//! fails chosen operations so tests can simulate a crash mid-commit.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{ErrorKind, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+
+use crate::error::{Error, Result};
+
+/// Outcome of [`Storage::put_new`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PutNew {
+    /// The file did not exist and now holds the bytes.
+    Created,
+    /// The file existed already; nothing was written.
+    AlreadyExists,
+}
+
+/// A flat namespace of files addressed by `/`-separated relative paths.
+pub trait Storage: Send + Sync + std::fmt::Debug {
+    /// Writes an immutable file durably (overwrites if it exists).
+    fn put(&self, path: &str, data: &[u8]) -> Result<()>;
+    /// Publishes a file atomically with create-new semantics: readers see
+    /// either no file or all of it, and an existing file is never replaced.
+    fn put_new(&self, path: &str, data: &[u8]) -> Result<PutNew>;
+    /// Reads a whole file; `Ok(None)` if it does not exist.
+    fn get(&self, path: &str) -> Result<Option<Bytes>>;
+    /// Whether a file exists.
+    fn exists(&self, path: &str) -> Result<bool>;
+    /// Names (not paths) of the entries directly under `dir`, sorted.
+    fn list(&self, dir: &str) -> Result<Vec<String>>;
+    /// Removes a file; missing is fine.
+    fn delete(&self, path: &str) -> Result<()>;
+    /// Removes everything under `dir`.
+    fn delete_dir(&self, dir: &str) -> Result<()>;
+    /// A local folder for `dir`, when this storage is on local disk.
+    fn local_path(&self, dir: &str) -> Option<PathBuf>;
+}
+
+/// Files in a folder on local disk.
+#[derive(Debug)]
+pub struct LocalStorage {
+    root: PathBuf,
+}
+
+impl LocalStorage {
+    /// Opens (and creates if missing) the folder `root`.
+    pub fn new(root: impl Into<PathBuf>) -> Result<Self> {
+        let root = root.into();
+        fs::create_dir_all(&root).map_err(|e| Error::io(root.display().to_string(), e))?;
+        Ok(Self { root })
+    }
+
+    fn full(&self, path: &str) -> PathBuf {
+        self.root.join(path)
+    }
+
+    fn ensure_parent(&self, full: &Path) -> Result<()> {
+        if let Some(parent) = full.parent() {
+            if !parent.exists() {
+                fs::create_dir_all(parent)
+                    .map_err(|e| Error::io(parent.display().to_string(), e))?;
+                // The new folder's entry must be durable too.
+                if let Some(grand) = parent.parent() {
+                    sync_dir(grand)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// fsyncs a directory so that entries created in it survive a crash.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    let f = File::open(dir).map_err(|e| Error::io(dir.display().to_string(), e))?;
+    f.sync_all()
+        .map_err(|e| Error::io(dir.display().to_string(), e))
+}
+
+fn write_synced(path: &Path, data: &[u8]) -> Result<()> {
+    let io = |e| Error::io(path.display().to_string(), e);
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .map_err(io)?;
+    f.write_all(data).map_err(io)?;
+    f.sync_data().map_err(io)
+}
+
+impl Storage for LocalStorage {
+    fn put(&self, path: &str, data: &[u8]) -> Result<()> {
+        let full = self.full(path);
+        self.ensure_parent(&full)?;
+        write_synced(&full, data)
+    }
+
+    fn put_new(&self, path: &str, data: &[u8]) -> Result<PutNew> {
+        let full = self.full(path);
+        self.ensure_parent(&full)?;
+        if full.exists() {
+            return Ok(PutNew::AlreadyExists);
+        }
+        // Write a private temporary file, make it durable, then hard-link it
+        // into place: link(2) fails if the target exists, so two writers can
+        // never both publish the same name and no reader sees a partial file.
+        let tmp = full.with_extension(format!("tmp-{}", uuid::Uuid::new_v4().simple()));
+        write_synced(&tmp, data)?;
+        let linked = fs::hard_link(&tmp, &full);
+        let _ = fs::remove_file(&tmp);
+        match linked {
+            Ok(()) => {
+                if let Some(parent) = full.parent() {
+                    sync_dir(parent)?;
+                }
+                Ok(PutNew::Created)
+            }
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(PutNew::AlreadyExists),
+            Err(e) => Err(Error::io(full.display().to_string(), e)),
+        }
+    }
+
+    fn get(&self, path: &str) -> Result<Option<Bytes>> {
+        let full = self.full(path);
+        match fs::read(&full) {
+            Ok(v) => Ok(Some(Bytes::from(v))),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io(full.display().to_string(), e)),
+        }
+    }
+
+    fn exists(&self, path: &str) -> Result<bool> {
+        Ok(self.full(path).exists())
+    }
+
+    fn list(&self, dir: &str) -> Result<Vec<String>> {
+        let full = self.full(dir);
+        let rd = match fs::read_dir(&full) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(vec![]),
+            Err(e) => return Err(Error::io(full.display().to_string(), e)),
+        };
+        let mut out = Vec::new();
+        for entry in rd {
+            let entry = entry.map_err(|e| Error::io(full.display().to_string(), e))?;
+            if let Some(name) = entry.file_name().to_str() {
+                out.push(name.to_string());
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    fn delete(&self, path: &str) -> Result<()> {
+        let full = self.full(path);
+        match fs::remove_file(&full) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Error::io(full.display().to_string(), e)),
+        }
+    }
+
+    fn delete_dir(&self, dir: &str) -> Result<()> {
+        let full = self.full(dir);
+        match fs::remove_dir_all(&full) {
+            Ok(()) => sync_dir(&self.root),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Error::io(full.display().to_string(), e)),
+        }
+    }
+
+    fn local_path(&self, dir: &str) -> Option<PathBuf> {
+        Some(self.full(dir))
+    }
+}
+
+/// Files held in memory (`memory://`); gone when the database is dropped.
+#[derive(Debug, Default)]
+pub struct MemoryStorage {
+    files: Mutex<BTreeMap<String, Bytes>>,
+}
+
+impl MemoryStorage {
+    fn files(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Bytes>> {
+        // A poisoned map is still a consistent map: every mutation is one insert/remove.
+        self.files.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Storage for MemoryStorage {
+    fn put(&self, path: &str, data: &[u8]) -> Result<()> {
+        self.files()
+            .insert(path.to_string(), Bytes::copy_from_slice(data));
+        Ok(())
+    }
+    fn put_new(&self, path: &str, data: &[u8]) -> Result<PutNew> {
+        let mut files = self.files();
+        if files.contains_key(path) {
+            return Ok(PutNew::AlreadyExists);
+        }
+        files.insert(path.to_string(), Bytes::copy_from_slice(data));
+        Ok(PutNew::Created)
+    }
+    fn get(&self, path: &str) -> Result<Option<Bytes>> {
+        Ok(self.files().get(path).cloned())
+    }
+    fn exists(&self, path: &str) -> Result<bool> {
+        Ok(self.files().contains_key(path))
+    }
+    fn list(&self, dir: &str) -> Result<Vec<String>> {
+        let prefix = if dir.is_empty() {
+            String::new()
+        } else {
+            format!("{}/", dir.trim_end_matches('/'))
+        };
+        let mut out: Vec<String> = self
+            .files()
+            .keys()
+            .filter_map(|k| k.strip_prefix(&prefix))
+            .filter_map(|rest| rest.split('/').next())
+            .map(str::to_string)
+            .collect();
+        out.dedup();
+        Ok(out)
+    }
+    fn delete(&self, path: &str) -> Result<()> {
+        self.files().remove(path);
+        Ok(())
+    }
+    fn delete_dir(&self, dir: &str) -> Result<()> {
+        let prefix = format!("{}/", dir.trim_end_matches('/'));
+        self.files().retain(|k, _| !k.starts_with(&prefix));
+        Ok(())
+    }
+    fn local_path(&self, _dir: &str) -> Option<PathBuf> {
+        None
+    }
+}
+
+/// Which operation a [`FaultyStorage`] is asked about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// [`Storage::put`]
+    Put,
+    /// [`Storage::put_new`]
+    PutNew,
+}
+
+/// A fault-injecting wrapper: operations for which the predicate answers
+/// true fail with an I/O error *before* touching the inner storage, as a
+/// crash at that point would leave it.
+pub struct FaultyStorage {
+    inner: Arc<dyn Storage>,
+    fail: Box<dyn Fn(Op, &str) -> bool + Send + Sync>,
+}
+
+impl std::fmt::Debug for FaultyStorage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FaultyStorage").field("inner", &self.inner).finish()
+    }
+}
+
+impl FaultyStorage {
+    /// Wraps `inner`, failing every operation for which `fail` is true.
+    pub fn new(
+        inner: Arc<dyn Storage>,
+        fail: impl Fn(Op, &str) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            inner,
+            fail: Box::new(fail),
+        }
+    }
+    fn check(&self, op: Op, path: &str) -> Result<()> {
+        if (self.fail)(op, path) {
+            return Err(Error::io(
+                path,
+                std::io::Error::other("injected fault (simulated crash)"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Storage for FaultyStorage {
+    fn put(&self, path: &str, data: &[u8]) -> Result<()> {
+        self.check(Op::Put, path)?;
+        self.inner.put(path, data)
+    }
+    fn put_new(&self, path: &str, data: &[u8]) -> Result<PutNew> {
+        self.check(Op::PutNew, path)?;
+        self.inner.put_new(path, data)
+    }
+    fn get(&self, path: &str) -> Result<Option<Bytes>> {
+        self.inner.get(path)
+    }
+    fn exists(&self, path: &str) -> Result<bool> {
+        self.inner.exists(path)
+    }
+    fn list(&self, dir: &str) -> Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn delete(&self, path: &str) -> Result<()> {
+        self.inner.delete(path)
+    }
+    fn delete_dir(&self, dir: &str) -> Result<()> {
+        self.inner.delete_dir(dir)
+    }
+    fn local_path(&self, dir: &str) -> Option<PathBuf> {
+        self.inner.local_path(dir)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exercise(s: &dyn Storage) {
+        s.put("t/data/a.arrow", b"abc").expect("put");
+        assert_eq!(s.get("t/data/a.arrow").expect("get").as_deref(), Some(&b"abc"[..]));
+        assert_eq!(s.get("t/data/none").expect("get"), None);
+        assert_eq!(s.put_new("t/_versions/1", b"v1").expect("new"), PutNew::Created);
+        assert_eq!(s.put_new("t/_versions/1", b"xx").expect("new"), PutNew::AlreadyExists);
+        assert_eq!(s.get("t/_versions/1").expect("get").as_deref(), Some(&b"v1"[..]));
+        assert_eq!(s.list("t").expect("list"), vec!["_versions", "data"]);
+        assert_eq!(s.list("").expect("list"), vec!["t"]);
+        s.delete_dir("t").expect("rm");
+        assert!(!s.exists("t/_versions/1").expect("exists"));
+    }
+
+    #[test]
+    fn local_and_memory_behave_alike() {
+        let dir = tempfile::tempdir().expect("tmp");
+        exercise(&LocalStorage::new(dir.path()).expect("local"));
+        exercise(&MemoryStorage::default());
+    }
+}

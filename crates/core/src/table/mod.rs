@@ -1,0 +1,334 @@
+//! A native table: one folder of fragments, deletion vectors and manifests
+//! (layout in [`crate::manifest`]). [`NativeTable`] caches the latest
+//! manifest, the decoded fragments and the key index; every read first
+//! checks (one `stat`) whether another process has committed since.
+//! Commits go through [`commit`]; reads through [`scan`]; the write
+//! operations through [`ops`]; merge insert through [`crate::merge`].
+
+pub(crate) mod commit;
+mod ops;
+mod scan;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use arrow::array::RecordBatch;
+use arrow_schema::SchemaRef;
+use async_trait::async_trait;
+use roaring::RoaringBitmap;
+
+use crate::error::{Error, Result};
+use crate::fragment::{read_data_file, read_deletions, LoadedFragment};
+use crate::keys::{KeyEncoder, KeyIndex};
+use crate::manifest::{latest_version, list_versions, read_manifest, Manifest};
+use crate::merge::{MergeInsertParams, MergeResult, MEM_WAL_NATIVE_UNSUPPORTED};
+use crate::storage::Storage;
+use crate::traits::{AddMode, Data, DeleteResult, OptimizeStats, QueryRequest, Table, UpdateResult, VersionInfo};
+
+/// The rows of one version: its manifest and every fragment, loaded.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// The version's manifest.
+    pub manifest: Arc<Manifest>,
+    /// Fragments in manifest order.
+    pub fragments: Vec<LoadedFragment>,
+}
+
+impl Snapshot {
+    /// The schema.
+    pub fn schema(&self) -> SchemaRef {
+        Arc::new(self.manifest.schema.clone())
+    }
+    /// The fragment with id `id`.
+    pub fn fragment(&self, id: u64) -> Option<&LoadedFragment> {
+        self.fragments.iter().find(|f| f.id == id)
+    }
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct State {
+    pub manifest: Option<Arc<Manifest>>,
+    pub batches: HashMap<u64, RecordBatch>,
+    pub deletions: HashMap<String, Arc<RoaringBitmap>>,
+    pub index: Option<KeyIndex>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Inner {
+    pub name: String,
+    pub storage: Arc<dyn Storage>,
+    pub state: Mutex<State>,
+    /// Serialises this process's writers; other processes are fenced by
+    /// the create-new manifest publish.
+    pub write_lock: Mutex<()>,
+}
+
+/// A table stored in a folder (or in memory), readable and writable.
+#[derive(Debug, Clone)]
+pub struct NativeTable {
+    pub(crate) inner: Arc<Inner>,
+    /// Set when checked out at an older version (read-only).
+    pinned: Option<Arc<Manifest>>,
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every critical section leaves the state consistent before it can
+    // panic (we only replace whole values), so a poisoned lock is usable.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl NativeTable {
+    pub(crate) fn from_inner(inner: Arc<Inner>) -> Self {
+        Self { inner, pinned: None }
+    }
+
+    pub(crate) fn new_inner(name: &str, storage: Arc<dyn Storage>) -> Arc<Inner> {
+        Arc::new(Inner {
+            name: name.to_string(),
+            storage,
+            state: Mutex::new(State::default()),
+            write_lock: Mutex::new(()),
+        })
+    }
+
+    /// The folder of this table within the storage.
+    pub(crate) fn dir(&self) -> &str {
+        &self.inner.name
+    }
+
+    fn storage(&self) -> &dyn Storage {
+        self.inner.storage.as_ref()
+    }
+
+    /// The table name.
+    pub fn table_name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// Whether this handle is a read-only checkout.
+    pub fn is_checkout(&self) -> bool {
+        self.pinned.is_some()
+    }
+
+    pub(crate) fn ensure_writable(&self) -> Result<()> {
+        match &self.pinned {
+            Some(m) => Err(Error::invalid(format!(
+                "table '{}' is checked out at version {}, which is read-only; check out the latest version to write",
+                self.inner.name, m.version
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Brings the cached manifest up to date with storage; returns it.
+    pub(crate) fn refresh_locked(&self, st: &mut State) -> Result<Arc<Manifest>> {
+        let hint = st.manifest.as_ref().map(|m| m.version).unwrap_or(0);
+        let latest = latest_version(self.storage(), self.dir(), hint)?.ok_or_else(|| Error::TableNotFound {
+            name: self.inner.name.clone(),
+        })?;
+        if let Some(m) = &st.manifest {
+            if m.version == latest {
+                return Ok(m.clone());
+            }
+        }
+        let m = Arc::new(read_manifest(self.storage(), self.dir(), latest)?.ok_or_else(|| Error::TableNotFound {
+            name: self.inner.name.clone(),
+        })?);
+        // Another writer committed: the index no longer describes the table.
+        if st.index.as_ref().is_some_and(|i| i.version != m.version) {
+            st.index = None;
+        }
+        let live: std::collections::HashSet<u64> = m.fragments.iter().map(|f| f.id).collect();
+        st.batches.retain(|id, _| live.contains(id));
+        st.manifest = Some(m.clone());
+        Ok(m)
+    }
+
+    /// Loads every fragment of `m` (from cache where possible).
+    pub(crate) fn load_locked(&self, st: &mut State, m: &Arc<Manifest>) -> Result<Snapshot> {
+        let schema = Arc::new(m.schema.clone());
+        let mut fragments = Vec::with_capacity(m.fragments.len());
+        for f in &m.fragments {
+            let batch = match st.batches.get(&f.id) {
+                Some(b) => b.clone(),
+                None => {
+                    let b = read_data_file(self.storage(), &format!("{}/{}", self.dir(), f.file), &schema)?;
+                    st.batches.insert(f.id, b.clone());
+                    b
+                }
+            };
+            let deleted = match &f.deletion_file {
+                None => Arc::new(RoaringBitmap::new()),
+                Some(path) => match st.deletions.get(path) {
+                    Some(d) => d.clone(),
+                    None => {
+                        let d = Arc::new(read_deletions(self.storage(), &format!("{}/{path}", self.dir()))?);
+                        st.deletions.insert(path.clone(), d.clone());
+                        d
+                    }
+                },
+            };
+            fragments.push(LoadedFragment { id: f.id, batch, deleted });
+        }
+        Ok(Snapshot {
+            manifest: m.clone(),
+            fragments,
+        })
+    }
+
+    /// The manifest reads should use: the pinned one, or the latest.
+    fn read_manifest(&self) -> Result<Arc<Manifest>> {
+        if let Some(m) = &self.pinned {
+            return Ok(m.clone());
+        }
+        let mut st = lock(&self.inner.state);
+        self.refresh_locked(&mut st)
+    }
+
+    /// The rows of the version reads should see.
+    pub fn snapshot(&self) -> Result<Snapshot> {
+        let mut st = lock(&self.inner.state);
+        let m = match &self.pinned {
+            Some(m) => m.clone(),
+            None => self.refresh_locked(&mut st)?,
+        };
+        self.load_locked(&mut st, &m)
+    }
+
+    /// Makes sure `st.index` is over `on` at `snap`'s version.
+    pub(crate) fn ensure_index(&self, st: &mut State, snap: &Snapshot, on: &[String]) -> Result<()> {
+        let fresh = st
+            .index
+            .as_ref()
+            .is_some_and(|i| i.on() == on && i.version == snap.manifest.version);
+        if !fresh {
+            st.index = Some(build_index(snap, on)?);
+        }
+        Ok(())
+    }
+
+    /// For each row of `batch` (the table's key columns), whether the
+    /// latest version holds a row with that key. Uses (and builds) the key
+    /// index, so it costs O(rows of `batch`) once the index exists.
+    pub fn keys_exist(&self, on: &[String], batch: &RecordBatch) -> Result<Vec<bool>> {
+        let mut st = lock(&self.inner.state);
+        let m = self.refresh_locked(&mut st)?;
+        let enc = KeyEncoder::new(&m.schema, on)?;
+        let keys = enc.encode(batch)?;
+        let fresh = st.index.as_ref().is_some_and(|i| i.on() == on && i.version == m.version);
+        if !fresh {
+            let snap = self.load_locked(&mut st, &m)?;
+            st.index = Some(build_index(&snap, on)?);
+        }
+        let idx = st.index.as_ref().ok_or_else(|| Error::internal("index missing"))?;
+        Ok(keys.iter().map(|k| k.as_ref().is_some_and(|k| idx.contains(k))).collect())
+    }
+
+    /// The schema reads see.
+    pub fn schema_sync(&self) -> Result<SchemaRef> {
+        Ok(Arc::new(self.read_manifest()?.schema.clone()))
+    }
+
+    /// The version reads see.
+    pub fn version_sync(&self) -> Result<u64> {
+        Ok(self.read_manifest()?.version)
+    }
+
+    /// The manifest reads see (metadata included).
+    pub fn manifest(&self) -> Result<Arc<Manifest>> {
+        self.read_manifest()
+    }
+
+    /// Every version, oldest first.
+    pub fn list_versions_sync(&self) -> Result<Vec<VersionInfo>> {
+        let mut out = Vec::new();
+        for v in list_versions(self.storage(), self.dir())? {
+            if let Some(m) = read_manifest(self.storage(), self.dir(), v)? {
+                out.push(VersionInfo {
+                    version: m.version,
+                    timestamp_ms: m.timestamp_ms,
+                    operation: m.operation.clone(),
+                    metadata: m.metadata.clone(),
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// A read-only handle at `version` (`None`: the latest, writable).
+    pub fn checkout_sync(&self, version: Option<u64>) -> Result<NativeTable> {
+        let Some(v) = version else {
+            return Ok(NativeTable::from_inner(self.inner.clone()));
+        };
+        let m = read_manifest(self.storage(), self.dir(), v)?.ok_or_else(|| Error::VersionNotFound {
+            table: self.inner.name.clone(),
+            version: v,
+        })?;
+        Ok(NativeTable {
+            inner: self.inner.clone(),
+            pinned: Some(Arc::new(m)),
+        })
+    }
+
+    async fn blocking<T: Send + 'static>(&self, f: impl FnOnce(NativeTable) -> Result<T> + Send + 'static) -> Result<T> {
+        let me = self.clone();
+        tokio::task::spawn_blocking(move || f(me))
+            .await
+            .map_err(|e| Error::internal(format!("table task failed: {e}")))?
+    }
+}
+
+/// Builds a key index over every live row of `snap`.
+pub(crate) fn build_index(snap: &Snapshot, on: &[String]) -> Result<KeyIndex> {
+    let enc = KeyEncoder::new(&snap.manifest.schema, on)?;
+    let mut idx = KeyIndex::new(on, snap.manifest.version);
+    for f in &snap.fragments {
+        idx.add_batch(&enc, f.id, &f.batch, &f.deleted)?;
+    }
+    Ok(idx)
+}
+
+#[async_trait]
+impl Table for NativeTable {
+    fn name(&self) -> &str {
+        &self.inner.name
+    }
+    async fn schema(&self) -> Result<SchemaRef> {
+        self.blocking(|t| t.schema_sync()).await
+    }
+    async fn version(&self) -> Result<u64> {
+        self.blocking(|t| t.version_sync()).await
+    }
+    async fn list_versions(&self) -> Result<Vec<VersionInfo>> {
+        self.blocking(|t| t.list_versions_sync()).await
+    }
+    async fn checkout(&self, version: Option<u64>) -> Result<Arc<dyn Table>> {
+        let t = self.blocking(move |t| t.checkout_sync(version)).await?;
+        Ok(Arc::new(t))
+    }
+    async fn count_rows(&self, filter: Option<String>) -> Result<u64> {
+        self.blocking(move |t| t.count_rows_sync(filter.as_deref())).await
+    }
+    async fn add(&self, data: Data, mode: AddMode) -> Result<u64> {
+        self.blocking(move |t| t.add_sync(data, mode)).await
+    }
+    async fn delete(&self, predicate: &str) -> Result<DeleteResult> {
+        let p = predicate.to_string();
+        self.blocking(move |t| t.delete_sync(&p)).await
+    }
+    async fn update(&self, predicate: Option<String>, values: Vec<(String, String)>) -> Result<UpdateResult> {
+        self.blocking(move |t| t.update_sync(predicate.as_deref(), &values)).await
+    }
+    async fn query(&self, request: QueryRequest) -> Result<Vec<RecordBatch>> {
+        self.blocking(move |t| t.query_sync(&request)).await
+    }
+    async fn optimize(&self) -> Result<OptimizeStats> {
+        self.blocking(|t| t.optimize_sync()).await
+    }
+    async fn merge_insert(&self, params: MergeInsertParams, data: Data) -> Result<MergeResult> {
+        if params.mem_wal {
+            return Err(Error::not_supported(MEM_WAL_NATIVE_UNSUPPORTED));
+        }
+        self.blocking(move |t| t.merge_insert_sync(&params, data)).await
+    }
+}

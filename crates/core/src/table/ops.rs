@@ -1,0 +1,212 @@
+//! Write operations other than merge insert: add, delete, update, optimize.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, RecordBatch};
+use roaring::RoaringBitmap;
+
+use super::commit::{Change, MAX_ROWS_PER_FRAGMENT};
+use super::scan::{apply, predicate, row_mask};
+use super::NativeTable;
+use crate::error::{Error, Result};
+use crate::filter::{Predicate, Resolve};
+use crate::keys::column_list;
+use crate::schema::{align_all, validate_new_schema};
+use crate::traits::{AddMode, Data, Deadline, DeleteResult, OptimizeStats, UpdateResult};
+
+impl NativeTable {
+    /// Adds rows; returns the new version.
+    pub fn add_sync(&self, data: Data, mode: AddMode) -> Result<u64> {
+        let (version, _, _) = self.write_with_retry(
+            Deadline::new(None),
+            |_, snap| {
+                let change = match mode {
+                    AddMode::Append => Change {
+                        new_rows: Some(align_all(&data.batches, &snap.schema())?),
+                        operation: "append",
+                        ..Default::default()
+                    },
+                    AddMode::Overwrite => {
+                        let schema = validate_new_schema(&data.schema)?;
+                        Change {
+                            new_rows: Some(align_all(&data.batches, &schema)?),
+                            replace_all: true,
+                            schema: Some(schema),
+                            operation: "overwrite",
+                            ..Default::default()
+                        }
+                    }
+                };
+                Ok((Some(change), ()))
+            },
+            |_, _, _| {},
+        )?;
+        version.ok_or_else(|| Error::internal("add committed nothing"))
+    }
+
+    /// Deletes rows matching `predicate`.
+    pub fn delete_sync(&self, predicate_sql: &str) -> Result<DeleteResult> {
+        let (version, n, _) = self.write_with_retry(
+            Deadline::new(None),
+            |_, snap| {
+                let pred = predicate(snap, Some(predicate_sql))?
+                    .ok_or_else(|| Error::invalid("delete needs a predicate (use \"true\" to delete every row)"))?;
+                let mut deletions = HashMap::new();
+                let mut n = 0u64;
+                for f in &snap.fragments {
+                    let Some(mask) = row_mask(f, Some(&pred))? else { continue };
+                    let mut bm = RoaringBitmap::new();
+                    for (i, v) in mask.iter().enumerate() {
+                        if v == Some(true) {
+                            bm.insert(i as u32);
+                        }
+                    }
+                    if !bm.is_empty() {
+                        n += bm.len();
+                        deletions.insert(f.id, bm);
+                    }
+                }
+                let change = (n > 0).then(|| Change {
+                    deletions,
+                    operation: "delete",
+                    ..Default::default()
+                });
+                Ok((change, n))
+            },
+            |_, _, _| {},
+        )?;
+        Ok(DeleteResult {
+            version: match version {
+                Some(v) => v,
+                None => self.version_sync()?,
+            },
+            num_deleted_rows: n,
+        })
+    }
+
+    /// Sets `column = expression` on rows matching `predicate`.
+    pub fn update_sync(&self, predicate_sql: Option<&str>, values: &[(String, String)]) -> Result<UpdateResult> {
+        if values.is_empty() {
+            return Err(Error::invalid("update needs at least one column to set"));
+        }
+        let (version, n, _) = self.write_with_retry(
+            Deadline::new(None),
+            |_, snap| {
+                let schema = snap.schema();
+                let pred = predicate(snap, predicate_sql)?;
+                let mut exprs: Vec<(usize, Predicate)> = Vec::new();
+                for (col, sql) in values {
+                    let i = schema.index_of(col).map_err(|_| {
+                        Error::invalid(format!("unknown column '{col}' in update (available: {})", column_list(&schema)))
+                    })?;
+                    exprs.push((i, Predicate::parse(sql, &schema, Resolve::Plain)?));
+                }
+                let mut deletions = HashMap::new();
+                let mut parts = Vec::new();
+                for f in &snap.fragments {
+                    let mask = row_mask(f, pred.as_ref())?;
+                    let rows = apply(&f.batch, mask.as_ref())?;
+                    if rows.num_rows() == 0 {
+                        continue;
+                    }
+                    let mut cols: Vec<ArrayRef> = rows.columns().to_vec();
+                    for (i, e) in &exprs {
+                        let field = schema.field(*i);
+                        let v = arrow::compute::cast(&e.values(&rows)?, field.data_type()).map_err(|err| {
+                            Error::invalid(format!("cannot set column '{}' to \"{}\": {err}", field.name(), e.sql()))
+                        })?;
+                        if !field.is_nullable() && v.null_count() > 0 {
+                            return Err(Error::invalid(format!(
+                                "column '{}' is not nullable but \"{}\" gives null",
+                                field.name(),
+                                e.sql()
+                            )));
+                        }
+                        cols[*i] = v;
+                    }
+                    parts.push(RecordBatch::try_new(schema.clone(), cols)?);
+                    let mut bm = RoaringBitmap::new();
+                    match &mask {
+                        Some(m) => {
+                            for (i, v) in m.iter().enumerate() {
+                                if v == Some(true) {
+                                    bm.insert(i as u32);
+                                }
+                            }
+                        }
+                        None => {
+                            bm.insert_range(0..f.batch.num_rows() as u32);
+                        }
+                    }
+                    deletions.insert(f.id, bm);
+                }
+                let n: u64 = parts.iter().map(|p| p.num_rows() as u64).sum();
+                if n == 0 {
+                    return Ok((None, 0));
+                }
+                let change = Change {
+                    new_rows: Some(arrow::compute::concat_batches(&schema, &parts)?),
+                    deletions,
+                    operation: "update",
+                    ..Default::default()
+                };
+                Ok((Some(change), n))
+            },
+            |_, _, _| {},
+        )?;
+        Ok(UpdateResult {
+            version: match version {
+                Some(v) => v,
+                None => self.version_sync()?,
+            },
+            rows_updated: n,
+        })
+    }
+
+    /// Rewrites all live rows into as few fragments as possible (at most
+    /// [`MAX_ROWS_PER_FRAGMENT`] rows each), dropping deleted rows. Row
+    /// content and order are unchanged. Older versions stay readable.
+    pub fn optimize_sync(&self) -> Result<OptimizeStats> {
+        let (version, stats, _) = self.write_with_retry(
+            Deadline::new(None),
+            |_, snap| {
+                let purged: u64 = snap.manifest.fragments.iter().map(|f| f.num_deleted).sum();
+                let n = snap.fragments.len() as u64;
+                let live: u64 = snap.manifest.num_rows();
+                let wanted = live.div_ceil(MAX_ROWS_PER_FRAGMENT as u64);
+                if purged == 0 && n <= wanted.max(1) {
+                    return Ok((None, OptimizeStats::default()));
+                }
+                let schema = snap.schema();
+                let mut parts = Vec::new();
+                for f in &snap.fragments {
+                    parts.push(apply(&f.batch, f.live_mask().as_ref())?);
+                }
+                let rows = arrow::compute::concat_batches(&schema, &parts)?;
+                let stats = OptimizeStats {
+                    version: 0,
+                    fragments_removed: n,
+                    fragments_added: wanted,
+                    deleted_rows_purged: purged,
+                };
+                let change = Change {
+                    new_rows: Some(rows),
+                    replace_all: true,
+                    schema: Some(Arc::clone(&schema)),
+                    operation: "optimize",
+                    ..Default::default()
+                };
+                Ok((Some(change), stats))
+            },
+            |_, _, _| {},
+        )?;
+        Ok(OptimizeStats {
+            version: match version {
+                Some(v) => v,
+                None => self.version_sync()?,
+            },
+            ..stats
+        })
+    }
+}

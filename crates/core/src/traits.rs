@@ -1,0 +1,193 @@
+//! The two traits every kind of database and table implements (native
+//! folder tables here, remote LanceDB-protocol tables in `memwal-remote`),
+//! and the plain data types their methods exchange. The merge-insert
+//! builder, the napi bindings and the tests are written once against these.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use arrow::array::RecordBatch;
+use arrow_schema::SchemaRef;
+use async_trait::async_trait;
+
+use crate::error::Result;
+use crate::merge::{MergeInsertParams, MergeResult};
+
+/// Rows handed to a write: a schema and zero or more batches of it.
+#[derive(Debug, Clone)]
+pub struct Data {
+    /// Schema of every batch.
+    pub schema: SchemaRef,
+    /// The rows.
+    pub batches: Vec<RecordBatch>,
+}
+
+impl Data {
+    /// Data with the batches' own schema (an error if `batches` is empty).
+    pub fn new(schema: SchemaRef, batches: Vec<RecordBatch>) -> Self {
+        Self { schema, batches }
+    }
+    /// Total rows.
+    pub fn num_rows(&self) -> usize {
+        self.batches.iter().map(RecordBatch::num_rows).sum()
+    }
+}
+
+/// What `create_table` does when the name is taken.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CreateMode {
+    /// Fail with `TableAlreadyExists` (or open it, with `exist_ok`).
+    #[default]
+    Create,
+    /// Replace its contents and schema with the new data (a new version).
+    Overwrite,
+}
+
+/// Options of `create_table`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CreateOptions {
+    /// See [`CreateMode`].
+    pub mode: CreateMode,
+    /// With `Create`: open the existing table instead of failing.
+    pub exist_ok: bool,
+}
+
+/// How `add` combines the new rows with the table.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum AddMode {
+    /// Keep the rows, add the new ones.
+    #[default]
+    Append,
+    /// Replace all rows (and the schema) with the new ones.
+    Overwrite,
+}
+
+/// One entry of a table's history.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VersionInfo {
+    /// Version number.
+    pub version: u64,
+    /// Commit time, ms since the Unix epoch.
+    pub timestamp_ms: u64,
+    /// The operation that produced it.
+    pub operation: String,
+    /// Metadata committed with it.
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// A scan: filter, projection, paging.
+#[derive(Debug, Clone, Default)]
+pub struct QueryRequest {
+    /// SQL filter over the table's columns.
+    pub filter: Option<String>,
+    /// Columns to return (all when `None`).
+    pub columns: Option<Vec<String>>,
+    /// At most this many rows.
+    pub limit: Option<usize>,
+    /// Skip this many matching rows first.
+    pub offset: Option<usize>,
+}
+
+/// Outcome of `delete`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DeleteResult {
+    /// Version after the delete (unchanged if nothing matched).
+    pub version: u64,
+    /// Rows deleted.
+    pub num_deleted_rows: u64,
+}
+
+/// Outcome of `update`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct UpdateResult {
+    /// Version after the update (unchanged if nothing matched).
+    pub version: u64,
+    /// Rows rewritten.
+    pub rows_updated: u64,
+}
+
+/// Outcome of `optimize`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OptimizeStats {
+    /// Version after compaction (unchanged if there was nothing to do).
+    pub version: u64,
+    /// Fragments replaced.
+    pub fragments_removed: u64,
+    /// Fragments written.
+    pub fragments_added: u64,
+    /// Deleted rows dropped from storage.
+    pub deleted_rows_purged: u64,
+}
+
+/// A table: native, remote, or a server's MemWAL overlay.
+#[async_trait]
+pub trait Table: Send + Sync + std::fmt::Debug {
+    /// The table's name.
+    fn name(&self) -> &str;
+    /// The current schema.
+    async fn schema(&self) -> Result<SchemaRef>;
+    /// The current version.
+    async fn version(&self) -> Result<u64>;
+    /// Every version, oldest first.
+    async fn list_versions(&self) -> Result<Vec<VersionInfo>>;
+    /// A read-only view of `version`; `None` is the latest, writable table.
+    async fn checkout(&self, version: Option<u64>) -> Result<Arc<dyn Table>>;
+    /// Rows, optionally only those matching `filter`.
+    async fn count_rows(&self, filter: Option<String>) -> Result<u64>;
+    /// Adds rows; returns the new version.
+    async fn add(&self, data: Data, mode: AddMode) -> Result<u64>;
+    /// Deletes the rows matching `predicate`.
+    async fn delete(&self, predicate: &str) -> Result<DeleteResult>;
+    /// Sets `column = SQL expression` on the rows matching `predicate`
+    /// (all rows when `None`).
+    async fn update(&self, predicate: Option<String>, values: Vec<(String, String)>) -> Result<UpdateResult>;
+    /// Scans rows.
+    async fn query(&self, request: QueryRequest) -> Result<Vec<RecordBatch>>;
+    /// Compacts fragments and purges deleted rows.
+    async fn optimize(&self) -> Result<OptimizeStats>;
+    /// Runs a merge insert whose clauses were validated by the builder.
+    async fn merge_insert(&self, params: MergeInsertParams, data: Data) -> Result<MergeResult>;
+}
+
+/// A database: a namespace of tables.
+#[async_trait]
+pub trait Database: Send + Sync + std::fmt::Debug {
+    /// Table names, sorted.
+    async fn table_names(&self) -> Result<Vec<String>>;
+    /// Creates a table from `data`.
+    async fn create_table(&self, name: &str, data: Data, options: CreateOptions) -> Result<Arc<dyn Table>>;
+    /// Opens a table.
+    async fn open_table(&self, name: &str) -> Result<Arc<dyn Table>>;
+    /// Drops a table and its files.
+    async fn drop_table(&self, name: &str) -> Result<()>;
+}
+
+/// Deadline helper shared by the executors.
+#[derive(Debug, Clone, Copy)]
+pub struct Deadline {
+    start: std::time::Instant,
+    limit: Option<Duration>,
+}
+
+impl Deadline {
+    /// Starts a clock with an optional limit.
+    pub fn new(limit: Option<Duration>) -> Self {
+        Self {
+            start: std::time::Instant::now(),
+            limit,
+        }
+    }
+    /// `Err(Timeout)` once the limit has passed.
+    pub fn check(&self) -> Result<()> {
+        if let Some(limit) = self.limit {
+            let el = self.start.elapsed();
+            if el > limit {
+                return Err(crate::Error::Timeout {
+                    elapsed_ms: el.as_millis() as u64,
+                });
+            }
+        }
+        Ok(())
+    }
+}

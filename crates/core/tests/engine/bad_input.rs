@@ -1,0 +1,48 @@
+use memwal_core::{ipc, CreateOptions, MergeInsertParams, NativeDatabase};
+
+use crate::support::*;
+
+#[test]
+fn bad_filters_and_names_leave_the_table_unchanged() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let (db, t) = new_table(dir.path(), people(&[(1, 10)]));
+    let e = t.delete_sync("id >").expect_err("parse");
+    assert!(e.to_string().contains("cannot parse filter"), "{e}");
+    let e = t.count_rows_sync(Some("nope = 1")).expect_err("unknown");
+    assert!(e.to_string().contains("unknown column 'nope'"), "{e}");
+    let mut p = MergeInsertParams::new(vec!["id".into()]);
+    p.when_matched_update_all = true;
+    p.when_matched_update_all_filt = Some("target.nope > 0".into());
+    let e = t.merge_insert_sync(&p, people(&[(1, 11)])).expect_err("unknown in merge");
+    assert!(e.to_string().contains("unknown column 'target.nope'"), "{e}");
+    let mut p = MergeInsertParams::new(vec!["nokey".into()]);
+    p.when_not_matched_insert_all = true;
+    let e = t.merge_insert_sync(&p, people(&[(1, 11)])).expect_err("bad key");
+    assert!(e.to_string().contains("key column 'nokey'"), "{e}");
+    for bad in ["../x", "a/b", "", ".."] {
+        let e = db.create_table_sync(bad, people(&[]), CreateOptions::default()).expect_err(bad);
+        assert_eq!(e.code(), "InvalidInput");
+        assert!(e.to_string().contains("invalid table name"), "{e}");
+        assert_eq!(db.open_table_sync(bad).expect_err(bad).code(), "InvalidInput");
+    }
+    assert!(!dir.path().parent().expect("p").join("x").exists());
+    assert_eq!(t.version_sync().expect("v"), 1);
+    assert_eq!(ages(&t), vec![(1, Some(10))]);
+    let _ = NativeDatabase::open("s3://bucket").expect_err("scheme");
+}
+
+#[test]
+fn malformed_ipc_is_a_clear_error() {
+    assert!(ipc::decode(&[]).expect_err("empty").to_string().contains("empty"));
+    let e = ipc::decode(b"not arrow at all, just bytes").expect_err("random");
+    assert!(e.to_string().contains("malformed Arrow IPC"), "{e}");
+    let good = ipc::encode_stream(&schema(), &people(&[(1, 1), (2, 2)]).batches).expect("enc");
+    for cut in [4, 12, good.len() / 2, good.len() - 9] {
+        let e = ipc::decode(&good[..cut]).expect_err("truncated");
+        assert_eq!(e.code(), "InvalidInput", "{e}");
+    }
+    let d = ipc::decode(&good).expect("ok");
+    assert_eq!(d.num_rows(), 2);
+    let file = ipc::encode_file(&schema(), &people(&[(1, 1)]).batches).expect("enc");
+    assert_eq!(ipc::decode(&file).expect("file").num_rows(), 1);
+}

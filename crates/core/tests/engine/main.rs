@@ -1,0 +1,11 @@
+//! Integration tests of the engine on real files in temp dirs, one module
+//! per scenario.
+
+mod support;
+
+mod bad_input;
+mod crash;
+mod merge;
+mod model;
+mod scale;
+mod table_ops;

@@ -1,0 +1,80 @@
+use std::sync::Arc;
+
+use arrow::array::{Array, AsArray, Float64Array, Int64Array, RecordBatch, StringArray};
+use arrow::datatypes::{Float64Type, Int64Type};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use memwal_core::{CreateOptions, Data, NativeDatabase, NativeTable, QueryRequest};
+
+pub fn schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("age", DataType::Int64, true),
+        Field::new("name", DataType::Utf8, true),
+    ]))
+}
+
+pub fn rows(ids: &[i64], ages: &[Option<i64>], names: &[Option<&str>]) -> Data {
+    let b = RecordBatch::try_new(
+        schema(),
+        vec![
+            Arc::new(Int64Array::from(ids.to_vec())),
+            Arc::new(Int64Array::from(ages.to_vec())),
+            Arc::new(StringArray::from(names.to_vec())),
+        ],
+    )
+    .expect("batch");
+    Data::new(schema(), vec![b])
+}
+
+/// Rows id -> age (id, age) with name "n{id}".
+pub fn people(pairs: &[(i64, i64)]) -> Data {
+    let ids: Vec<i64> = pairs.iter().map(|p| p.0).collect();
+    let ages: Vec<Option<i64>> = pairs.iter().map(|p| Some(p.1)).collect();
+    let names: Vec<String> = pairs.iter().map(|p| format!("n{}", p.0)).collect();
+    let names: Vec<Option<&str>> = names.iter().map(|s| Some(s.as_str())).collect();
+    rows(&ids, &ages, &names)
+}
+
+pub fn new_table(dir: &std::path::Path, data: Data) -> (NativeDatabase, NativeTable) {
+    let db = NativeDatabase::open(dir.to_str().expect("path")).expect("open db");
+    let t = db.create_table_sync("t", data, CreateOptions::default()).expect("create");
+    (db, t)
+}
+
+/// All rows as (id, age, name) sorted by id.
+pub fn dump(t: &NativeTable) -> Vec<(i64, Option<i64>, Option<String>)> {
+    let batches = t.query_sync(&QueryRequest::default()).expect("query");
+    let mut out = Vec::new();
+    for b in batches {
+        let id = b.column_by_name("id").expect("id").as_primitive::<Int64Type>().clone();
+        let age = b.column_by_name("age").expect("age").as_primitive::<Int64Type>().clone();
+        let name = b.column_by_name("name").expect("name").as_string::<i32>().clone();
+        for i in 0..b.num_rows() {
+            out.push((
+                id.value(i),
+                age.is_valid(i).then(|| age.value(i)),
+                name.is_valid(i).then(|| name.value(i).to_string()),
+            ));
+        }
+    }
+    out.sort_by_key(|r| r.0);
+    out
+}
+
+pub fn ages(t: &NativeTable) -> Vec<(i64, Option<i64>)> {
+    dump(t).into_iter().map(|(i, a, _)| (i, a)).collect()
+}
+
+#[allow(dead_code)]
+pub fn f64_col(b: &RecordBatch, name: &str) -> Vec<f64> {
+    b.column_by_name(name).expect("col").as_primitive::<Float64Type>().values().to_vec()
+}
+
+#[allow(dead_code)]
+pub fn float_batch(ids: Vec<i64>, vals: Vec<f64>) -> RecordBatch {
+    let s = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("v", DataType::Float64, true),
+    ]));
+    RecordBatch::try_new(s, vec![Arc::new(Int64Array::from(ids)), Arc::new(Float64Array::from(vals))]).expect("batch")
+}
