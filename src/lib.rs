@@ -1,1 +1,8 @@
+//! napi bindings of memwal: thin wrappers that convert JS values to the
+//! core types and back. Errors cross into JS in one place ([`error`]).
+//! Data crosses as Arrow IPC bytes in Buffers, both ways.
 
+mod connection;
+mod error;
+mod merge;
+mod table;

@@ -13,6 +13,7 @@ pub mod error;
 pub mod filter;
 pub mod fragment;
 pub mod ipc;
+pub mod json_schema;
 pub mod keys;
 pub mod manifest;
 pub mod merge;

@@ -71,6 +71,8 @@ pub struct MergeResult {
     pub num_deleted_rows: u64,
     /// Commit attempts, 1 unless another writer won a race.
     pub num_attempts: u32,
+    /// Source rows the merge read.
+    pub num_rows: u64,
 }
 
 /// Checks the clause set, then the MemWAL rules in the order the protocol

@@ -221,6 +221,7 @@ impl NativeTable {
     pub fn merge_insert_sync(&self, p: &MergeInsertParams, data: Data) -> Result<MergeResult> {
         super::validate(p)?;
         let deadline = Deadline::new(p.timeout);
+        let num_rows = data.num_rows() as u64;
         // Schema checks that do not depend on the version run once, up front.
         let mut aligned: Option<(Schema, RecordBatch, Vec<bool>)> = None;
         let mut temp_index: Option<KeyIndex> = None;
@@ -274,6 +275,7 @@ impl NativeTable {
             num_updated_rows: out.updated,
             num_deleted_rows: out.deleted,
             num_attempts: attempts,
+            num_rows,
         })
     }
 }

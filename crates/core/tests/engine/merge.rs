@@ -26,7 +26,7 @@ fn upsert_updates_and_inserts() {
     let r = t.merge_insert_sync(&upsert(), people(&[(2, 21), (4, 40)])).expect("merge");
     assert_eq!(
         r,
-        MergeResult { version: 2, num_inserted_rows: 1, num_updated_rows: 1, num_deleted_rows: 0, num_attempts: 1 }
+        MergeResult { version: 2, num_inserted_rows: 1, num_updated_rows: 1, num_deleted_rows: 0, num_attempts: 1, num_rows: 2 }
     );
     assert_eq!(ages(&t), vec![(1, Some(10)), (2, Some(21)), (3, Some(30)), (4, Some(40))]);
     // A second upsert uses the index as updated by the first commit.

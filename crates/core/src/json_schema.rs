@@ -1,0 +1,142 @@
+//! The JSON schema encoding of the LanceDB REST protocol (`describe/`
+//! answers): `{"fields": [{"name", "type": {"type": "int64", "fields"?, "length"?}, "nullable"}]}`.
+
+use std::sync::Arc;
+
+use arrow_schema::{DataType, Field, Schema, TimeUnit};
+use serde_json::{json, Value};
+
+use crate::error::{Error, Result};
+
+fn type_json(t: &DataType) -> Result<Value> {
+    Ok(match t {
+        DataType::Null => json!({"type": "null"}),
+        DataType::Boolean => json!({"type": "bool"}),
+        DataType::Int8 => json!({"type": "int8"}),
+        DataType::Int16 => json!({"type": "int16"}),
+        DataType::Int32 => json!({"type": "int32"}),
+        DataType::Int64 => json!({"type": "int64"}),
+        DataType::UInt8 => json!({"type": "uint8"}),
+        DataType::UInt16 => json!({"type": "uint16"}),
+        DataType::UInt32 => json!({"type": "uint32"}),
+        DataType::UInt64 => json!({"type": "uint64"}),
+        DataType::Float16 => json!({"type": "float16"}),
+        DataType::Float32 => json!({"type": "float32"}),
+        DataType::Float64 => json!({"type": "float64"}),
+        DataType::Utf8 => json!({"type": "utf8"}),
+        DataType::LargeUtf8 => json!({"type": "large_utf8"}),
+        DataType::Binary => json!({"type": "binary"}),
+        DataType::LargeBinary => json!({"type": "large_binary"}),
+        DataType::Date32 => json!({"type": "date32"}),
+        DataType::Date64 => json!({"type": "date64"}),
+        DataType::Timestamp(unit, _) => json!({"type": match unit {
+            TimeUnit::Second => "timestamp[s]",
+            TimeUnit::Millisecond => "timestamp[ms]",
+            TimeUnit::Microsecond => "timestamp[us]",
+            TimeUnit::Nanosecond => "timestamp[ns]",
+        }}),
+        DataType::FixedSizeList(f, n) => json!({"type": "fixed_size_list", "fields": [field_json(f)?], "length": n}),
+        DataType::List(f) => json!({"type": "list", "fields": [field_json(f)?]}),
+        DataType::LargeList(f) => json!({"type": "large_list", "fields": [field_json(f)?]}),
+        DataType::Struct(fs) => json!({"type": "struct", "fields": fs.iter().map(|f| field_json(f)).collect::<Result<Vec<_>>>()?}),
+        other => return Err(Error::not_supported(format!("type {other} has no JSON schema encoding"))),
+    })
+}
+
+fn field_json(f: &Field) -> Result<Value> {
+    Ok(json!({"name": f.name(), "type": type_json(f.data_type())?, "nullable": f.is_nullable()}))
+}
+
+/// Encodes a schema.
+pub fn to_json(s: &Schema) -> Result<Value> {
+    Ok(json!({"fields": s.fields().iter().map(|f| field_json(f)).collect::<Result<Vec<_>>>()?, "metadata": s.metadata()}))
+}
+
+fn bad(msg: impl std::fmt::Display) -> Error {
+    Error::invalid(format!("bad JSON schema: {msg}"))
+}
+
+fn parse_field(v: &Value) -> Result<Field> {
+    let name = v.get("name").and_then(Value::as_str).ok_or_else(|| bad("field without a name"))?;
+    let nullable = v.get("nullable").and_then(Value::as_bool).unwrap_or(true);
+    let t = v.get("type").ok_or_else(|| bad(format!("field '{name}' without a type")))?;
+    Ok(Field::new(name, parse_type(t)?, nullable))
+}
+
+fn child(t: &Value) -> Result<Arc<Field>> {
+    let f = t
+        .get("fields")
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+        .ok_or_else(|| bad("list type without a child field"))?;
+    Ok(Arc::new(parse_field(f)?))
+}
+
+fn parse_type(t: &Value) -> Result<DataType> {
+    let name = t.get("type").and_then(Value::as_str).ok_or_else(|| bad("type without a name"))?;
+    Ok(match name.to_ascii_lowercase().as_str() {
+        "null" => DataType::Null,
+        "bool" | "boolean" => DataType::Boolean,
+        "int8" => DataType::Int8,
+        "int16" => DataType::Int16,
+        "int32" => DataType::Int32,
+        "int64" => DataType::Int64,
+        "uint8" => DataType::UInt8,
+        "uint16" => DataType::UInt16,
+        "uint32" => DataType::UInt32,
+        "uint64" => DataType::UInt64,
+        "float16" => DataType::Float16,
+        "float32" => DataType::Float32,
+        "float64" => DataType::Float64,
+        "utf8" | "string" => DataType::Utf8,
+        "large_utf8" | "large_string" => DataType::LargeUtf8,
+        "binary" => DataType::Binary,
+        "large_binary" => DataType::LargeBinary,
+        "date32" => DataType::Date32,
+        "date64" => DataType::Date64,
+        "timestamp[s]" => DataType::Timestamp(TimeUnit::Second, None),
+        "timestamp[ms]" => DataType::Timestamp(TimeUnit::Millisecond, None),
+        "timestamp" | "timestamp[us]" => DataType::Timestamp(TimeUnit::Microsecond, None),
+        "timestamp[ns]" => DataType::Timestamp(TimeUnit::Nanosecond, None),
+        "fixed_size_list" => {
+            let n = t.get("length").and_then(Value::as_i64).ok_or_else(|| bad("fixed_size_list without length"))?;
+            DataType::FixedSizeList(child(t)?, i32::try_from(n).map_err(bad)?)
+        }
+        "list" => DataType::List(child(t)?),
+        "large_list" => DataType::LargeList(child(t)?),
+        "struct" => DataType::Struct(
+            t.get("fields")
+                .and_then(Value::as_array)
+                .ok_or_else(|| bad("struct without fields"))?
+                .iter()
+                .map(parse_field)
+                .collect::<Result<Vec<_>>>()?
+                .into(),
+        ),
+        other => return Err(bad(format!("unknown type '{other}'"))),
+    })
+}
+
+/// Decodes a schema.
+pub fn from_json(v: &Value) -> Result<Schema> {
+    let fields = v.get("fields").and_then(Value::as_array).ok_or_else(|| bad("no fields"))?;
+    Ok(Schema::new(fields.iter().map(parse_field).collect::<Result<Vec<_>>>()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roundtrip() {
+        let s = Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("v", DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Float32, true)), 4), true),
+            Field::new("s", DataType::Utf8, true),
+            Field::new("t", DataType::Timestamp(TimeUnit::Millisecond, None), true),
+        ]);
+        let j = to_json(&s).expect("enc");
+        assert_eq!(j["fields"][0]["type"]["type"], "int64");
+        assert_eq!(from_json(&j).expect("dec"), s);
+    }
+}

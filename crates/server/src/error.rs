@@ -1,0 +1,87 @@
+//! The server's error type and its one mapping to HTTP responses.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
+/// Errors of the server.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An engine error (mapped by its code).
+    #[error(transparent)]
+    Core(#[from] memwal_core::Error),
+    /// The request is malformed (missing parameter, bad JSON, wrong content type).
+    #[error("{0}")]
+    BadRequest(String),
+    /// Missing or wrong API key.
+    #[error("invalid or missing API key (send it as the x-api-key header)")]
+    Unauthorized,
+    /// A MemWAL writer is backed up; retry after the given seconds.
+    #[error("MemWAL is flushing; retry in {0} s")]
+    Busy(u64),
+    /// The WAL failed to persist; the table refuses writes until restart.
+    #[error("the write-ahead log of table '{table}' failed and the table refuses writes until restart: {message}")]
+    Poisoned {
+        /// The table.
+        table: String,
+        /// The first failure.
+        message: String,
+    },
+    /// Binding or serving failed.
+    #[error("server I/O error: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Result alias for the server.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// Stable code (as JS sees it through `serve()`).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::Core(e) => e.code(),
+            Error::BadRequest(_) => "InvalidInput",
+            Error::Unauthorized => "Auth",
+            Error::Busy(_) => "Busy",
+            Error::Poisoned { .. } => "Io",
+            Error::Io(_) => "Io",
+        }
+    }
+
+    /// HTTP status of this error.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Error::Core(e) => match e.code() {
+                "InvalidInput" => StatusCode::BAD_REQUEST,
+                "NotSupported" => StatusCode::BAD_REQUEST,
+                "TableNotFound" | "VersionNotFound" => StatusCode::NOT_FOUND,
+                "TableAlreadyExists" => StatusCode::BAD_REQUEST,
+                "CommitConflict" => StatusCode::CONFLICT,
+                "Timeout" => StatusCode::GATEWAY_TIMEOUT,
+                _ => StatusCode::INTERNAL_SERVER_ERROR,
+            },
+            Error::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Error::Unauthorized => StatusCode::UNAUTHORIZED,
+            Error::Busy(_) => StatusCode::TOO_MANY_REQUESTS,
+            Error::Poisoned { .. } | Error::Io(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+impl IntoResponse for Error {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        if status.is_server_error() {
+            tracing::error!(error = %self, "request failed");
+        } else {
+            tracing::debug!(error = %self, %status, "request rejected");
+        }
+        let mut resp = (status, self.to_string()).into_response();
+        if let Error::Busy(s) = self {
+            if let Ok(v) = s.to_string().parse() {
+                resp.headers_mut().insert("retry-after", v);
+            }
+        }
+        resp
+    }
+}

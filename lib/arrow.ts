@@ -1,0 +1,148 @@
+/**
+ * Data in and out of the addon. Everything a user may pass as rows (Arrow
+ * IPC bytes in either format, an apache-arrow Table or RecordBatch, or an
+ * array of plain objects) becomes Arrow IPC stream bytes here; query results
+ * come back as apache-arrow Tables.
+ */
+import {
+  Bool,
+  DataType,
+  Field,
+  FixedSizeList,
+  Float32,
+  Float64,
+  Int64,
+  Binary,
+  RecordBatch,
+  Schema,
+  Table as ArrowTable,
+  TimestampMillisecond,
+  Type,
+  Utf8,
+  Vector,
+  tableFromIPC,
+  tableToIPC,
+  vectorFromArray,
+} from "apache-arrow";
+
+import { invalid } from "./errors";
+
+/** Rows in any accepted form. */
+export type Data =
+  | Buffer
+  | Uint8Array
+  | ArrowTable
+  | RecordBatch
+  | ReadonlyArray<Record<string, unknown>>;
+
+function isTableLike(d: unknown): d is ArrowTable {
+  return typeof d === "object" && d !== null && "schema" in d && "batches" in d && Array.isArray((d as ArrowTable).batches);
+}
+
+function isBatchLike(d: unknown): d is RecordBatch {
+  return typeof d === "object" && d !== null && "schema" in d && "data" in d && "numRows" in d && !("batches" in d);
+}
+
+/** Infers a column type from JS values (numbers are float64, as in LanceDB). */
+function inferType(name: string, values: unknown[]): DataType {
+  const v = values.find((x) => x !== null && x !== undefined);
+  if (v === undefined) {
+    throw invalid(`cannot infer the type of column '${name}': every value is null; pass a schema or an Arrow table`);
+  }
+  if (typeof v === "bigint") return new Int64();
+  if (typeof v === "number") return new Float64();
+  if (typeof v === "string") return new Utf8();
+  if (typeof v === "boolean") return new Bool();
+  if (v instanceof Date) return new TimestampMillisecond();
+  if (v instanceof Float32Array || (Array.isArray(v) && v.every((x) => typeof x === "number"))) {
+    return new FixedSizeList((v as ArrayLike<number>).length, new Field("item", new Float32(), true));
+  }
+  if (v instanceof Uint8Array) return new Binary();
+  throw invalid(`cannot infer the type of column '${name}' from a value of type ${typeof v}; pass an Arrow table`);
+}
+
+function isInt64(t: DataType): boolean {
+  return t.typeId === Type.Int && (t as unknown as { bitWidth: number }).bitWidth === 64;
+}
+
+/** Converts JS values into what apache-arrow's builders expect for `type`. */
+function coerce(name: string, values: unknown[], type: DataType): unknown[] {
+  if (isInt64(type)) {
+    return values.map((x) => {
+      if (x === null || x === undefined || typeof x === "bigint") return x ?? null;
+      if (typeof x === "number" && Number.isInteger(x)) return BigInt(x);
+      throw invalid(`column '${name}' is ${type} but got ${JSON.stringify(x)}`);
+    });
+  }
+  if (type.typeId === Type.Timestamp || type.typeId === Type.Date) {
+    return values.map((x) => (x instanceof Date ? x.getTime() : (x ?? null)));
+  }
+  if (type.typeId === Type.FixedSizeList) {
+    const size = (type as FixedSizeList).listSize;
+    return values.map((x) => {
+      if (x === null || x === undefined) return null;
+      const arr = Array.from(x as ArrayLike<number>);
+      if (arr.length !== size) throw invalid(`column '${name}' needs ${size} values per row, got ${arr.length}`);
+      return arr;
+    });
+  }
+  return values.map((x) => (x === undefined ? null : x));
+}
+
+/** Builds an Arrow table from plain objects, with `schema` when known. */
+export function rowsToTable(rows: ReadonlyArray<Record<string, unknown>>, schema?: Schema): ArrowTable {
+  const names: string[] = [];
+  const seen = new Set<string>();
+  for (const r of rows) {
+    if (typeof r !== "object" || r === null || Array.isArray(r)) {
+      throw invalid(`rows must be plain objects, got ${JSON.stringify(r)}`);
+    }
+    for (const k of Object.keys(r)) {
+      if (!seen.has(k)) {
+        seen.add(k);
+        names.push(k);
+      }
+    }
+  }
+  const fields = new Map<string, Field>((schema?.fields ?? []).map((f) => [f.name, f]));
+  const columns: Record<string, Vector> = {};
+  // With a schema, emit its columns in its order (those the rows have).
+  const order = schema ? schema.fields.map((f) => f.name).filter((n) => seen.has(n)).concat(names.filter((n) => !fields.has(n))) : names;
+  for (const name of order) {
+    const values = rows.map((r) => r[name]);
+    const type = fields.get(name)?.type ?? inferType(name, values);
+    try {
+      columns[name] = vectorFromArray(coerce(name, values, type), type);
+    } catch (e) {
+      if (e instanceof Error && e.name === "InvalidInputError") throw e;
+      throw invalid(`cannot convert column '${name}' to ${type}: ${(e as Error).message}`, e);
+    }
+  }
+  if (order.length === 0) {
+    if (!schema) throw invalid("no rows and no schema: cannot tell the columns");
+    return new ArrowTable(schema);
+  }
+  return new ArrowTable(columns);
+}
+
+/** Any accepted data form -> Arrow IPC bytes for the addon. */
+export function toBuffer(data: Data, schema?: Schema): Buffer {
+  if (Buffer.isBuffer(data)) return data;
+  if (data instanceof Uint8Array) return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  if (isTableLike(data)) return Buffer.from(tableToIPC(data as ArrowTable, "stream"));
+  if (isBatchLike(data)) return Buffer.from(tableToIPC(new ArrowTable(data as RecordBatch), "stream"));
+  if (Array.isArray(data)) return Buffer.from(tableToIPC(rowsToTable(data, schema), "stream"));
+  throw invalid(
+    "data must be an Arrow IPC Buffer/Uint8Array, an apache-arrow Table or RecordBatch, or an array of objects",
+  );
+}
+
+/** Arrow IPC bytes from the addon -> apache-arrow Table. */
+export function fromBuffer(buf: Buffer): ArrowTable {
+  return tableFromIPC(buf);
+}
+
+/** The schema in an IPC stream with no batches. */
+export function schemaFromBuffer(buf: Buffer): Schema {
+  return tableFromIPC(buf).schema;
+}

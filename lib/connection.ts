@@ -1,0 +1,126 @@
+/**
+ * `connect()` and `Connection`: a folder, `memory://`, or `db://name` on
+ * LanceDB Cloud / Enterprise / a memwal server.
+ */
+import type { Schema } from "apache-arrow";
+import { Table as ArrowTable } from "apache-arrow";
+
+import { Data, toBuffer } from "./arrow";
+import { call } from "./errors";
+import { native, type NativeConnection } from "./native";
+import { Table } from "./table";
+
+export interface RetryConfig {
+  /** Total retries (default 3). */
+  retries?: number;
+  connectRetries?: number;
+  readRetries?: number;
+  /** Seconds; wait before retry n is backoffFactor * 2^n + random * backoffJitter (defaults 0.25, 0.25). */
+  backoffFactor?: number;
+  backoffJitter?: number;
+  /** HTTP statuses that are retried (default [409, 429, 500, 502, 503, 504]). */
+  statuses?: number[];
+}
+
+export interface TimeoutConfig {
+  /** Overall limit per request, seconds (default none). */
+  timeout?: number;
+  /** Seconds (default 120). */
+  connectTimeout?: number;
+  /** Seconds (default 300). */
+  readTimeout?: number;
+  /** Seconds (default 300). */
+  poolIdleTimeout?: number;
+}
+
+export interface TlsConfig {
+  certFile?: string;
+  keyFile?: string;
+  sslCaCert?: string;
+  assertHostname?: boolean;
+}
+
+export interface ClientConfig {
+  userAgent?: string;
+  retryConfig?: RetryConfig;
+  timeoutConfig?: TimeoutConfig;
+  extraHeaders?: Record<string, string>;
+  idDelimiter?: string;
+  tlsConfig?: TlsConfig;
+  userId?: string;
+  /** Adds `x-lancedb-mem-wal-enabled: true` to every request. */
+  memWalEnabled?: boolean;
+}
+
+export interface ConnectionOptions {
+  /** API key for db:// (default: env LANCEDB_API_KEY). */
+  apiKey?: string;
+  /** Region (default us-east-1). */
+  region?: string;
+  /** Base URL instead of https://{db}.{region}.api.lancedb.com. */
+  hostOverride?: string;
+  clientConfig?: ClientConfig;
+  /** Key/value options, e.g. `{ remote_database_mem_wal_enabled: "true" }`. */
+  storageOptions?: Record<string, string>;
+}
+
+export interface CreateTableOptions {
+  /** "create" (default) fails if the name is taken; "overwrite" replaces it. */
+  mode?: "create" | "overwrite";
+  /** With mode "create": open the existing table instead of failing. */
+  existOk?: boolean;
+  /** Schema for plain-object rows (otherwise inferred). */
+  schema?: Schema;
+}
+
+export class Connection {
+  /** @internal */
+  constructor(private readonly inner: NativeConnection) {}
+
+  /** The URI. */
+  get uri(): string {
+    return this.inner.uri;
+  }
+
+  /** Table names, sorted. */
+  tableNames(): Promise<string[]> {
+    return call(() => this.inner.tableNames());
+  }
+
+  /** Creates a table from rows. */
+  async createTable(name: string, data: Data, options?: CreateTableOptions): Promise<Table> {
+    const t = await call(async () =>
+      this.inner.createTable(name, toBuffer(data, options?.schema), options?.mode ?? "create", options?.existOk ?? false),
+    );
+    return new Table(t);
+  }
+
+  /** Creates an empty table with `schema`. */
+  createEmptyTable(name: string, schema: Schema, options?: Omit<CreateTableOptions, "schema">): Promise<Table> {
+    return this.createTable(name, new ArrowTable(schema), options);
+  }
+
+  /** Opens a table. */
+  async openTable(name: string): Promise<Table> {
+    return new Table(await call(() => this.inner.openTable(name)));
+  }
+
+  /** Drops a table and its data. */
+  dropTable(name: string): Promise<void> {
+    return call(() => this.inner.dropTable(name));
+  }
+}
+
+/** Opens a database: a folder path, `memory://`, or `db://name`. */
+export async function connect(uri: string, options?: ConnectionOptions): Promise<Connection> {
+  const c = await call(() =>
+    native.connect(uri, {
+      apiKey: options?.apiKey,
+      region: options?.region,
+      hostOverride: options?.hostOverride,
+      storageOptions: options?.storageOptions,
+      clientConfigJson: options?.clientConfig ? JSON.stringify(options.clientConfig) : undefined,
+    }),
+  );
+  return new Connection(c);
+}

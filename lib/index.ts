@@ -1,0 +1,29 @@
+/**
+ * memwal: LanceDB-style tables with a durable MemWAL upsert path.
+ *
+ * ```ts
+ * const db = await connect("./data");
+ * const tbl = await db.createTable("events", [{ id: 1n, v: 1.5 }]);
+ * await tbl.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(rows);
+ * ```
+ */
+export { connect, Connection } from "./connection";
+export type { ClientConfig, ConnectionOptions, CreateTableOptions, RetryConfig, TimeoutConfig, TlsConfig } from "./connection";
+export { Table, Query } from "./table";
+export type { AddOptions, UpdateOptions, VersionInfo } from "./table";
+export { MergeInsertBuilder } from "./merge";
+export type { ExecuteOptions, MergeResult } from "./merge";
+export type { Data } from "./arrow";
+export { rowsToTable } from "./arrow";
+export { serve } from "./server";
+export type { ServeOptions, Server } from "./server";
+export {
+  MemwalError,
+  InvalidInputError,
+  NotSupportedError,
+  TableNotFoundError,
+  TableAlreadyExistsError,
+  TimeoutError,
+  HttpError,
+} from "./errors";
+export type { ErrorCode } from "./errors";

@@ -1,0 +1,102 @@
+/**
+ * The merge-insert builder. Each step returns the builder, so calls chain:
+ * `tbl.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().memWal().execute(rows)`.
+ * Validation (including the MemWAL rules) happens in Rust at `execute`,
+ * before any data is read or any request is sent.
+ */
+import { Data, toBuffer } from "./arrow";
+import { call } from "./errors";
+import { native, type NativeMergeInsertOptions, type NativeTable } from "./native";
+import type { Schema } from "apache-arrow";
+
+/** What a merge insert did. */
+export interface MergeResult {
+  /** Table version after the merge (unchanged if nothing changed). */
+  version: number;
+  /** Source rows inserted as new rows. */
+  numInsertedRows: number;
+  /** Target rows replaced by their source row. */
+  numUpdatedRows: number;
+  /** Target rows deleted because no source row matched them. */
+  numDeletedRows: number;
+  /** Commit attempts (or requests, remotely): 1 unless a race was retried. */
+  numAttempts: number;
+  /** Source rows read. */
+  numRows: number;
+}
+
+export interface ExecuteOptions {
+  /** Give up after this many ms (nothing is committed). */
+  timeoutMs?: number;
+  /** Override `useIndex()`. */
+  useIndex?: boolean;
+}
+
+export class MergeInsertBuilder {
+  private readonly opts: NativeMergeInsertOptions;
+
+  /** @internal */
+  constructor(
+    private readonly table: NativeTable,
+    on: string | string[],
+    private readonly schema: () => Promise<Schema>,
+  ) {
+    this.opts = {
+      on: Array.isArray(on) ? [...on] : [on],
+      whenMatchedUpdateAll: false,
+      whenNotMatchedInsertAll: false,
+      whenNotMatchedBySourceDelete: false,
+    };
+  }
+
+  /** Replace matched target rows with the source row (only where `where` holds,
+   * an SQL filter over `source.` and `target.` columns, e.g. `source.ts > target.ts`). */
+  whenMatchedUpdateAll(options?: { where?: string }): this {
+    this.opts.whenMatchedUpdateAll = true;
+    this.opts.whenMatchedUpdateAllFilt = options?.where;
+    return this;
+  }
+
+  /** Insert source rows no target row matches. */
+  whenNotMatchedInsertAll(): this {
+    this.opts.whenNotMatchedInsertAll = true;
+    return this;
+  }
+
+  /** Delete target rows no source row matches (only where `where` holds, bare target columns: `id < 3`). */
+  whenNotMatchedBySourceDelete(options?: { where?: string }): this {
+    this.opts.whenNotMatchedBySourceDelete = true;
+    this.opts.whenNotMatchedBySourceDeleteFilt = options?.where;
+    return this;
+  }
+
+  /** Use the key index (default true). */
+  useIndex(useIndex: boolean): this {
+    this.opts.useIndex = useIndex;
+    return this;
+  }
+
+  /** Give up after `ms` milliseconds. */
+  timeout(ms: number): this {
+    this.opts.timeoutMs = ms;
+    return this;
+  }
+
+  /** Route the upsert through the MemWAL write path (remote tables only). */
+  memWal(enabled = true): this {
+    this.opts.memWal = enabled;
+    return this;
+  }
+
+  /** Runs the merge. */
+  async execute(data: Data, options?: ExecuteOptions): Promise<MergeResult> {
+    const opts: NativeMergeInsertOptions = { ...this.opts };
+    if (options?.timeoutMs !== undefined) opts.timeoutMs = options.timeoutMs;
+    if (options?.useIndex !== undefined) opts.useIndex = options.useIndex;
+    return call(async () => {
+      native.validateMergeInsert(opts);
+      const buf = Array.isArray(data) ? toBuffer(data, await this.schema()) : toBuffer(data);
+      return this.table.mergeInsert(opts, buf);
+    });
+  }
+}

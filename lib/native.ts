@@ -1,0 +1,112 @@
+/**
+ * Loads the napi addon (memwal.<platform>.node at the package root) and
+ * declares the shape of what it exports. Only lib/ talks to it.
+ */
+import * as path from "path";
+import * as fs from "fs";
+
+export interface NativeMergeInsertOptions {
+  on: string[];
+  whenMatchedUpdateAll: boolean;
+  whenMatchedUpdateAllFilt?: string;
+  whenNotMatchedInsertAll: boolean;
+  whenNotMatchedBySourceDelete: boolean;
+  whenNotMatchedBySourceDeleteFilt?: string;
+  useIndex?: boolean;
+  timeoutMs?: number;
+  memWal?: boolean;
+}
+
+export interface NativeMergeResult {
+  version: number;
+  numInsertedRows: number;
+  numUpdatedRows: number;
+  numDeletedRows: number;
+  numAttempts: number;
+  numRows: number;
+}
+
+export interface NativeVersion {
+  version: number;
+  timestamp: number;
+  operation: string;
+  metadata: Record<string, string>;
+}
+
+export interface NativeTable {
+  readonly name: string;
+  schema(): Promise<Buffer>;
+  version(): Promise<number>;
+  listVersions(): Promise<NativeVersion[]>;
+  checkout(version?: number | null): Promise<NativeTable>;
+  countRows(filter?: string | null): Promise<number>;
+  add(data: Buffer, mode?: string | null): Promise<number>;
+  delete(predicate: string): Promise<{ version: number; numDeletedRows: number }>;
+  update(filter: string | null | undefined, valuesSql: Record<string, string>): Promise<{ version: number; rowsUpdated: number }>;
+  query(options: { filter?: string; columns?: string[]; limit?: number; offset?: number }): Promise<Buffer>;
+  optimize(): Promise<{ version: number; fragmentsRemoved: number; fragmentsAdded: number; deletedRowsPurged: number }>;
+  mergeInsert(options: NativeMergeInsertOptions, data: Buffer): Promise<NativeMergeResult>;
+}
+
+export interface NativeConnection {
+  readonly uri: string;
+  tableNames(): Promise<string[]>;
+  createTable(name: string, data: Buffer, mode?: string | null, existOk?: boolean | null): Promise<NativeTable>;
+  openTable(name: string): Promise<NativeTable>;
+  dropTable(name: string): Promise<void>;
+}
+
+export interface NativeConnectOptions {
+  apiKey?: string;
+  region?: string;
+  hostOverride?: string;
+  storageOptions?: Record<string, string>;
+  clientConfigJson?: string;
+}
+
+export interface NativeServeOptions {
+  dataDir: string;
+  host?: string;
+  port?: number;
+  apiKey?: string;
+  maxBodyBytes?: number;
+  flushRows?: number;
+  flushIntervalMs?: number;
+}
+
+export interface NativeServer {
+  readonly url: string;
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+export interface NativeAddon {
+  connect(uri: string, options?: NativeConnectOptions | null): Promise<NativeConnection>;
+  serve?(options: NativeServeOptions): Promise<NativeServer>;
+  validateMergeInsert(options: NativeMergeInsertOptions): void;
+}
+
+function load(): NativeAddon {
+  // lib/ (ts-jest) and dist/lib/ (compiled) both resolve to the package root.
+  const root = [path.join(__dirname, ".."), path.join(__dirname, "..", "..")].find((d) =>
+    fs.existsSync(path.join(d, "package.json")),
+  ) ?? path.join(__dirname, "..");
+  const candidates = [
+    `memwal.${process.platform}-${process.arch}-gnu.node`,
+    `memwal.${process.platform}-${process.arch}-musl.node`,
+    `memwal.${process.platform}-${process.arch}.node`,
+    "memwal.node",
+  ];
+  for (const c of candidates) {
+    const p = path.join(root, c);
+    if (fs.existsSync(p)) {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      return require(p) as NativeAddon;
+    }
+  }
+  throw new Error(
+    `memwal: the native addon was not found in ${root} (looked for ${candidates.join(", ")}); build it with \`npm run build\``,
+  );
+}
+
+export const native: NativeAddon = load();

@@ -1,0 +1,163 @@
+/**
+ * `Table` and its `Query`: the user-facing face of a native or remote table.
+ */
+import type { Schema, Table as ArrowTable } from "apache-arrow";
+
+import { Data, fromBuffer, schemaFromBuffer, toBuffer } from "./arrow";
+import { call } from "./errors";
+import { MergeInsertBuilder } from "./merge";
+import type { NativeTable } from "./native";
+
+export interface VersionInfo {
+  version: number;
+  /** Commit time. */
+  timestamp: Date;
+  operation: string;
+  metadata: Record<string, string>;
+}
+
+export interface AddOptions {
+  /** "append" (default) keeps the rows; "overwrite" replaces rows and schema. */
+  mode?: "append" | "overwrite";
+}
+
+export interface UpdateOptions {
+  /** SQL filter selecting the rows (all rows when omitted). */
+  where?: string;
+  /** Literal values per column. */
+  values?: Record<string, unknown>;
+  /** SQL expressions per column, e.g. `{ age: "age + 1" }`. */
+  valuesSql?: Record<string, string>;
+}
+
+function sqlLiteral(v: unknown): string {
+  if (v === null || v === undefined) return "NULL";
+  if (typeof v === "number" || typeof v === "bigint") return String(v);
+  if (typeof v === "boolean") return v ? "TRUE" : "FALSE";
+  if (typeof v === "string") return `'${v.replace(/'/g, "''")}'`;
+  throw new TypeError(`update values must be numbers, strings, booleans or null; use valuesSql for ${typeof v}`);
+}
+
+/** A scan with filter, projection and paging. */
+export class Query {
+  private filter?: string;
+  private columns?: string[];
+  private lim?: number;
+  private off?: number;
+
+  /** @internal */
+  constructor(private readonly table: NativeTable) {}
+
+  /** Only rows matching this SQL filter. */
+  where(filter: string): this {
+    this.filter = filter;
+    return this;
+  }
+  /** Only these columns. */
+  select(columns: string[]): this {
+    this.columns = [...columns];
+    return this;
+  }
+  /** At most `n` rows. */
+  limit(n: number): this {
+    this.lim = n;
+    return this;
+  }
+  /** Skip `n` matching rows. */
+  offset(n: number): this {
+    this.off = n;
+    return this;
+  }
+  /** Runs the scan. */
+  async toArrow(): Promise<ArrowTable> {
+    const buf = await call(() =>
+      this.table.query({ filter: this.filter, columns: this.columns, limit: this.lim, offset: this.off }),
+    );
+    return fromBuffer(buf);
+  }
+  /** Runs the scan and returns plain objects. */
+  async toArray(): Promise<Record<string, unknown>[]> {
+    return (await this.toArrow()).toArray().map((r) => ({ ...r.toJSON() }));
+  }
+}
+
+export class Table {
+  /** @internal */
+  constructor(private readonly inner: NativeTable) {}
+
+  /** The table name. */
+  get name(): string {
+    return this.inner.name;
+  }
+
+  /** The schema. */
+  async schema(): Promise<Schema> {
+    return schemaFromBuffer(await call(() => this.inner.schema()));
+  }
+
+  /** The current version. */
+  version(): Promise<number> {
+    return call(() => this.inner.version());
+  }
+
+  /** Every version, oldest first. */
+  async listVersions(): Promise<VersionInfo[]> {
+    const v = await call(() => this.inner.listVersions());
+    return v.map((x) => ({ ...x, timestamp: new Date(x.timestamp) }));
+  }
+
+  /** A read-only view of `version`. */
+  async checkout(version: number): Promise<Table> {
+    return new Table(await call(() => this.inner.checkout(version)));
+  }
+
+  /** The latest version, writable. */
+  async checkoutLatest(): Promise<Table> {
+    return new Table(await call(() => this.inner.checkout(null)));
+  }
+
+  /** Rows, optionally only those matching `filter`. */
+  countRows(filter?: string): Promise<number> {
+    return call(() => this.inner.countRows(filter ?? null));
+  }
+
+  /** Adds rows; returns the new version. */
+  async add(data: Data, options?: AddOptions): Promise<number> {
+    return call(async () => {
+      const buf = Array.isArray(data) && options?.mode !== "overwrite" ? toBuffer(data, await this.schema()) : toBuffer(data);
+      return this.inner.add(buf, options?.mode ?? "append");
+    });
+  }
+
+  /** Deletes rows matching `predicate`. */
+  delete(predicate: string): Promise<{ version: number; numDeletedRows: number }> {
+    return call(() => this.inner.delete(predicate));
+  }
+
+  /** Sets columns on rows matching `where`. */
+  update(options: UpdateOptions): Promise<{ version: number; rowsUpdated: number }> {
+    const values: Record<string, string> = { ...(options.valuesSql ?? {}) };
+    for (const [k, v] of Object.entries(options.values ?? {})) values[k] = sqlLiteral(v);
+    return call(() => this.inner.update(options.where ?? null, values));
+  }
+
+  /** A scan builder. */
+  query(): Query {
+    return new Query(this.inner);
+  }
+
+  /** Every row. */
+  toArrow(): Promise<ArrowTable> {
+    return this.query().toArrow();
+  }
+
+  /** Compacts fragments and purges deleted rows (row content unchanged). */
+  optimize(): Promise<{ version: number; fragmentsRemoved: number; fragmentsAdded: number; deletedRowsPurged: number }> {
+    return call(() => this.inner.optimize());
+  }
+
+  /** Starts a merge insert matching rows on `on` (one column or several). */
+  mergeInsert(on: string | string[]): MergeInsertBuilder {
+    return new MergeInsertBuilder(this.inner, on, () => this.schema());
+  }
+}

@@ -1,0 +1,98 @@
+//! `Connection`: one database (folder, memory:// or db://) and its tables.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use memwal_core::{CreateMode, CreateOptions, Database, NativeDb};
+use napi::bindgen_prelude::Buffer;
+use napi_derive::napi;
+
+use crate::error;
+use crate::table::{decode, Table};
+
+/// Options of `connect` (remote ones are ignored for local URIs).
+#[napi(object)]
+#[derive(Default)]
+pub struct ConnectOptions {
+    /// API key for db:// (falls back to LANCEDB_API_KEY).
+    pub api_key: Option<String>,
+    /// Cloud region (default us-east-1).
+    pub region: Option<String>,
+    /// Base URL instead of https://{db}.{region}.api.lancedb.com.
+    pub host_override: Option<String>,
+    /// Key/value options, e.g. `remote_database_mem_wal_enabled`.
+    pub storage_options: Option<HashMap<String, String>>,
+    /// The REST client's configuration, as JSON (see lib/connection.ts).
+    pub client_config_json: Option<String>,
+}
+
+/// A database.
+#[napi]
+pub struct Connection {
+    inner: Arc<dyn Database>,
+    uri: String,
+}
+
+/// Opens a database.
+#[napi]
+pub async fn connect(uri: String, options: Option<ConnectOptions>) -> napi::Result<Connection> {
+    let options = options.unwrap_or_default();
+    let inner: Arc<dyn Database> = if uri.starts_with("db://") {
+        let _ = options;
+        return Err(error::core(memwal_core::Error::not_supported("db:// is not wired yet")));
+    } else {
+        Arc::new(NativeDb::open(&uri).map_err(error::core)?)
+    };
+    Ok(Connection { inner, uri })
+}
+
+#[napi]
+impl Connection {
+    /// The URI it was opened with.
+    #[napi(getter)]
+    pub fn uri(&self) -> String {
+        self.uri.clone()
+    }
+
+    /// Table names, sorted.
+    #[napi]
+    pub async fn table_names(&self) -> napi::Result<Vec<String>> {
+        self.inner.table_names().await.map_err(error::core)
+    }
+
+    /// Creates a table from Arrow IPC bytes.
+    #[napi]
+    pub async fn create_table(
+        &self,
+        name: String,
+        data: Buffer,
+        mode: Option<String>,
+        exist_ok: Option<bool>,
+    ) -> napi::Result<Table> {
+        let mode = match mode.as_deref() {
+            None | Some("create") => CreateMode::Create,
+            Some("overwrite") => CreateMode::Overwrite,
+            Some(other) => return Err(error::invalid(format!("unknown create mode {other:?}: use \"create\" or \"overwrite\""))),
+        };
+        let data = decode(&data)?;
+        let opts = CreateOptions {
+            mode,
+            exist_ok: exist_ok.unwrap_or(false),
+        };
+        let t = self.inner.create_table(&name, data, opts).await.map_err(error::core)?;
+        Ok(Table::new(t))
+    }
+
+    /// Opens a table.
+    #[napi]
+    pub async fn open_table(&self, name: String) -> napi::Result<Table> {
+        let t = self.inner.open_table(&name).await.map_err(error::core)?;
+        Ok(Table::new(t))
+    }
+
+    /// Drops a table.
+    #[napi]
+    pub async fn drop_table(&self, name: String) -> napi::Result<()> {
+        self.inner.drop_table(&name).await.map_err(error::core)
+    }
+}

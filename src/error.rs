@@ -1,0 +1,29 @@
+//! The one place engine, remote and server errors become JS errors.
+//!
+//! napi's async bridge only carries its own `Status`, so the stable error
+//! code travels as a `[memwal:Code] ` prefix of the reason; `lib/errors.ts`
+//! strips it into `err.code` (and a subclass per code) in one place too.
+
+use napi::{Error, Status};
+
+/// Prefix marker parsed by lib/errors.ts.
+pub const CODE_PREFIX: &str = "[memwal:";
+
+/// Converts an engine error.
+pub fn core(e: memwal_core::Error) -> Error {
+    coded(e.code(), &e)
+}
+
+/// An InvalidInput error raised by the bindings themselves.
+pub fn invalid(msg: impl std::fmt::Display) -> Error {
+    coded("InvalidInput", &msg)
+}
+
+fn coded(code: &str, e: &dyn std::fmt::Display) -> Error {
+    let mut msg = e.to_string();
+    // Include the source chain the Display text does not already carry.
+    Error::new(Status::GenericFailure, {
+        msg.insert_str(0, &format!("{CODE_PREFIX}{code}] "));
+        msg
+    })
+}

@@ -1,0 +1,221 @@
+//! `Table`: reads, writes and merge insert on any table (native or remote).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use memwal_core::{ipc, merge::validate, AddMode, Data, MergeInsertParams, QueryRequest, Table as CoreTable};
+use napi::bindgen_prelude::Buffer;
+use napi_derive::napi;
+
+use crate::error;
+use crate::merge::{MergeInsertOptions, MergeInsertResult};
+
+/// Decodes Arrow IPC bytes from JS.
+pub fn decode(buf: &[u8]) -> napi::Result<Data> {
+    ipc::decode(buf).map_err(error::core)
+}
+
+fn to_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// One version of a table.
+#[napi(object)]
+pub struct Version {
+    pub version: i64,
+    /// Commit time in ms since the Unix epoch.
+    pub timestamp: i64,
+    pub operation: String,
+    pub metadata: HashMap<String, String>,
+}
+
+/// Result of `delete`.
+#[napi(object)]
+pub struct DeleteResult {
+    pub version: i64,
+    pub num_deleted_rows: i64,
+}
+
+/// Result of `update`.
+#[napi(object)]
+pub struct UpdateResult {
+    pub version: i64,
+    pub rows_updated: i64,
+}
+
+/// Result of `optimize`.
+#[napi(object)]
+pub struct OptimizeStats {
+    pub version: i64,
+    pub fragments_removed: i64,
+    pub fragments_added: i64,
+    pub deleted_rows_purged: i64,
+}
+
+/// A scan request.
+#[napi(object)]
+pub struct QueryOptions {
+    pub filter: Option<String>,
+    pub columns: Option<Vec<String>>,
+    pub limit: Option<i64>,
+    pub offset: Option<i64>,
+}
+
+/// A table handle.
+#[napi]
+pub struct Table {
+    inner: Arc<dyn CoreTable>,
+}
+
+impl Table {
+    pub fn new(inner: Arc<dyn CoreTable>) -> Self {
+        Self { inner }
+    }
+}
+
+fn non_negative(v: Option<i64>, what: &str) -> napi::Result<Option<usize>> {
+    v.map(|v| usize::try_from(v).map_err(|_| error::invalid(format!("{what} must be a non-negative integer, got {v}"))))
+        .transpose()
+}
+
+#[napi]
+impl Table {
+    /// The table name.
+    #[napi(getter)]
+    pub fn name(&self) -> String {
+        self.inner.name().to_string()
+    }
+
+    /// The schema, as an Arrow IPC stream with no batches.
+    #[napi]
+    pub async fn schema(&self) -> napi::Result<Buffer> {
+        let s = self.inner.schema().await.map_err(error::core)?;
+        Ok(ipc::encode_schema(&s).map_err(error::core)?.into())
+    }
+
+    /// The current version.
+    #[napi]
+    pub async fn version(&self) -> napi::Result<i64> {
+        Ok(to_i64(self.inner.version().await.map_err(error::core)?))
+    }
+
+    /// Every version, oldest first.
+    #[napi]
+    pub async fn list_versions(&self) -> napi::Result<Vec<Version>> {
+        let v = self.inner.list_versions().await.map_err(error::core)?;
+        Ok(v.into_iter()
+            .map(|v| Version {
+                version: to_i64(v.version),
+                timestamp: to_i64(v.timestamp_ms),
+                operation: v.operation,
+                metadata: v.metadata.into_iter().collect(),
+            })
+            .collect())
+    }
+
+    /// A read-only view of `version` (omitted: the latest, writable table).
+    #[napi]
+    pub async fn checkout(&self, version: Option<i64>) -> napi::Result<Table> {
+        let v = version
+            .map(|v| u64::try_from(v).map_err(|_| error::invalid(format!("version must be positive, got {v}"))))
+            .transpose()?;
+        Ok(Table::new(self.inner.checkout(v).await.map_err(error::core)?))
+    }
+
+    /// Rows, optionally only those matching `filter`.
+    #[napi]
+    pub async fn count_rows(&self, filter: Option<String>) -> napi::Result<i64> {
+        Ok(to_i64(self.inner.count_rows(filter).await.map_err(error::core)?))
+    }
+
+    /// Adds rows (Arrow IPC bytes); returns the new version.
+    #[napi]
+    pub async fn add(&self, data: Buffer, mode: Option<String>) -> napi::Result<i64> {
+        let mode = match mode.as_deref() {
+            None | Some("append") => AddMode::Append,
+            Some("overwrite") => AddMode::Overwrite,
+            Some(other) => return Err(error::invalid(format!("unknown add mode {other:?}: use \"append\" or \"overwrite\""))),
+        };
+        let data = decode(&data)?;
+        Ok(to_i64(self.inner.add(data, mode).await.map_err(error::core)?))
+    }
+
+    /// Deletes rows matching `predicate`.
+    #[napi]
+    pub async fn delete(&self, predicate: String) -> napi::Result<DeleteResult> {
+        let r = self.inner.delete(&predicate).await.map_err(error::core)?;
+        Ok(DeleteResult {
+            version: to_i64(r.version),
+            num_deleted_rows: to_i64(r.num_deleted_rows),
+        })
+    }
+
+    /// Sets columns to SQL expressions on rows matching `where`.
+    #[napi]
+    pub async fn update(&self, filter: Option<String>, values_sql: HashMap<String, String>) -> napi::Result<UpdateResult> {
+        let mut values: Vec<(String, String)> = values_sql.into_iter().collect();
+        values.sort();
+        let r = self.inner.update(filter, values).await.map_err(error::core)?;
+        Ok(UpdateResult {
+            version: to_i64(r.version),
+            rows_updated: to_i64(r.rows_updated),
+        })
+    }
+
+    /// Scans rows; returns an Arrow IPC stream.
+    #[napi]
+    pub async fn query(&self, options: QueryOptions) -> napi::Result<Buffer> {
+        let columns = options.columns.clone();
+        let req = QueryRequest {
+            filter: options.filter,
+            columns: options.columns,
+            limit: non_negative(options.limit, "limit")?,
+            offset: non_negative(options.offset, "offset")?,
+        };
+        let batches = self.inner.query(req).await.map_err(error::core)?;
+        let schema = match batches.first() {
+            Some(b) => b.schema(),
+            None => {
+                // No rows: still return the projected schema.
+                let s = self.inner.schema().await.map_err(error::core)?;
+                Arc::new(projected(&s, columns)?)
+            }
+        };
+        Ok(ipc::encode_stream(&schema, &batches).map_err(error::core)?.into())
+    }
+
+    /// Compacts fragments and purges deleted rows.
+    #[napi]
+    pub async fn optimize(&self) -> napi::Result<OptimizeStats> {
+        let s = self.inner.optimize().await.map_err(error::core)?;
+        Ok(OptimizeStats {
+            version: to_i64(s.version),
+            fragments_removed: to_i64(s.fragments_removed),
+            fragments_added: to_i64(s.fragments_added),
+            deleted_rows_purged: to_i64(s.deleted_rows_purged),
+        })
+    }
+
+    /// Runs a merge insert (validated first: nothing runs if invalid).
+    #[napi]
+    pub async fn merge_insert(&self, options: MergeInsertOptions, data: Buffer) -> napi::Result<MergeInsertResult> {
+        let params: MergeInsertParams = options.into();
+        validate(&params).map_err(error::core)?;
+        let data = decode(&data)?;
+        let r = self.inner.merge_insert(params, data).await.map_err(error::core)?;
+        Ok(r.into())
+    }
+}
+
+fn projected(s: &arrow_schema::Schema, cols: Option<Vec<String>>) -> napi::Result<arrow_schema::Schema> {
+    match cols {
+        None => Ok(s.clone()),
+        Some(cols) => {
+            let idx: Vec<usize> = cols
+                .iter()
+                .map(|c| s.index_of(c).map_err(|_| error::invalid(format!("unknown column '{c}'"))))
+                .collect::<napi::Result<_>>()?;
+            s.project(&idx).map_err(|e| error::invalid(e.to_string()))
+        }
+    }
+}
