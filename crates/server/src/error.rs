@@ -35,6 +35,12 @@ pub enum Error {
 /// Result alias for the server.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+impl From<arrow_schema::ArrowError> for Error {
+    fn from(e: arrow_schema::ArrowError) -> Self {
+        Error::Core(memwal_core::Error::from(e))
+    }
+}
+
 impl Error {
     /// Stable code (as JS sees it through `serve()`).
     pub fn code(&self) -> &'static str {

@@ -1,1 +1,101 @@
+//! memwal-server: the LanceDB REST protocol over native tables, with the
+//! MemWAL write path. [`start`] serves on a socket and returns a handle;
+//! the `memwal-server` binary and the addon's `serve()` both use it.
+//!
+//! Modules: [`http`] (endpoints), [`state`] (tables), [`memwal`] (WAL,
+//! memtables, flush, overlay reads), [`error`] (the one HTTP mapping).
 
+pub mod error;
+pub mod http;
+pub mod memwal;
+pub mod state;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub use error::{Error, Result};
+pub use memwal::MemWalConfig;
+
+/// Server settings.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Folder of the tables and WALs.
+    pub data_dir: PathBuf,
+    /// Address to bind (default 127.0.0.1).
+    pub host: String,
+    /// Port (0: any free port).
+    pub port: u16,
+    /// Required `x-api-key` (none: any request is accepted).
+    pub api_key: Option<String>,
+    /// Largest request body (413 beyond).
+    pub max_body_bytes: usize,
+    /// MemWAL tuning.
+    pub memwal: MemWalConfig,
+}
+
+impl ServerConfig {
+    /// Defaults for `data_dir`.
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            data_dir: data_dir.into(),
+            host: "127.0.0.1".into(),
+            port: 0,
+            api_key: None,
+            max_body_bytes: 256 << 20,
+            memwal: MemWalConfig::default(),
+        }
+    }
+}
+
+/// A running server.
+pub struct ServerHandle {
+    /// The bound address.
+    pub addr: SocketAddr,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+    state: Arc<state::AppState>,
+}
+
+impl ServerHandle {
+    /// `http://host:port`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops accepting, finishes in-flight requests, stops the MemWAL threads.
+    pub async fn close(mut self) {
+        if let Some(s) = self.shutdown.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.task.take() {
+            let _ = t.await;
+        }
+        let st = self.state.clone();
+        let _ = tokio::task::spawn_blocking(move || st.shutdown()).await;
+    }
+}
+
+/// Opens the data folder (replaying WALs) and serves on `host:port`.
+pub async fn start(config: ServerConfig) -> Result<ServerHandle> {
+    let cfg = config.clone();
+    let state = Arc::new(
+        tokio::task::spawn_blocking(move || state::AppState::new(cfg))
+            .await
+            .map_err(|e| Error::Core(memwal_core::Error::internal(e.to_string())))??,
+    );
+    let listener = tokio::net::TcpListener::bind((config.host.as_str(), config.port)).await?;
+    let addr = listener.local_addr()?;
+    let app = http::router(state.clone());
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let server = axum::serve(listener, app).with_graceful_shutdown(async {
+            let _ = rx.await;
+        });
+        if let Err(e) = server.await {
+            tracing::error!(error = %e, "server stopped");
+        }
+    });
+    tracing::info!(%addr, data = %config.data_dir.display(), "memwal-server listening");
+    Ok(ServerHandle { addr, shutdown: Some(tx), task: Some(task), state })
+}

@@ -7,7 +7,7 @@
 
 pub(crate) mod commit;
 mod ops;
-mod scan;
+pub mod scan;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -15,7 +15,6 @@ use memwal_core::keys::Key;
 struct Entry {
     batch: u32,
     row: u32,
-    is_new: bool,
 }
 
 /// Upserted rows not yet merged into the base table.
@@ -101,7 +100,7 @@ impl Memtable {
                     }
                     None => {
                         let is_new = !existed[i];
-                        self.map.insert(k.clone(), Entry { batch: b, row, is_new });
+                        self.map.insert(k.clone(), Entry { batch: b, row });
                         if is_new {
                             self.new_rows += 1;
                             ins += 1;
@@ -116,7 +115,7 @@ impl Memtable {
     }
 
     /// The latest row of every key, plus unkeyed rows, as one batch.
-    pub fn rows(&self) -> arrow_schema::ArrowResult<RecordBatch> {
+    pub fn rows(&self) -> Result<RecordBatch, arrow_schema::ArrowError> {
         let idx: Vec<(usize, usize)> = self
             .map
             .values()
@@ -126,7 +125,7 @@ impl Memtable {
         self.take(&idx)
     }
 
-    fn take(&self, idx: &[(usize, usize)]) -> arrow_schema::ArrowResult<RecordBatch> {
+    fn take(&self, idx: &[(usize, usize)]) -> Result<RecordBatch, arrow_schema::ArrowError> {
         if idx.is_empty() {
             return Ok(RecordBatch::new_empty(self.schema.clone()));
         }
@@ -136,7 +135,7 @@ impl Memtable {
 
     /// Rows whose key is not in `seen` (which then gains them): the overlay
     /// of newer memtables over older ones.
-    pub fn rows_not_in(&self, seen: &mut hashbrown::HashSet<Key>) -> arrow_schema::ArrowResult<RecordBatch> {
+    pub fn rows_not_in(&self, seen: &mut hashbrown::HashSet<Key>) -> Result<RecordBatch, arrow_schema::ArrowError> {
         let mut idx = Vec::new();
         for (k, e) in &self.map {
             if seen.insert(k.clone()) {

@@ -1,0 +1,347 @@
+//! The REST endpoints (the LanceDB Cloud protocol, see shared/PROTOCOL.md):
+//! auth, body limits, name validation, request parsing and response shapes.
+//! Table work is delegated to [`crate::state::AppState`].
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use memwal_core::{ipc, json_schema, AddMode, CreateMode, CreateOptions, MergeInsertParams, QueryRequest};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use subtle::ConstantTimeEq;
+
+use crate::error::{Error, Result};
+use crate::state::AppState;
+
+const ARROW_STREAM: &str = "application/vnd.apache.arrow.stream";
+const ARROW_FILE: &str = "application/vnd.apache.arrow.file";
+
+/// The router over `state`.
+pub fn router(state: Arc<AppState>) -> Router {
+    let max = state.config.max_body_bytes;
+    Router::new()
+        .route("/health", get(health))
+        .route("/v1/table/", get(list_tables))
+        .route("/v1/table/{name}/create/", post(create_table))
+        .route("/v1/table/{name}/drop/", post(drop_table))
+        .route("/v1/table/{name}/describe/", post(describe))
+        .route("/v1/table/{name}/count_rows/", post(count_rows))
+        .route("/v1/table/{name}/insert/", post(insert))
+        .route("/v1/table/{name}/merge_insert/", post(merge_insert))
+        .route("/v1/table/{name}/delete/", post(delete))
+        .route("/v1/table/{name}/update/", post(update))
+        .route("/v1/table/{name}/query/", post(query))
+        .route("/v1/table/{name}/version/list/", post(list_versions))
+        .route("/v1/table/{name}/optimize/", post(optimize))
+        .route("/v1/table/{name}/flush/", post(flush))
+        .layer(middleware::from_fn_with_state(state.clone(), auth))
+        .layer(DefaultBodyLimit::max(max))
+        .with_state(state)
+}
+
+async fn auth(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+    if let Some(want) = &state.config.api_key {
+        let got = req.headers().get("x-api-key").map(|v| v.as_bytes()).unwrap_or_default();
+        let ok: bool = got.len() == want.len() && bool::from(got.ct_eq(want.as_bytes()));
+        if !ok {
+            return Error::Unauthorized.into_response();
+        }
+    }
+    next.run(req).await
+}
+
+fn arrow_body(headers: &HeaderMap, body: &Bytes) -> Result<memwal_core::Data> {
+    let ct = headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("");
+    let base = ct.split(';').next().unwrap_or("").trim();
+    if !base.is_empty() && base != ARROW_STREAM && base != ARROW_FILE && base != "application/octet-stream" {
+        return Err(Error::BadRequest(format!(
+            "expected an Arrow IPC body (content-type {ARROW_STREAM}), got content-type {ct:?}"
+        )));
+    }
+    Ok(ipc::decode(body)?)
+}
+
+fn json_body<T: for<'de> Deserialize<'de> + Default>(body: &Bytes) -> Result<T> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    serde_json::from_slice(body).map_err(|e| Error::BadRequest(format!("malformed JSON body: {e}")))
+}
+
+fn flag(q: &HashMap<String, String>, name: &str) -> Result<bool> {
+    match q.get(name).map(|s| s.to_ascii_lowercase()) {
+        None => Ok(false),
+        Some(v) if v == "true" || v == "1" => Ok(true),
+        Some(v) if v == "false" || v == "0" => Ok(false),
+        Some(v) => Err(Error::BadRequest(format!("query parameter {name} must be true or false, got {v:?}"))),
+    }
+}
+
+async fn health(State(state): State<Arc<AppState>>) -> Result<Json<Value>> {
+    Ok(Json(json!({"status": "ok", "tables": state.health()})))
+}
+
+#[derive(Deserialize)]
+struct ListParams {
+    limit: Option<usize>,
+    page_token: Option<String>,
+}
+
+async fn list_tables(State(state): State<Arc<AppState>>, Query(p): Query<ListParams>) -> Result<Json<Value>> {
+    let mut names = state.db.table_names_sync()?;
+    if let Some(t) = &p.page_token {
+        names.retain(|n| n > t);
+    }
+    let limit = p.limit.unwrap_or(usize::MAX);
+    let more = names.len() > limit;
+    names.truncate(limit);
+    let mut out = json!({ "tables": names });
+    if more {
+        out["page_token"] = json!(names.last());
+    }
+    Ok(Json(out))
+}
+
+async fn create_table(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>> {
+    let data = arrow_body(&headers, &body)?;
+    let opts = match q.get("mode").map(String::as_str) {
+        None | Some("create") => CreateOptions::default(),
+        Some("overwrite") => CreateOptions { mode: CreateMode::Overwrite, exist_ok: false },
+        Some("exist_ok") => CreateOptions { mode: CreateMode::Create, exist_ok: true },
+        Some(m) => return Err(Error::BadRequest(format!("unknown create mode {m:?}"))),
+    };
+    let st = state.clone();
+    let t = blocking(move || Ok(st.db.create_table_sync(&name, data, opts)?)).await?;
+    Ok(Json(json!({ "version": t.version_sync()? })))
+}
+
+async fn drop_table(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Result<Json<Value>> {
+    blocking(move || state.drop_table(&name)).await?;
+    Ok(Json(json!({})))
+}
+
+async fn describe(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Result<Json<Value>> {
+    let t = state.table(&name)?;
+    let m = t.base().manifest()?;
+    let rows = blocking({
+        let t = t.clone();
+        move || t.count_rows(None)
+    })
+    .await?;
+    Ok(Json(json!({
+        "version": m.version,
+        "schema": json_schema::to_json(&m.schema)?,
+        "stats": {"num_rows": rows, "num_fragments": m.fragments.len(),
+                  "num_deleted_rows": m.fragments.iter().map(|f| f.num_deleted).sum::<u64>()},
+    })))
+}
+
+#[derive(Deserialize, Default)]
+struct CountBody {
+    predicate: Option<String>,
+}
+
+async fn count_rows(State(state): State<Arc<AppState>>, Path(name): Path<String>, body: Bytes) -> Result<Json<u64>> {
+    let b: CountBody = json_body(&body)?;
+    let t = state.table(&name)?;
+    Ok(Json(blocking(move || t.count_rows(b.predicate.as_deref())).await?))
+}
+
+async fn insert(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>> {
+    let data = arrow_body(&headers, &body)?;
+    let mode = match q.get("mode").map(String::as_str) {
+        None | Some("append") => AddMode::Append,
+        Some("overwrite") => AddMode::Overwrite,
+        Some(m) => return Err(Error::BadRequest(format!("unknown insert mode {m:?}"))),
+    };
+    let t = state.table(&name)?;
+    let v = blocking(move || {
+        t.drain()?;
+        Ok(t.base().add_sync(data, mode)?)
+    })
+    .await?;
+    Ok(Json(json!({ "version": v })))
+}
+
+async fn merge_insert(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    Query(q): Query<Vec<(String, String)>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>> {
+    let on: Vec<String> = q.iter().filter(|(k, _)| k == "on").map(|(_, v)| v.clone()).collect();
+    if on.is_empty() {
+        return Err(Error::BadRequest("merge_insert needs the query parameter `on` (the key column)".into()));
+    }
+    let map: HashMap<String, String> = q.into_iter().filter(|(k, _)| k != "on").collect();
+    let mut p = MergeInsertParams::new(on);
+    p.when_matched_update_all = flag(&map, "when_matched_update_all")?;
+    p.when_matched_update_all_filt = map.get("when_matched_update_all_filt").cloned();
+    p.when_not_matched_insert_all = flag(&map, "when_not_matched_insert_all")?;
+    p.when_not_matched_by_source_delete = flag(&map, "when_not_matched_by_source_delete")?;
+    p.when_not_matched_by_source_delete_filt = map.get("when_not_matched_by_source_delete_filt").cloned();
+    if map.contains_key("use_index") {
+        p.use_index = flag(&map, "use_index")?;
+    }
+    if let Some(ms) = headers.get("x-request-timeout-ms").and_then(|v| v.to_str().ok()) {
+        let ms: u64 = ms.parse().map_err(|_| Error::BadRequest(format!("bad x-request-timeout-ms {ms:?}")))?;
+        p.timeout = Some(std::time::Duration::from_millis(ms));
+    }
+    let header_true = |h: &str| headers.get(h).and_then(|v| v.to_str().ok()).is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    p.mem_wal = header_true("x-lancedb-mem-wal-enabled") || header_true("x-use-wal");
+    memwal_core::merge::validate(&p)?;
+    let data = arrow_body(&headers, &body)?;
+    let t = state.table(&name)?;
+    let r = if p.mem_wal {
+        t.upsert(p.on.clone(), data).await?
+    } else {
+        blocking(move || {
+            t.drain()?;
+            Ok(t.base().merge_insert_sync(&p, data)?)
+        })
+        .await?
+    };
+    Ok(Json(json!({
+        "version": r.version,
+        "num_inserted_rows": r.num_inserted_rows,
+        "num_updated_rows": r.num_updated_rows,
+        "num_deleted_rows": r.num_deleted_rows,
+        "num_attempts": r.num_attempts,
+        "num_rows": r.num_rows,
+    })))
+}
+
+#[derive(Deserialize, Default)]
+struct DeleteBody {
+    predicate: Option<String>,
+}
+
+async fn delete(State(state): State<Arc<AppState>>, Path(name): Path<String>, body: Bytes) -> Result<Json<Value>> {
+    let b: DeleteBody = json_body(&body)?;
+    let pred = b.predicate.ok_or_else(|| Error::BadRequest("delete needs a JSON body {\"predicate\": \"...\"}".into()))?;
+    let t = state.table(&name)?;
+    let r = blocking(move || {
+        t.drain()?;
+        Ok(t.base().delete_sync(&pred)?)
+    })
+    .await?;
+    Ok(Json(json!({"num_deleted_rows": r.num_deleted_rows, "version": r.version})))
+}
+
+#[derive(Deserialize, Default)]
+struct UpdateBody {
+    predicate: Option<String>,
+    #[serde(default)]
+    updates: Vec<(String, String)>,
+}
+
+async fn update(State(state): State<Arc<AppState>>, Path(name): Path<String>, body: Bytes) -> Result<Json<Value>> {
+    let b: UpdateBody = json_body(&body)?;
+    let t = state.table(&name)?;
+    let r = blocking(move || {
+        t.drain()?;
+        Ok(t.base().update_sync(b.predicate.as_deref(), &b.updates)?)
+    })
+    .await?;
+    Ok(Json(json!({"rows_updated": r.rows_updated, "version": r.version})))
+}
+
+#[derive(Deserialize, Default)]
+struct QueryBody {
+    filter: Option<String>,
+    columns: Option<Value>,
+    k: Option<usize>,
+    limit: Option<usize>,
+    offset: Option<usize>,
+    vector: Option<Value>,
+}
+
+async fn query(State(state): State<Arc<AppState>>, Path(name): Path<String>, body: Bytes) -> Result<Response> {
+    let b: QueryBody = json_body(&body)?;
+    if b.vector.as_ref().is_some_and(|v| !v.is_null() && v.as_array().is_none_or(|a| !a.is_empty())) {
+        return Err(memwal_core::Error::not_supported("vector search is not supported by memwal-server yet").into());
+    }
+    let columns = match b.columns {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(a)) => Some(
+            a.into_iter()
+                .map(|v| v.as_str().map(str::to_string).ok_or_else(|| Error::BadRequest("columns must be strings".into())))
+                .collect::<Result<Vec<_>>>()?,
+        ),
+        Some(Value::Object(o)) => Some(o.keys().cloned().collect()),
+        Some(_) => return Err(Error::BadRequest("columns must be a list of names".into())),
+    };
+    let t = state.table(&name)?;
+    let req = QueryRequest { filter: b.filter, columns, limit: b.limit.or(b.k), offset: b.offset };
+    let (schema, batches) = blocking(move || {
+        let batches = t.query(&req)?;
+        let schema = match batches.first() {
+            Some(b) => b.schema(),
+            None => {
+                let s = t.base().schema_sync()?;
+                match &req.columns {
+                    Some(c) => {
+                        let idx: Vec<usize> = c.iter().filter_map(|n| s.index_of(n).ok()).collect();
+                        Arc::new(s.project(&idx).map_err(memwal_core::Error::from)?)
+                    }
+                    None => s,
+                }
+            }
+        };
+        Ok((schema, batches))
+    })
+    .await?;
+    let bytes = ipc::encode_file(&schema, &batches)?;
+    Ok(([("content-type", ARROW_FILE)], bytes).into_response())
+}
+
+async fn list_versions(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Result<Json<Value>> {
+    let t = state.table(&name)?;
+    let v = t.base().list_versions_sync()?;
+    Ok(Json(json!({"versions": v.iter().map(|v| json!({
+        "version": v.version, "timestamp": v.timestamp_ms, "operation": v.operation, "metadata": v.metadata,
+    })).collect::<Vec<_>>()})))
+}
+
+async fn optimize(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Result<Json<Value>> {
+    let t = state.table(&name)?;
+    let s = blocking(move || {
+        t.drain()?;
+        Ok(t.base().optimize_sync()?)
+    })
+    .await?;
+    Ok(Json(json!({"version": s.version, "fragments_removed": s.fragments_removed,
+        "fragments_added": s.fragments_added, "deleted_rows_purged": s.deleted_rows_purged})))
+}
+
+async fn flush(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Result<(StatusCode, Json<Value>)> {
+    let t = state.table(&name)?;
+    blocking(move || t.drain()).await?;
+    Ok((StatusCode::OK, Json(json!({}))))
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::Core(memwal_core::Error::internal(e.to_string())))?
+}

@@ -1,0 +1,152 @@
+//! Reads through a MemWAL: base rows overlaid by memtable rows, newest
+//! first, latest write wins. Memtables already merged into the base (their
+//! last sequence number is at most the base's flushed one) are skipped.
+
+use std::sync::Arc;
+
+use arrow::array::{BooleanArray, RecordBatch};
+use arrow::compute::{and, concat_batches, filter_record_batch};
+use hashbrown::HashSet;
+use memwal_core::filter::{Predicate, Resolve};
+use memwal_core::keys::{column_list, Key, KeyEncoder};
+use memwal_core::{QueryRequest, Snapshot};
+
+use super::{MemWalTable, FLUSHED_SEQ_KEY};
+use crate::error::Result;
+
+/// A consistent view: memtable rows (one per key) and a base snapshot.
+struct View {
+    snap: Snapshot,
+    rows: Option<RecordBatch>,
+    keys: HashSet<Key>,
+    on: Vec<String>,
+}
+
+impl MemWalTable {
+    fn view(&self) -> Result<View> {
+        let o = self.shared.read();
+        // The base snapshot is taken under the same lock the flusher pops
+        // under, so every memtable is either in `o` or in the snapshot (or both).
+        let snap = self.shared.base.snapshot()?;
+        let flushed: u64 = snap.manifest.metadata.get(FLUSHED_SEQ_KEY).and_then(|v| v.parse().ok()).unwrap_or(0);
+        let mut keys = HashSet::new();
+        let mut parts = Vec::new();
+        let mut on = Vec::new();
+        let mems = std::iter::once(&o.active).chain(o.frozen.iter().rev().map(Arc::as_ref));
+        for m in mems {
+            if m.is_empty() || m.max_seq <= flushed {
+                continue;
+            }
+            on = m.on.clone();
+            parts.push(m.rows_not_in(&mut keys)?);
+        }
+        let rows = if parts.is_empty() {
+            None
+        } else {
+            Some(concat_batches(&snap.schema(), &parts)?)
+        };
+        Ok(View { snap, rows, keys, on })
+    }
+
+    /// Rows (matching `filter`), as every acknowledged write left them.
+    pub fn count_rows(&self, filter: Option<&str>) -> Result<u64> {
+        let filter = filter.filter(|f| !f.trim().is_empty());
+        if filter.is_none() {
+            // O(1): base rows + keys new since the base's flushed sequence.
+            let o = self.shared.read();
+            let m = self.shared.base.manifest()?;
+            let flushed: u64 = m.metadata.get(FLUSHED_SEQ_KEY).and_then(|v| v.parse().ok()).unwrap_or(0);
+            let extra: u64 = std::iter::once(&o.active)
+                .chain(o.frozen.iter().map(Arc::as_ref))
+                .filter(|m| !m.is_empty() && m.max_seq > flushed)
+                .map(|m| m.new_rows)
+                .sum();
+            return Ok(m.num_rows() + extra);
+        }
+        let batches = self.query(&QueryRequest {
+            filter: filter.map(str::to_string),
+            ..Default::default()
+        })?;
+        Ok(batches.iter().map(|b| b.num_rows() as u64).sum())
+    }
+
+    /// A scan through the overlay.
+    pub fn query(&self, req: &QueryRequest) -> Result<Vec<RecordBatch>> {
+        let v = self.view()?;
+        let Some(mem_rows) = v.rows else {
+            return Ok(memwal_core::table::scan::scan_snapshot(&v.snap, req)?);
+        };
+        let schema = v.snap.schema();
+        let pred = req
+            .filter
+            .as_deref()
+            .filter(|f| !f.trim().is_empty())
+            .map(|f| Predicate::parse(f, &schema, Resolve::Plain))
+            .transpose()?;
+        let projection = match &req.columns {
+            None => None,
+            Some(cols) => Some(
+                cols.iter()
+                    .map(|c| {
+                        schema.index_of(c).map_err(|_| {
+                            memwal_core::Error::invalid(format!(
+                                "unknown column '{c}' in select (available: {})",
+                                column_list(&schema)
+                            ))
+                        })
+                    })
+                    .collect::<std::result::Result<Vec<usize>, _>>()?,
+            ),
+        };
+        let enc = KeyEncoder::new(&schema, &v.on)?;
+        let mut out = Vec::new();
+        for f in &v.snap.fragments {
+            let keys = enc.encode(&f.batch)?;
+            let keep: BooleanArray = keys
+                .iter()
+                .enumerate()
+                .map(|(i, k)| Some(!f.deleted.contains(i as u32) && !k.as_ref().is_some_and(|k| v.keys.contains(k))))
+                .collect();
+            let mask = match &pred {
+                Some(p) => and(&keep, &p.mask(&f.batch)?)?,
+                None => keep,
+            };
+            let b = filter_record_batch(&f.batch, &mask)?;
+            if b.num_rows() > 0 {
+                out.push(b);
+            }
+        }
+        let m = match &pred {
+            Some(p) => filter_record_batch(&mem_rows, &p.mask(&mem_rows)?)?,
+            None => mem_rows,
+        };
+        if m.num_rows() > 0 {
+            out.push(m);
+        }
+        // Paging and projection over the combined rows.
+        let mut skip = req.offset.unwrap_or(0);
+        let mut remaining = req.limit.unwrap_or(usize::MAX);
+        let mut paged = Vec::new();
+        for mut b in out {
+            if remaining == 0 {
+                break;
+            }
+            if skip > 0 {
+                let s = skip.min(b.num_rows());
+                b = b.slice(s, b.num_rows() - s);
+                skip -= s;
+            }
+            if b.num_rows() > remaining {
+                b = b.slice(0, remaining);
+            }
+            remaining -= b.num_rows();
+            if let Some(p) = &projection {
+                b = b.project(p)?;
+            }
+            if b.num_rows() > 0 {
+                paged.push(b);
+            }
+        }
+        Ok(paged)
+    }
+}

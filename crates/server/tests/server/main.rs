@@ -1,0 +1,8 @@
+//! The server on 127.0.0.1: in-process for protocol and MemWAL behaviour,
+//! the real binary for SIGKILL durability.
+
+mod support;
+
+mod bad_input;
+mod durability;
+mod memwal;

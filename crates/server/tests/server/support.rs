@@ -1,0 +1,106 @@
+use std::sync::Arc;
+
+use arrow::array::{AsArray, Int64Array, RecordBatch, StringArray};
+use arrow::datatypes::Int64Type;
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use memwal_core::ipc;
+use serde_json::Value;
+
+pub fn schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("v", DataType::Int64, true),
+        Field::new("s", DataType::Utf8, true),
+    ]))
+}
+
+pub fn ipc_rows(rows: &[(i64, i64)]) -> Vec<u8> {
+    let b = RecordBatch::try_new(
+        schema(),
+        vec![
+            Arc::new(Int64Array::from(rows.iter().map(|r| r.0).collect::<Vec<_>>())),
+            Arc::new(Int64Array::from(rows.iter().map(|r| r.1).collect::<Vec<_>>())),
+            Arc::new(StringArray::from(rows.iter().map(|r| format!("s{}", r.0)).collect::<Vec<_>>())),
+        ],
+    )
+    .expect("batch");
+    ipc::encode_stream(&schema(), &[b]).expect("ipc")
+}
+
+pub struct Client {
+    pub http: reqwest::Client,
+    pub base: String,
+    pub key: String,
+}
+
+impl Client {
+    pub fn new(base: &str) -> Self {
+        Self { http: reqwest::Client::new(), base: base.to_string(), key: "k".into() }
+    }
+    pub async fn post(&self, path: &str, ct: &str, body: Vec<u8>, headers: &[(&str, &str)]) -> (u16, String) {
+        let mut r = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .header("x-api-key", &self.key)
+            .header("content-type", ct)
+            .body(body);
+        for (k, v) in headers {
+            r = r.header(*k, *v);
+        }
+        let resp = r.send().await.expect("send");
+        let status = resp.status().as_u16();
+        (status, resp.text().await.expect("text"))
+    }
+    pub async fn create(&self, name: &str, rows: &[(i64, i64)]) {
+        let (s, b) = self.post(&format!("/v1/table/{name}/create/"), "application/vnd.apache.arrow.stream", ipc_rows(rows), &[]).await;
+        assert_eq!(s, 200, "{b}");
+    }
+    pub async fn upsert(&self, name: &str, rows: &[(i64, i64)], memwal: bool) -> Value {
+        let path = format!("/v1/table/{name}/merge_insert/?on=id&when_matched_update_all=true&when_not_matched_insert_all=true&when_not_matched_by_source_delete=false");
+        let headers: &[(&str, &str)] = if memwal { &[("x-lancedb-mem-wal-enabled", "true"), ("x-use-wal", "true")] } else { &[] };
+        let (s, b) = self.post(&path, "application/vnd.apache.arrow.stream", ipc_rows(rows), headers).await;
+        assert_eq!(s, 200, "{b}");
+        serde_json::from_str(&b).expect("json")
+    }
+    pub async fn count(&self, name: &str, predicate: Option<&str>) -> u64 {
+        let body = match predicate {
+            Some(p) => serde_json::json!({ "predicate": p }).to_string(),
+            None => "{}".into(),
+        };
+        let (s, b) = self.post(&format!("/v1/table/{name}/count_rows/"), "application/json", body.into_bytes(), &[]).await;
+        assert_eq!(s, 200, "{b}");
+        b.trim().parse().expect("number")
+    }
+    /// id -> v of every row.
+    pub async fn rows(&self, name: &str, filter: Option<&str>) -> Vec<(i64, i64)> {
+        let body = serde_json::json!({ "filter": filter }).to_string();
+        let resp = self
+            .http
+            .post(format!("{}/v1/table/{name}/query/", self.base))
+            .header("x-api-key", &self.key)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(resp.status().as_u16(), 200);
+        let bytes = resp.bytes().await.expect("bytes");
+        let data = ipc::decode(&bytes).expect("arrow");
+        let mut out = Vec::new();
+        for b in data.batches {
+            let id = b.column(0).as_primitive::<Int64Type>();
+            let v = b.column(1).as_primitive::<Int64Type>();
+            for i in 0..b.num_rows() {
+                out.push((id.value(i), v.value(i)));
+            }
+        }
+        out.sort();
+        out
+    }
+}
+
+pub fn config(dir: &std::path::Path) -> memwal_server::ServerConfig {
+    let mut c = memwal_server::ServerConfig::new(dir);
+    c.api_key = Some("k".into());
+    c
+}
