@@ -38,8 +38,18 @@ pub struct Connection {
 pub async fn connect(uri: String, options: Option<ConnectOptions>) -> napi::Result<Connection> {
     let options = options.unwrap_or_default();
     let inner: Arc<dyn Database> = if uri.starts_with("db://") {
-        let _ = options;
-        return Err(error::core(memwal_core::Error::not_supported("db:// is not wired yet")));
+        let config = match &options.client_config_json {
+            Some(json) => memwal_remote::ClientConfig::from_json(json).map_err(error::remote)?,
+            None => memwal_remote::ClientConfig::default(),
+        };
+        let opts = memwal_remote::ConnectOptions {
+            api_key: options.api_key,
+            region: options.region,
+            host_override: options.host_override,
+            storage_options: options.storage_options.unwrap_or_default(),
+            client_config: config,
+        };
+        Arc::new(memwal_remote::RemoteDatabase::connect(&uri, opts).map_err(error::remote)?)
     } else {
         Arc::new(NativeDb::open(&uri).map_err(error::core)?)
     };
@@ -72,14 +82,22 @@ impl Connection {
         let mode = match mode.as_deref() {
             None | Some("create") => CreateMode::Create,
             Some("overwrite") => CreateMode::Overwrite,
-            Some(other) => return Err(error::invalid(format!("unknown create mode {other:?}: use \"create\" or \"overwrite\""))),
+            Some(other) => {
+                return Err(error::invalid(format!(
+                    "unknown create mode {other:?}: use \"create\" or \"overwrite\""
+                )))
+            }
         };
         let data = decode(&data)?;
         let opts = CreateOptions {
             mode,
             exist_ok: exist_ok.unwrap_or(false),
         };
-        let t = self.inner.create_table(&name, data, opts).await.map_err(error::core)?;
+        let t = self
+            .inner
+            .create_table(&name, data, opts)
+            .await
+            .map_err(error::core)?;
         Ok(Table::new(t))
     }
 

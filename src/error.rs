@@ -14,6 +14,16 @@ pub fn core(e: memwal_core::Error) -> Error {
     coded(e.code(), &e)
 }
 
+/// Converts a remote-client error.
+pub fn remote(e: memwal_remote::Error) -> Error {
+    coded(e.code(), &e)
+}
+
+/// Converts a server error.
+pub fn server(e: memwal_server::Error) -> Error {
+    coded(e.code(), &e)
+}
+
 /// An InvalidInput error raised by the bindings themselves.
 pub fn invalid(msg: impl std::fmt::Display) -> Error {
     coded("InvalidInput", &msg)

@@ -5,4 +5,5 @@
 mod connection;
 mod error;
 mod merge;
+mod server;
 mod table;

@@ -3,7 +3,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use memwal_core::{ipc, merge::validate, AddMode, Data, MergeInsertParams, QueryRequest, Table as CoreTable};
+use memwal_core::{
+    ipc, merge::validate, AddMode, Data, MergeInsertParams, QueryRequest, Table as CoreTable,
+};
 use napi::bindgen_prelude::Buffer;
 use napi_derive::napi;
 
@@ -74,8 +76,11 @@ impl Table {
 }
 
 fn non_negative(v: Option<i64>, what: &str) -> napi::Result<Option<usize>> {
-    v.map(|v| usize::try_from(v).map_err(|_| error::invalid(format!("{what} must be a non-negative integer, got {v}"))))
-        .transpose()
+    v.map(|v| {
+        usize::try_from(v)
+            .map_err(|_| error::invalid(format!("{what} must be a non-negative integer, got {v}")))
+    })
+    .transpose()
 }
 
 #[napi]
@@ -117,15 +122,22 @@ impl Table {
     #[napi]
     pub async fn checkout(&self, version: Option<i64>) -> napi::Result<Table> {
         let v = version
-            .map(|v| u64::try_from(v).map_err(|_| error::invalid(format!("version must be positive, got {v}"))))
+            .map(|v| {
+                u64::try_from(v)
+                    .map_err(|_| error::invalid(format!("version must be positive, got {v}")))
+            })
             .transpose()?;
-        Ok(Table::new(self.inner.checkout(v).await.map_err(error::core)?))
+        Ok(Table::new(
+            self.inner.checkout(v).await.map_err(error::core)?,
+        ))
     }
 
     /// Rows, optionally only those matching `filter`.
     #[napi]
     pub async fn count_rows(&self, filter: Option<String>) -> napi::Result<i64> {
-        Ok(to_i64(self.inner.count_rows(filter).await.map_err(error::core)?))
+        Ok(to_i64(
+            self.inner.count_rows(filter).await.map_err(error::core)?,
+        ))
     }
 
     /// Adds rows (Arrow IPC bytes); returns the new version.
@@ -134,10 +146,16 @@ impl Table {
         let mode = match mode.as_deref() {
             None | Some("append") => AddMode::Append,
             Some("overwrite") => AddMode::Overwrite,
-            Some(other) => return Err(error::invalid(format!("unknown add mode {other:?}: use \"append\" or \"overwrite\""))),
+            Some(other) => {
+                return Err(error::invalid(format!(
+                    "unknown add mode {other:?}: use \"append\" or \"overwrite\""
+                )))
+            }
         };
         let data = decode(&data)?;
-        Ok(to_i64(self.inner.add(data, mode).await.map_err(error::core)?))
+        Ok(to_i64(
+            self.inner.add(data, mode).await.map_err(error::core)?,
+        ))
     }
 
     /// Deletes rows matching `predicate`.
@@ -152,10 +170,18 @@ impl Table {
 
     /// Sets columns to SQL expressions on rows matching `where`.
     #[napi]
-    pub async fn update(&self, filter: Option<String>, values_sql: HashMap<String, String>) -> napi::Result<UpdateResult> {
+    pub async fn update(
+        &self,
+        filter: Option<String>,
+        values_sql: HashMap<String, String>,
+    ) -> napi::Result<UpdateResult> {
         let mut values: Vec<(String, String)> = values_sql.into_iter().collect();
         values.sort();
-        let r = self.inner.update(filter, values).await.map_err(error::core)?;
+        let r = self
+            .inner
+            .update(filter, values)
+            .await
+            .map_err(error::core)?;
         Ok(UpdateResult {
             version: to_i64(r.version),
             rows_updated: to_i64(r.rows_updated),
@@ -181,7 +207,9 @@ impl Table {
                 Arc::new(projected(&s, columns)?)
             }
         };
-        Ok(ipc::encode_stream(&schema, &batches).map_err(error::core)?.into())
+        Ok(ipc::encode_stream(&schema, &batches)
+            .map_err(error::core)?
+            .into())
     }
 
     /// Compacts fragments and purges deleted rows.
@@ -198,22 +226,36 @@ impl Table {
 
     /// Runs a merge insert (validated first: nothing runs if invalid).
     #[napi]
-    pub async fn merge_insert(&self, options: MergeInsertOptions, data: Buffer) -> napi::Result<MergeInsertResult> {
+    pub async fn merge_insert(
+        &self,
+        options: MergeInsertOptions,
+        data: Buffer,
+    ) -> napi::Result<MergeInsertResult> {
         let params: MergeInsertParams = options.into();
         validate(&params).map_err(error::core)?;
         let data = decode(&data)?;
-        let r = self.inner.merge_insert(params, data).await.map_err(error::core)?;
+        let r = self
+            .inner
+            .merge_insert(params, data)
+            .await
+            .map_err(error::core)?;
         Ok(r.into())
     }
 }
 
-fn projected(s: &arrow_schema::Schema, cols: Option<Vec<String>>) -> napi::Result<arrow_schema::Schema> {
+fn projected(
+    s: &arrow_schema::Schema,
+    cols: Option<Vec<String>>,
+) -> napi::Result<arrow_schema::Schema> {
     match cols {
         None => Ok(s.clone()),
         Some(cols) => {
             let idx: Vec<usize> = cols
                 .iter()
-                .map(|c| s.index_of(c).map_err(|_| error::invalid(format!("unknown column '{c}'"))))
+                .map(|c| {
+                    s.index_of(c)
+                        .map_err(|_| error::invalid(format!("unknown column '{c}'")))
+                })
                 .collect::<napi::Result<_>>()?;
             s.project(&idx).map_err(|e| error::invalid(e.to_string()))
         }

@@ -8,7 +8,9 @@ use async_trait::async_trait;
 
 use crate::error::{Error, Result};
 use crate::fragment::encode_ipc_file;
-use crate::manifest::{latest_version, now_ms, publish_manifest, FragmentMeta, Manifest, FORMAT_VERSION};
+use crate::manifest::{
+    latest_version, now_ms, publish_manifest, FragmentMeta, Manifest, FORMAT_VERSION,
+};
 use crate::name::validate_table_name;
 use crate::schema::{align_all, validate_new_schema};
 use crate::storage::{LocalStorage, MemoryStorage, Storage};
@@ -91,13 +93,20 @@ impl NativeDatabase {
     pub fn open_table_sync(&self, name: &str) -> Result<NativeTable> {
         validate_table_name(name)?;
         if !self.exists(name)? {
-            return Err(Error::TableNotFound { name: name.to_string() });
+            return Err(Error::TableNotFound {
+                name: name.to_string(),
+            });
         }
         Ok(self.handle(name))
     }
 
     /// Creates a table.
-    pub fn create_table_sync(&self, name: &str, data: Data, opts: CreateOptions) -> Result<NativeTable> {
+    pub fn create_table_sync(
+        &self,
+        name: &str,
+        data: Data,
+        opts: CreateOptions,
+    ) -> Result<NativeTable> {
         validate_table_name(name)?;
         let schema = validate_new_schema(&data.schema)?;
         if self.exists(name)? {
@@ -108,7 +117,9 @@ impl NativeDatabase {
                     Ok(t)
                 }
                 (CreateMode::Create, true) => self.open_table_sync(name),
-                (CreateMode::Create, false) => Err(Error::TableAlreadyExists { name: name.to_string() }),
+                (CreateMode::Create, false) => Err(Error::TableAlreadyExists {
+                    name: name.to_string(),
+                }),
             };
         }
         let rows = align_all(&data.batches, &schema)?;
@@ -117,7 +128,10 @@ impl NativeDatabase {
         if rows.num_rows() > 0 {
             let rel = format!("data/{}.arrow", uuid::Uuid::new_v4().simple());
             let path = format!("{name}/{rel}");
-            self.storage.put(&path, &encode_ipc_file(&schema, std::slice::from_ref(&rows))?)?;
+            self.storage.put(
+                &path,
+                &encode_ipc_file(&schema, std::slice::from_ref(&rows))?,
+            )?;
             written = Some(path);
             fragments.push(FragmentMeta {
                 id: 0,
@@ -144,7 +158,9 @@ impl NativeDatabase {
             if opts.exist_ok {
                 return self.open_table_sync(name);
             }
-            return Err(Error::TableAlreadyExists { name: name.to_string() });
+            return Err(Error::TableAlreadyExists {
+                name: name.to_string(),
+            });
         }
         Ok(self.handle(name))
     }
@@ -153,7 +169,9 @@ impl NativeDatabase {
     pub fn drop_table_sync(&self, name: &str) -> Result<()> {
         validate_table_name(name)?;
         if !self.exists(name)? {
-            return Err(Error::TableNotFound { name: name.to_string() });
+            return Err(Error::TableNotFound {
+                name: name.to_string(),
+            });
         }
         lock(&self.tables).remove(name);
         self.storage.delete_dir(name)
@@ -183,7 +201,12 @@ impl Database for NativeDb {
         let db = self.0.clone();
         blocking(move || db.table_names_sync()).await
     }
-    async fn create_table(&self, name: &str, data: Data, options: CreateOptions) -> Result<Arc<dyn Table>> {
+    async fn create_table(
+        &self,
+        name: &str,
+        data: Data,
+        options: CreateOptions,
+    ) -> Result<Arc<dyn Table>> {
         let (db, name) = (self.0.clone(), name.to_string());
         let t = blocking(move || db.create_table_sync(&name, data, options)).await?;
         Ok(Arc::new(t))

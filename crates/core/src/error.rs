@@ -72,6 +72,14 @@ pub enum Error {
     /// An Arrow kernel failed (usually a type the operation cannot handle).
     #[error("arrow error: {0}")]
     Arrow(#[from] arrow_schema::ArrowError),
+    /// A remote table's server or transport failed (code from the client).
+    #[error("{message}")]
+    Remote {
+        /// The remote client's error code (Http, Auth, RetryLimit, ...).
+        code: &'static str,
+        /// The full message, request id included.
+        message: String,
+    },
     /// A bug or an invariant broken inside the engine.
     #[error("internal error: {message}")]
     Internal {
@@ -122,6 +130,7 @@ impl Error {
             Error::Corrupt { .. } => "Corrupt",
             Error::Io { .. } => "Io",
             Error::Internal { .. } => "Internal",
+            Error::Remote { code, .. } => code,
         }
     }
 }

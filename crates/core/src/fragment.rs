@@ -51,7 +51,11 @@ pub fn encode_ipc_file(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<Ve
 }
 
 /// Reads a fragment data file back as one batch.
-pub fn read_data_file(storage: &dyn Storage, path: &str, schema: &SchemaRef) -> Result<RecordBatch> {
+pub fn read_data_file(
+    storage: &dyn Storage,
+    path: &str,
+    schema: &SchemaRef,
+) -> Result<RecordBatch> {
     let bytes = storage.get(path)?.ok_or_else(|| Error::Corrupt {
         path: path.to_string(),
         message: "data file referenced by the manifest is missing".into(),
@@ -61,7 +65,9 @@ pub fn read_data_file(storage: &dyn Storage, path: &str, schema: &SchemaRef) -> 
         message: e.to_string(),
     };
     let reader = FileReader::try_new(Cursor::new(bytes), None).map_err(corrupt)?;
-    let batches = reader.collect::<std::result::Result<Vec<_>, _>>().map_err(corrupt)?;
+    let batches = reader
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(corrupt)?;
     let batch = arrow::compute::concat_batches(schema, &batches).map_err(corrupt)?;
     Ok(batch)
 }

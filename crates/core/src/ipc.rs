@@ -22,7 +22,8 @@ pub fn decode(bytes: &[u8]) -> Result<Data> {
             "the Arrow IPC data is empty (expected an IPC stream or file with at least a schema)",
         ));
     }
-    let bad = |e: arrow_schema::ArrowError| Error::invalid(format!("malformed Arrow IPC data: {e}"));
+    let bad =
+        |e: arrow_schema::ArrowError| Error::invalid(format!("malformed Arrow IPC data: {e}"));
     if bytes.starts_with(FILE_MAGIC) {
         let r = FileReader::try_new(Cursor::new(bytes), None).map_err(bad)?;
         let schema = r.schema();

@@ -35,11 +35,19 @@ fn type_json(t: &DataType) -> Result<Value> {
             TimeUnit::Microsecond => "timestamp[us]",
             TimeUnit::Nanosecond => "timestamp[ns]",
         }}),
-        DataType::FixedSizeList(f, n) => json!({"type": "fixed_size_list", "fields": [field_json(f)?], "length": n}),
+        DataType::FixedSizeList(f, n) => {
+            json!({"type": "fixed_size_list", "fields": [field_json(f)?], "length": n})
+        }
         DataType::List(f) => json!({"type": "list", "fields": [field_json(f)?]}),
         DataType::LargeList(f) => json!({"type": "large_list", "fields": [field_json(f)?]}),
-        DataType::Struct(fs) => json!({"type": "struct", "fields": fs.iter().map(|f| field_json(f)).collect::<Result<Vec<_>>>()?}),
-        other => return Err(Error::not_supported(format!("type {other} has no JSON schema encoding"))),
+        DataType::Struct(fs) => {
+            json!({"type": "struct", "fields": fs.iter().map(|f| field_json(f)).collect::<Result<Vec<_>>>()?})
+        }
+        other => {
+            return Err(Error::not_supported(format!(
+                "type {other} has no JSON schema encoding"
+            )))
+        }
     })
 }
 
@@ -49,7 +57,9 @@ fn field_json(f: &Field) -> Result<Value> {
 
 /// Encodes a schema.
 pub fn to_json(s: &Schema) -> Result<Value> {
-    Ok(json!({"fields": s.fields().iter().map(|f| field_json(f)).collect::<Result<Vec<_>>>()?, "metadata": s.metadata()}))
+    Ok(
+        json!({"fields": s.fields().iter().map(|f| field_json(f)).collect::<Result<Vec<_>>>()?, "metadata": s.metadata()}),
+    )
 }
 
 fn bad(msg: impl std::fmt::Display) -> Error {
@@ -57,9 +67,14 @@ fn bad(msg: impl std::fmt::Display) -> Error {
 }
 
 fn parse_field(v: &Value) -> Result<Field> {
-    let name = v.get("name").and_then(Value::as_str).ok_or_else(|| bad("field without a name"))?;
+    let name = v
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad("field without a name"))?;
     let nullable = v.get("nullable").and_then(Value::as_bool).unwrap_or(true);
-    let t = v.get("type").ok_or_else(|| bad(format!("field '{name}' without a type")))?;
+    let t = v
+        .get("type")
+        .ok_or_else(|| bad(format!("field '{name}' without a type")))?;
     Ok(Field::new(name, parse_type(t)?, nullable))
 }
 
@@ -73,7 +88,10 @@ fn child(t: &Value) -> Result<Arc<Field>> {
 }
 
 fn parse_type(t: &Value) -> Result<DataType> {
-    let name = t.get("type").and_then(Value::as_str).ok_or_else(|| bad("type without a name"))?;
+    let name = t
+        .get("type")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad("type without a name"))?;
     Ok(match name.to_ascii_lowercase().as_str() {
         "null" => DataType::Null,
         "bool" | "boolean" => DataType::Boolean,
@@ -99,7 +117,10 @@ fn parse_type(t: &Value) -> Result<DataType> {
         "timestamp" | "timestamp[us]" => DataType::Timestamp(TimeUnit::Microsecond, None),
         "timestamp[ns]" => DataType::Timestamp(TimeUnit::Nanosecond, None),
         "fixed_size_list" => {
-            let n = t.get("length").and_then(Value::as_i64).ok_or_else(|| bad("fixed_size_list without length"))?;
+            let n = t
+                .get("length")
+                .and_then(Value::as_i64)
+                .ok_or_else(|| bad("fixed_size_list without length"))?;
             DataType::FixedSizeList(child(t)?, i32::try_from(n).map_err(bad)?)
         }
         "list" => DataType::List(child(t)?),
@@ -119,8 +140,13 @@ fn parse_type(t: &Value) -> Result<DataType> {
 
 /// Decodes a schema.
 pub fn from_json(v: &Value) -> Result<Schema> {
-    let fields = v.get("fields").and_then(Value::as_array).ok_or_else(|| bad("no fields"))?;
-    Ok(Schema::new(fields.iter().map(parse_field).collect::<Result<Vec<_>>>()?))
+    let fields = v
+        .get("fields")
+        .and_then(Value::as_array)
+        .ok_or_else(|| bad("no fields"))?;
+    Ok(Schema::new(
+        fields.iter().map(parse_field).collect::<Result<Vec<_>>>()?,
+    ))
 }
 
 #[cfg(test)]
@@ -131,7 +157,11 @@ mod tests {
     fn roundtrip() {
         let s = Schema::new(vec![
             Field::new("id", DataType::Int64, false),
-            Field::new("v", DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Float32, true)), 4), true),
+            Field::new(
+                "v",
+                DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Float32, true)), 4),
+                true,
+            ),
             Field::new("s", DataType::Utf8, true),
             Field::new("t", DataType::Timestamp(TimeUnit::Millisecond, None), true),
         ]);

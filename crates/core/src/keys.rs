@@ -40,7 +40,9 @@ impl KeyEncoder {
     /// An encoder for `on` over `schema`; an unknown column is an error naming it.
     pub fn new(schema: &Schema, on: &[String]) -> Result<Self> {
         if on.is_empty() {
-            return Err(Error::invalid("merge insert needs at least one key column in `on`"));
+            return Err(Error::invalid(
+                "merge insert needs at least one key column in `on`",
+            ));
         }
         let mut types = Vec::with_capacity(on.len());
         for name in on {
@@ -74,10 +76,9 @@ impl KeyEncoder {
         self.on
             .iter()
             .map(|n| {
-                batch
-                    .column_by_name(n)
-                    .cloned()
-                    .ok_or_else(|| Error::invalid(format!("key column '{n}' is missing from the data")))
+                batch.column_by_name(n).cloned().ok_or_else(|| {
+                    Error::invalid(format!("key column '{n}' is missing from the data"))
+                })
             })
             .collect()
     }
@@ -97,7 +98,10 @@ impl KeyEncoder {
             Encoding::Utf8 => {
                 let a = cols[0].as_string::<i32>();
                 Ok((0..n)
-                    .map(|i| a.is_valid(i).then(|| Key::Bytes(a.value(i).as_bytes().into())))
+                    .map(|i| {
+                        a.is_valid(i)
+                            .then(|| Key::Bytes(a.value(i).as_bytes().into()))
+                    })
                     .collect())
             }
             Encoding::Rows(conv) => {
@@ -215,7 +219,13 @@ impl KeyIndex {
                 continue;
             }
             if let Some(key) = key {
-                self.insert(key, RowAddr { frag, row: i as u32 });
+                self.insert(
+                    key,
+                    RowAddr {
+                        frag,
+                        row: i as u32,
+                    },
+                );
             }
         }
         Ok(())

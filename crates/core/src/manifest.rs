@@ -93,7 +93,10 @@ pub fn read_manifest(storage: &dyn Storage, table: &str, version: u64) -> Result
     if m.format > FORMAT_VERSION {
         return Err(Error::Corrupt {
             path,
-            message: format!("manifest format {} is newer than this build ({FORMAT_VERSION})", m.format),
+            message: format!(
+                "manifest format {} is newer than this build ({FORMAT_VERSION})",
+                m.format
+            ),
         });
     }
     Ok(Some(m))

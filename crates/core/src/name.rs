@@ -40,7 +40,17 @@ mod tests {
         for ok in ["a", "events", "my_table-2.v1", &"x".repeat(128)] {
             assert!(validate_table_name(ok).is_ok(), "{ok}");
         }
-        for bad in ["", "../x", "a/b", "a\\b", "..", ".hidden", "a b", "é", &"x".repeat(129)] {
+        for bad in [
+            "",
+            "../x",
+            "a/b",
+            "a\\b",
+            "..",
+            ".hidden",
+            "a b",
+            "é",
+            &"x".repeat(129),
+        ] {
             let err = validate_table_name(bad).expect_err(bad);
             assert!(err.to_string().contains("invalid table name"), "{err}");
         }

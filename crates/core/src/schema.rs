@@ -30,8 +30,12 @@ pub fn compatible(from: &DataType, to: &DataType) -> bool {
         (Binary | LargeBinary | BinaryView, Binary | LargeBinary | BinaryView) => true,
         (Timestamp(_, _), Timestamp(_, _)) => true,
         (Date32 | Date64, Date32 | Date64) => true,
-        (FixedSizeList(a, n), FixedSizeList(b, m)) => n == m && compatible(a.data_type(), b.data_type()),
-        (List(a) | LargeList(a), List(b) | LargeList(b)) => compatible(a.data_type(), b.data_type()),
+        (FixedSizeList(a, n), FixedSizeList(b, m)) => {
+            n == m && compatible(a.data_type(), b.data_type())
+        }
+        (List(a) | LargeList(a), List(b) | LargeList(b)) => {
+            compatible(a.data_type(), b.data_type())
+        }
         (List(a) | LargeList(a), FixedSizeList(b, _)) => compatible(a.data_type(), b.data_type()),
         (Struct(a), Struct(b)) => a.iter().all(|fa| {
             b.iter()
@@ -86,7 +90,11 @@ pub fn align_batch(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBatc
         let col = match batch.column_by_name(t.name()) {
             Some(c) if c.data_type() == t.data_type() => c.clone(),
             Some(c) => arrow::compute::cast(c, t.data_type()).map_err(|e| {
-                Error::invalid(format!("column '{}' cannot be converted to {}: {e}", t.name(), t.data_type()))
+                Error::invalid(format!(
+                    "column '{}' cannot be converted to {}: {e}",
+                    t.name(),
+                    t.data_type()
+                ))
             })?,
             None => new_null_array(t.data_type(), n),
         };
@@ -125,7 +133,10 @@ pub fn validate_new_schema(schema: &Schema) -> Result<SchemaRef> {
             return Err(Error::invalid("column names may not be empty"));
         }
         if !seen.insert(f.name().as_str()) {
-            return Err(Error::invalid(format!("column '{}' appears twice", f.name())));
+            return Err(Error::invalid(format!(
+                "column '{}' appears twice",
+                f.name()
+            )));
         }
     }
     Ok(Arc::new(Schema::new(schema.fields().clone())))

@@ -265,7 +265,9 @@ pub struct FaultyStorage {
 
 impl std::fmt::Debug for FaultyStorage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FaultyStorage").field("inner", &self.inner).finish()
+        f.debug_struct("FaultyStorage")
+            .field("inner", &self.inner)
+            .finish()
     }
 }
 
@@ -326,11 +328,23 @@ mod tests {
 
     fn exercise(s: &dyn Storage) {
         s.put("t/data/a.arrow", b"abc").expect("put");
-        assert_eq!(s.get("t/data/a.arrow").expect("get").as_deref(), Some(&b"abc"[..]));
+        assert_eq!(
+            s.get("t/data/a.arrow").expect("get").as_deref(),
+            Some(&b"abc"[..])
+        );
         assert_eq!(s.get("t/data/none").expect("get"), None);
-        assert_eq!(s.put_new("t/_versions/1", b"v1").expect("new"), PutNew::Created);
-        assert_eq!(s.put_new("t/_versions/1", b"xx").expect("new"), PutNew::AlreadyExists);
-        assert_eq!(s.get("t/_versions/1").expect("get").as_deref(), Some(&b"v1"[..]));
+        assert_eq!(
+            s.put_new("t/_versions/1", b"v1").expect("new"),
+            PutNew::Created
+        );
+        assert_eq!(
+            s.put_new("t/_versions/1", b"xx").expect("new"),
+            PutNew::AlreadyExists
+        );
+        assert_eq!(
+            s.get("t/_versions/1").expect("get").as_deref(),
+            Some(&b"v1"[..])
+        );
         assert_eq!(s.list("t").expect("list"), vec!["_versions", "data"]);
         assert_eq!(s.list("").expect("list"), vec!["t"]);
         s.delete_dir("t").expect("rm");

@@ -141,7 +141,11 @@ pub trait Table: Send + Sync + std::fmt::Debug {
     async fn delete(&self, predicate: &str) -> Result<DeleteResult>;
     /// Sets `column = SQL expression` on the rows matching `predicate`
     /// (all rows when `None`).
-    async fn update(&self, predicate: Option<String>, values: Vec<(String, String)>) -> Result<UpdateResult>;
+    async fn update(
+        &self,
+        predicate: Option<String>,
+        values: Vec<(String, String)>,
+    ) -> Result<UpdateResult>;
     /// Scans rows.
     async fn query(&self, request: QueryRequest) -> Result<Vec<RecordBatch>>;
     /// Compacts fragments and purges deleted rows.
@@ -156,7 +160,12 @@ pub trait Database: Send + Sync + std::fmt::Debug {
     /// Table names, sorted.
     async fn table_names(&self) -> Result<Vec<String>>;
     /// Creates a table from `data`.
-    async fn create_table(&self, name: &str, data: Data, options: CreateOptions) -> Result<Arc<dyn Table>>;
+    async fn create_table(
+        &self,
+        name: &str,
+        data: Data,
+        options: CreateOptions,
+    ) -> Result<Arc<dyn Table>>;
     /// Opens a table.
     async fn open_table(&self, name: &str) -> Result<Arc<dyn Table>>;
     /// Drops a table and its files.

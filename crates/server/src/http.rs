@@ -12,7 +12,9 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use memwal_core::{ipc, json_schema, AddMode, CreateMode, CreateOptions, MergeInsertParams, QueryRequest};
+use memwal_core::{
+    ipc, json_schema, AddMode, CreateMode, CreateOptions, MergeInsertParams, QueryRequest,
+};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use subtle::ConstantTimeEq;
@@ -48,7 +50,11 @@ pub fn router(state: Arc<AppState>) -> Router {
 
 async fn auth(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
     if let Some(want) = &state.config.api_key {
-        let got = req.headers().get("x-api-key").map(|v| v.as_bytes()).unwrap_or_default();
+        let got = req
+            .headers()
+            .get("x-api-key")
+            .map(|v| v.as_bytes())
+            .unwrap_or_default();
         let ok: bool = got.len() == want.len() && bool::from(got.ct_eq(want.as_bytes()));
         if !ok {
             return Error::Unauthorized.into_response();
@@ -58,9 +64,16 @@ async fn auth(State(state): State<Arc<AppState>>, req: Request, next: Next) -> R
 }
 
 fn arrow_body(headers: &HeaderMap, body: &Bytes) -> Result<memwal_core::Data> {
-    let ct = headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("");
+    let ct = headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
     let base = ct.split(';').next().unwrap_or("").trim();
-    if !base.is_empty() && base != ARROW_STREAM && base != ARROW_FILE && base != "application/octet-stream" {
+    if !base.is_empty()
+        && base != ARROW_STREAM
+        && base != ARROW_FILE
+        && base != "application/octet-stream"
+    {
         return Err(Error::BadRequest(format!(
             "expected an Arrow IPC body (content-type {ARROW_STREAM}), got content-type {ct:?}"
         )));
@@ -80,7 +93,9 @@ fn flag(q: &HashMap<String, String>, name: &str) -> Result<bool> {
         None => Ok(false),
         Some(v) if v == "true" || v == "1" => Ok(true),
         Some(v) if v == "false" || v == "0" => Ok(false),
-        Some(v) => Err(Error::BadRequest(format!("query parameter {name} must be true or false, got {v:?}"))),
+        Some(v) => Err(Error::BadRequest(format!(
+            "query parameter {name} must be true or false, got {v:?}"
+        ))),
     }
 }
 
@@ -94,7 +109,10 @@ struct ListParams {
     page_token: Option<String>,
 }
 
-async fn list_tables(State(state): State<Arc<AppState>>, Query(p): Query<ListParams>) -> Result<Json<Value>> {
+async fn list_tables(
+    State(state): State<Arc<AppState>>,
+    Query(p): Query<ListParams>,
+) -> Result<Json<Value>> {
     let mut names = state.db.table_names_sync()?;
     if let Some(t) = &p.page_token {
         names.retain(|n| n > t);
@@ -119,8 +137,14 @@ async fn create_table(
     let data = arrow_body(&headers, &body)?;
     let opts = match q.get("mode").map(String::as_str) {
         None | Some("create") => CreateOptions::default(),
-        Some("overwrite") => CreateOptions { mode: CreateMode::Overwrite, exist_ok: false },
-        Some("exist_ok") => CreateOptions { mode: CreateMode::Create, exist_ok: true },
+        Some("overwrite") => CreateOptions {
+            mode: CreateMode::Overwrite,
+            exist_ok: false,
+        },
+        Some("exist_ok") => CreateOptions {
+            mode: CreateMode::Create,
+            exist_ok: true,
+        },
         Some(m) => return Err(Error::BadRequest(format!("unknown create mode {m:?}"))),
     };
     let st = state.clone();
@@ -128,12 +152,18 @@ async fn create_table(
     Ok(Json(json!({ "version": t.version_sync()? })))
 }
 
-async fn drop_table(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Result<Json<Value>> {
+async fn drop_table(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+) -> Result<Json<Value>> {
     blocking(move || state.drop_table(&name)).await?;
     Ok(Json(json!({})))
 }
 
-async fn describe(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Result<Json<Value>> {
+async fn describe(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+) -> Result<Json<Value>> {
     let t = state.table(&name)?;
     let m = t.base().manifest()?;
     let rows = blocking({
@@ -154,10 +184,16 @@ struct CountBody {
     predicate: Option<String>,
 }
 
-async fn count_rows(State(state): State<Arc<AppState>>, Path(name): Path<String>, body: Bytes) -> Result<Json<u64>> {
+async fn count_rows(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Json<u64>> {
     let b: CountBody = json_body(&body)?;
     let t = state.table(&name)?;
-    Ok(Json(blocking(move || t.count_rows(b.predicate.as_deref())).await?))
+    Ok(Json(
+        blocking(move || t.count_rows(b.predicate.as_deref())).await?,
+    ))
 }
 
 async fn insert(
@@ -189,9 +225,15 @@ async fn merge_insert(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Json<Value>> {
-    let on: Vec<String> = q.iter().filter(|(k, _)| k == "on").map(|(_, v)| v.clone()).collect();
+    let on: Vec<String> = q
+        .iter()
+        .filter(|(k, _)| k == "on")
+        .map(|(_, v)| v.clone())
+        .collect();
     if on.is_empty() {
-        return Err(Error::BadRequest("merge_insert needs the query parameter `on` (the key column)".into()));
+        return Err(Error::BadRequest(
+            "merge_insert needs the query parameter `on` (the key column)".into(),
+        ));
     }
     let map: HashMap<String, String> = q.into_iter().filter(|(k, _)| k != "on").collect();
     let mut p = MergeInsertParams::new(on);
@@ -199,15 +241,26 @@ async fn merge_insert(
     p.when_matched_update_all_filt = map.get("when_matched_update_all_filt").cloned();
     p.when_not_matched_insert_all = flag(&map, "when_not_matched_insert_all")?;
     p.when_not_matched_by_source_delete = flag(&map, "when_not_matched_by_source_delete")?;
-    p.when_not_matched_by_source_delete_filt = map.get("when_not_matched_by_source_delete_filt").cloned();
+    p.when_not_matched_by_source_delete_filt =
+        map.get("when_not_matched_by_source_delete_filt").cloned();
     if map.contains_key("use_index") {
         p.use_index = flag(&map, "use_index")?;
     }
-    if let Some(ms) = headers.get("x-request-timeout-ms").and_then(|v| v.to_str().ok()) {
-        let ms: u64 = ms.parse().map_err(|_| Error::BadRequest(format!("bad x-request-timeout-ms {ms:?}")))?;
+    if let Some(ms) = headers
+        .get("x-request-timeout-ms")
+        .and_then(|v| v.to_str().ok())
+    {
+        let ms: u64 = ms
+            .parse()
+            .map_err(|_| Error::BadRequest(format!("bad x-request-timeout-ms {ms:?}")))?;
         p.timeout = Some(std::time::Duration::from_millis(ms));
     }
-    let header_true = |h: &str| headers.get(h).and_then(|v| v.to_str().ok()).is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    let header_true = |h: &str| {
+        headers
+            .get(h)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+    };
     p.mem_wal = header_true("x-lancedb-mem-wal-enabled") || header_true("x-use-wal");
     memwal_core::merge::validate(&p)?;
     let data = arrow_body(&headers, &body)?;
@@ -236,16 +289,24 @@ struct DeleteBody {
     predicate: Option<String>,
 }
 
-async fn delete(State(state): State<Arc<AppState>>, Path(name): Path<String>, body: Bytes) -> Result<Json<Value>> {
+async fn delete(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Json<Value>> {
     let b: DeleteBody = json_body(&body)?;
-    let pred = b.predicate.ok_or_else(|| Error::BadRequest("delete needs a JSON body {\"predicate\": \"...\"}".into()))?;
+    let pred = b.predicate.ok_or_else(|| {
+        Error::BadRequest("delete needs a JSON body {\"predicate\": \"...\"}".into())
+    })?;
     let t = state.table(&name)?;
     let r = blocking(move || {
         t.drain()?;
         Ok(t.base().delete_sync(&pred)?)
     })
     .await?;
-    Ok(Json(json!({"num_deleted_rows": r.num_deleted_rows, "version": r.version})))
+    Ok(Json(
+        json!({"num_deleted_rows": r.num_deleted_rows, "version": r.version}),
+    ))
 }
 
 #[derive(Deserialize, Default)]
@@ -255,7 +316,11 @@ struct UpdateBody {
     updates: Vec<(String, String)>,
 }
 
-async fn update(State(state): State<Arc<AppState>>, Path(name): Path<String>, body: Bytes) -> Result<Json<Value>> {
+async fn update(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Json<Value>> {
     let b: UpdateBody = json_body(&body)?;
     let t = state.table(&name)?;
     let r = blocking(move || {
@@ -263,7 +328,9 @@ async fn update(State(state): State<Arc<AppState>>, Path(name): Path<String>, bo
         Ok(t.base().update_sync(b.predicate.as_deref(), &b.updates)?)
     })
     .await?;
-    Ok(Json(json!({"rows_updated": r.rows_updated, "version": r.version})))
+    Ok(Json(
+        json!({"rows_updated": r.rows_updated, "version": r.version}),
+    ))
 }
 
 #[derive(Deserialize, Default)]
@@ -276,23 +343,42 @@ struct QueryBody {
     vector: Option<Value>,
 }
 
-async fn query(State(state): State<Arc<AppState>>, Path(name): Path<String>, body: Bytes) -> Result<Response> {
+async fn query(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Response> {
     let b: QueryBody = json_body(&body)?;
-    if b.vector.as_ref().is_some_and(|v| !v.is_null() && v.as_array().is_none_or(|a| !a.is_empty())) {
-        return Err(memwal_core::Error::not_supported("vector search is not supported by memwal-server yet").into());
+    if b.vector
+        .as_ref()
+        .is_some_and(|v| !v.is_null() && v.as_array().is_none_or(|a| !a.is_empty()))
+    {
+        return Err(memwal_core::Error::not_supported(
+            "vector search is not supported by memwal-server yet",
+        )
+        .into());
     }
     let columns = match b.columns {
         None | Some(Value::Null) => None,
         Some(Value::Array(a)) => Some(
             a.into_iter()
-                .map(|v| v.as_str().map(str::to_string).ok_or_else(|| Error::BadRequest("columns must be strings".into())))
+                .map(|v| {
+                    v.as_str()
+                        .map(str::to_string)
+                        .ok_or_else(|| Error::BadRequest("columns must be strings".into()))
+                })
                 .collect::<Result<Vec<_>>>()?,
         ),
         Some(Value::Object(o)) => Some(o.keys().cloned().collect()),
         Some(_) => return Err(Error::BadRequest("columns must be a list of names".into())),
     };
     let t = state.table(&name)?;
-    let req = QueryRequest { filter: b.filter, columns, limit: b.limit.or(b.k), offset: b.offset };
+    let req = QueryRequest {
+        filter: b.filter,
+        columns,
+        limit: b.limit.or(b.k),
+        offset: b.offset,
+    };
     let (schema, batches) = blocking(move || {
         let batches = t.query(&req)?;
         let schema = match batches.first() {
@@ -315,7 +401,10 @@ async fn query(State(state): State<Arc<AppState>>, Path(name): Path<String>, bod
     Ok(([("content-type", ARROW_FILE)], bytes).into_response())
 }
 
-async fn list_versions(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Result<Json<Value>> {
+async fn list_versions(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+) -> Result<Json<Value>> {
     let t = state.table(&name)?;
     let v = t.base().list_versions_sync()?;
     Ok(Json(json!({"versions": v.iter().map(|v| json!({
@@ -323,18 +412,26 @@ async fn list_versions(State(state): State<Arc<AppState>>, Path(name): Path<Stri
     })).collect::<Vec<_>>()})))
 }
 
-async fn optimize(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Result<Json<Value>> {
+async fn optimize(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+) -> Result<Json<Value>> {
     let t = state.table(&name)?;
     let s = blocking(move || {
         t.drain()?;
         Ok(t.base().optimize_sync()?)
     })
     .await?;
-    Ok(Json(json!({"version": s.version, "fragments_removed": s.fragments_removed,
-        "fragments_added": s.fragments_added, "deleted_rows_purged": s.deleted_rows_purged})))
+    Ok(Json(
+        json!({"version": s.version, "fragments_removed": s.fragments_removed,
+        "fragments_added": s.fragments_added, "deleted_rows_purged": s.deleted_rows_purged}),
+    ))
 }
 
-async fn flush(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Result<(StatusCode, Json<Value>)> {
+async fn flush(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+) -> Result<(StatusCode, Json<Value>)> {
     let t = state.table(&name)?;
     blocking(move || t.drain()).await?;
     Ok((StatusCode::OK, Json(json!({}))))

@@ -97,5 +97,10 @@ pub async fn start(config: ServerConfig) -> Result<ServerHandle> {
         }
     });
     tracing::info!(%addr, data = %config.data_dir.display(), "memwal-server listening");
-    Ok(ServerHandle { addr, shutdown: Some(tx), task: Some(task), state })
+    Ok(ServerHandle {
+        addr,
+        shutdown: Some(tx),
+        task: Some(task),
+        state,
+    })
 }

@@ -29,7 +29,8 @@ fn parse_args() -> ServerConfig {
             "--max-body-bytes" => cfg.max_body_bytes = val().parse().unwrap_or_else(|_| usage()),
             "--flush-rows" => cfg.memwal.flush_rows = val().parse().unwrap_or_else(|_| usage()),
             "--flush-interval-ms" => {
-                cfg.memwal.flush_interval = Duration::from_millis(val().parse().unwrap_or_else(|_| usage()))
+                cfg.memwal.flush_interval =
+                    Duration::from_millis(val().parse().unwrap_or_else(|_| usage()))
             }
             "-h" | "--help" => usage(),
             _ => usage(),
@@ -43,7 +44,10 @@ fn parse_args() -> ServerConfig {
 async fn main() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("MEMWAL_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
     let cfg = parse_args();
     let handle = match start(cfg).await {
         Ok(h) => h,

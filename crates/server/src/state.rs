@@ -36,7 +36,11 @@ impl AppState {
     /// Opens the data folder.
     pub fn new(config: ServerConfig) -> Result<Self> {
         let db = NativeDatabase::open(config.data_dir.to_str().unwrap_or_default())?;
-        let state = Self { db, config, tables: Mutex::new(HashMap::new()) };
+        let state = Self {
+            db,
+            config,
+            tables: Mutex::new(HashMap::new()),
+        };
         // Recover every table's WAL at start, not at first use: acknowledged
         // writes must be readable (and flushing) right after a restart.
         for name in state.db.table_names_sync()? {
@@ -78,7 +82,10 @@ impl AppState {
 
     /// Per-table MemWAL figures.
     pub fn health(&self) -> BTreeMap<String, Health> {
-        lock(&self.tables).iter().map(|(k, v)| (k.clone(), v.health())).collect()
+        lock(&self.tables)
+            .iter()
+            .map(|(k, v)| (k.clone(), v.health()))
+            .collect()
     }
 
     /// Stops every table's MemWAL threads.

@@ -83,7 +83,10 @@ pub fn bind(e: &Expr, schema: &Schema, resolve: Resolve, sql: &str) -> Result<Ph
 
 impl Binder<'_> {
     fn unsupported(&self, what: impl std::fmt::Display) -> Error {
-        Error::invalid(format!("unsupported expression in filter \"{}\": {what}", self.sql))
+        Error::invalid(format!(
+            "unsupported expression in filter \"{}\": {what}",
+            self.sql
+        ))
     }
 
     fn column(&self, parts: &[sql::Ident]) -> Result<PhysExpr> {
@@ -197,7 +200,12 @@ impl Binder<'_> {
                 negated,
                 low,
                 high,
-            } => PhysExpr::Between(self.boxed(expr)?, self.boxed(low)?, self.boxed(high)?, *negated),
+            } => PhysExpr::Between(
+                self.boxed(expr)?,
+                self.boxed(low)?,
+                self.boxed(high)?,
+                *negated,
+            ),
             Expr::Like {
                 negated,
                 expr,
@@ -236,7 +244,9 @@ impl Binder<'_> {
         let mut args = Vec::new();
         for a in &list.args {
             match a {
-                sql::FunctionArg::Unnamed(sql::FunctionArgExpr::Expr(e)) => args.push(self.expr(e)?),
+                sql::FunctionArg::Unnamed(sql::FunctionArgExpr::Expr(e)) => {
+                    args.push(self.expr(e)?)
+                }
                 other => return Err(self.unsupported(format!("argument {other}"))),
             }
         }
@@ -258,7 +268,9 @@ impl Binder<'_> {
             T::Int(_) | T::Integer(_) => DataType::Int32,
             T::BigInt(_) | T::Int64 => DataType::Int64,
             T::Real | T::Float4 => DataType::Float32,
-            T::Float(_) | T::Double(_) | T::Float8 | T::Float64 | T::DoublePrecision => DataType::Float64,
+            T::Float(_) | T::Double(_) | T::Float8 | T::Float64 | T::DoublePrecision => {
+                DataType::Float64
+            }
             T::Boolean | T::Bool => DataType::Boolean,
             T::Varchar(_) | T::Text | T::String(_) | T::Char(_) => DataType::Utf8,
             T::Date => DataType::Date32,

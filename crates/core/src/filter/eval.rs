@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
-use arrow::array::{new_null_array, Array, ArrayRef, AsArray, BooleanArray, Datum, RecordBatch, Scalar, UInt32Array};
+use arrow::array::{
+    new_null_array, Array, ArrayRef, AsArray, BooleanArray, Datum, RecordBatch, Scalar, UInt32Array,
+};
 use arrow::compute::kernels::{boolean, cmp, numeric};
 use arrow::compute::{cast, is_not_null, is_null};
 use arrow_schema::{ArrowError, DataType};
@@ -139,7 +141,9 @@ fn arith(l: Value, op: BinOp, r: Value) -> R<Value> {
     for v in [&l, &r] {
         let t = v.array().data_type();
         if !(t.is_numeric() || t == &DataType::Null) {
-            return Err(ArrowError::InvalidArgumentError(format!("arithmetic on {t} is not supported")));
+            return Err(ArrowError::InvalidArgumentError(format!(
+                "arithmetic on {t} is not supported"
+            )));
         }
     }
     let (l, r) = coerce(l, r)?;
@@ -193,7 +197,11 @@ pub fn evaluate(e: &PhysExpr, batch: &RecordBatch) -> R<Value> {
             .map(|a| Ok(Arc::new(boolean::not(a.as_boolean())?) as ArrayRef))?,
         PhysExpr::Neg(x) => evaluate(x, batch)?.map(|a| numeric::neg(a.as_ref()))?,
         PhysExpr::IsNull(x, negated) => evaluate(x, batch)?.map(|a| {
-            let r = if *negated { is_not_null(a.as_ref())? } else { is_null(a.as_ref())? };
+            let r = if *negated {
+                is_not_null(a.as_ref())?
+            } else {
+                is_null(a.as_ref())?
+            };
             Ok(Arc::new(r) as ArrayRef)
         })?,
         PhysExpr::IsBool(x, want, negated) => to_bool(evaluate(x, batch)?)?.map(|a| {
@@ -264,20 +272,34 @@ fn function(f: Func, args: &[PhysExpr], batch: &RecordBatch) -> R<Value> {
             let s = s.as_string::<i32>();
             let out: arrow::array::StringArray = s
                 .iter()
-                .map(|v| v.map(|v| if f == Func::Lower { v.to_lowercase() } else { v.to_uppercase() }))
+                .map(|v| {
+                    v.map(|v| {
+                        if f == Func::Lower {
+                            v.to_lowercase()
+                        } else {
+                            v.to_uppercase()
+                        }
+                    })
+                })
                 .collect();
             Ok(Arc::new(out) as ArrayRef)
         })?,
         Func::Length => first()?.map(|a| arrow::compute::kernels::length::length(a.as_ref()))?,
         Func::Abs => first()?.map(|a| {
             let t = a.data_type().clone();
-            let zero = cast(&(Arc::new(arrow::array::Int64Array::from(vec![0])) as ArrayRef), &t)?;
+            let zero = cast(
+                &(Arc::new(arrow::array::Int64Array::from(vec![0])) as ArrayRef),
+                &t,
+            )?;
             let neg = cmp::lt(a, &Scalar::new(zero))?;
             let negated = numeric::neg(a.as_ref())?;
             arrow::compute::kernels::zip::zip(&neg, &negated, a)
         })?,
         Func::Coalesce => {
-            let mut vals = args.iter().map(|a| evaluate(a, batch)).collect::<R<Vec<_>>>()?;
+            let mut vals = args
+                .iter()
+                .map(|a| evaluate(a, batch))
+                .collect::<R<Vec<_>>>()?;
             let scalar = vals.iter().all(Value::is_scalar);
             let len = if scalar { 1 } else { n };
             let mut acc = vals.remove(0).into_array(len)?;

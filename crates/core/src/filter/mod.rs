@@ -13,8 +13,8 @@ use arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch};
 use arrow_schema::{DataType, Schema};
 
 use crate::error::{Error, Result};
-pub use bind::Resolve;
 use bind::PhysExpr;
+pub use bind::Resolve;
 
 /// A parsed, bound expression.
 #[derive(Debug, Clone)]

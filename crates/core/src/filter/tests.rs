@@ -18,7 +18,12 @@ fn batch() -> RecordBatch {
         vec![
             Arc::new(Int64Array::from(vec![1, 2, 3, 4])),
             Arc::new(Int64Array::from(vec![Some(10), None, Some(30), Some(0)])),
-            Arc::new(StringArray::from(vec![Some("alice"), Some("bob"), None, Some("Anna")])),
+            Arc::new(StringArray::from(vec![
+                Some("alice"),
+                Some("bob"),
+                None,
+                Some("Anna"),
+            ])),
             Arc::new(Float64Array::from(vec![1.5, 2.5, 3.5, 4.5])),
         ],
     )
@@ -76,7 +81,12 @@ fn merge_resolution() {
         Field::new("target.age", DataType::Int64, true),
         Field::new("target.id", DataType::Int64, true),
     ]);
-    Predicate::parse("target.age > 0 AND source.age > target.age", &schema, Resolve::Merge).expect("ok");
+    Predicate::parse(
+        "target.age > 0 AND source.age > target.age",
+        &schema,
+        Resolve::Merge,
+    )
+    .expect("ok");
     Predicate::parse("id < 3", &schema, Resolve::Merge).expect("bare means target");
     let e = Predicate::parse("source.id = 1", &schema, Resolve::Merge).expect_err("missing");
     assert!(e.to_string().contains("unknown column 'source.id'"), "{e}");

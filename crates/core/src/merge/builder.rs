@@ -79,11 +79,15 @@ pub struct MergeResult {
 /// fixes (messages word for word). Runs before anything is sent or written.
 pub fn validate(p: &MergeInsertParams) -> Result<()> {
     if p.on.is_empty() {
-        return Err(Error::invalid("merge insert needs at least one key column in `on`"));
+        return Err(Error::invalid(
+            "merge insert needs at least one key column in `on`",
+        ));
     }
     if p.mem_wal {
         if !p.when_matched_update_all {
-            return Err(Error::invalid("MemWAL requires when_matched_update_all() to be set"));
+            return Err(Error::invalid(
+                "MemWAL requires when_matched_update_all() to be set",
+            ));
         }
         if p.when_matched_update_all_filt.is_some() {
             return Err(Error::invalid(
@@ -91,13 +95,20 @@ pub fn validate(p: &MergeInsertParams) -> Result<()> {
             ));
         }
         if !p.when_not_matched_insert_all {
-            return Err(Error::invalid("MemWAL requires when_not_matched_insert_all() to be set"));
+            return Err(Error::invalid(
+                "MemWAL requires when_not_matched_insert_all() to be set",
+            ));
         }
         if p.when_not_matched_by_source_delete {
-            return Err(Error::invalid("MemWAL does not support when_not_matched_by_source_delete()"));
+            return Err(Error::invalid(
+                "MemWAL does not support when_not_matched_by_source_delete()",
+            ));
         }
     }
-    if !p.when_matched_update_all && !p.when_not_matched_insert_all && !p.when_not_matched_by_source_delete {
+    if !p.when_matched_update_all
+        && !p.when_not_matched_insert_all
+        && !p.when_not_matched_by_source_delete
+    {
         return Err(Error::invalid(
             "The merge insert job is not configured to change the data in any way",
         ));

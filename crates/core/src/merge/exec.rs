@@ -45,11 +45,21 @@ fn joined_schema(target: &Schema, present: &[bool]) -> SchemaRef {
     let mut fields: Vec<Field> = Vec::new();
     for (f, has) in target.fields().iter().zip(present) {
         if *has {
-            fields.push(f.as_ref().clone().with_name(format!("source.{}", f.name())).with_nullable(true));
+            fields.push(
+                f.as_ref()
+                    .clone()
+                    .with_name(format!("source.{}", f.name()))
+                    .with_nullable(true),
+            );
         }
     }
     for f in target.fields() {
-        fields.push(f.as_ref().clone().with_name(format!("target.{}", f.name())).with_nullable(true));
+        fields.push(
+            f.as_ref()
+                .clone()
+                .with_name(format!("target.{}", f.name()))
+                .with_nullable(true),
+        );
     }
     Arc::new(Schema::new(fields))
 }
@@ -59,14 +69,21 @@ fn fetch_rows(snap: &Snapshot, schema: &SchemaRef, addrs: &[RowAddr]) -> Result<
     if addrs.is_empty() {
         return Ok(RecordBatch::new_empty(schema.clone()));
     }
-    let pos: HashMap<u64, usize> = snap.fragments.iter().enumerate().map(|(i, f)| (f.id, i)).collect();
+    let pos: HashMap<u64, usize> = snap
+        .fragments
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.id, i))
+        .collect();
     let batches: Vec<&RecordBatch> = snap.fragments.iter().map(|f| &f.batch).collect();
     let idx = addrs
         .iter()
         .map(|a| {
             pos.get(&a.frag)
                 .map(|p| (*p, a.row as usize))
-                .ok_or_else(|| Error::internal(format!("key index points at missing fragment {}", a.frag)))
+                .ok_or_else(|| {
+                    Error::internal(format!("key index points at missing fragment {}", a.frag))
+                })
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(interleave_record_batch(&batches, &idx)?)
@@ -149,7 +166,13 @@ fn plan(
             let cols: Vec<ArrayRef> = present
                 .iter()
                 .enumerate()
-                .map(|(j, has)| if *has { s.column(j).clone() } else { t.column(j).clone() })
+                .map(|(j, has)| {
+                    if *has {
+                        s.column(j).clone()
+                    } else {
+                        t.column(j).clone()
+                    }
+                })
                 .collect();
             new_parts.push(RecordBatch::try_new(schema.clone(), cols)?);
             for &i in &keep {
@@ -167,7 +190,8 @@ fn plan(
     if p.when_not_matched_insert_all && !unmatched.is_empty() {
         new_parts.push(take(src, &unmatched)?);
         out.inserted = unmatched.len() as u64;
-        out.new_keys.extend(unmatched.iter().map(|&i| keys[i].clone()));
+        out.new_keys
+            .extend(unmatched.iter().map(|&i| keys[i].clone()));
     }
 
     if p.when_not_matched_by_source_delete {
@@ -191,7 +215,13 @@ fn plan(
                 }
                 deletions.entry(f.id).or_default().insert(row as u32);
                 if let Some(k) = k {
-                    out.removed.push((k.clone(), RowAddr { frag: f.id, row: row as u32 }));
+                    out.removed.push((
+                        k.clone(),
+                        RowAddr {
+                            frag: f.id,
+                            row: row as u32,
+                        },
+                    ));
                 }
                 out.deleted += 1;
             }
@@ -229,19 +259,27 @@ impl NativeTable {
             deadline,
             |st, snap| {
                 let schema = snap.schema();
-                let fresh = aligned.as_ref().is_some_and(|(s, ..)| *s == snap.manifest.schema);
+                let fresh = aligned
+                    .as_ref()
+                    .is_some_and(|(s, ..)| *s == snap.manifest.schema);
                 if !fresh {
                     let present = check_source_schema(&data.schema, &schema)?;
                     let src = align_all(&data.batches, &schema)?;
                     aligned = Some((snap.manifest.schema.clone(), src, present));
                 }
-                let (_, src, present) = aligned.as_ref().ok_or_else(|| Error::internal("no source"))?;
+                let (_, src, present) = aligned
+                    .as_ref()
+                    .ok_or_else(|| Error::internal("no source"))?;
                 let index = if p.use_index {
                     self.ensure_index(st, snap, &p.on)?;
-                    st.index.as_ref().ok_or_else(|| Error::internal("index missing"))?
+                    st.index
+                        .as_ref()
+                        .ok_or_else(|| Error::internal("index missing"))?
                 } else {
                     temp_index = Some(build_index(snap, &p.on)?);
-                    temp_index.as_ref().ok_or_else(|| Error::internal("index missing"))?
+                    temp_index
+                        .as_ref()
+                        .ok_or_else(|| Error::internal("index missing"))?
                 };
                 plan(p, snap, index, src, present)
             },
@@ -259,7 +297,13 @@ impl NativeTable {
                 for (frag, batch) in &committed.new_fragments {
                     for row in 0..batch.num_rows() {
                         if let Some(Some(k)) = row_keys.next() {
-                            idx.insert(k.clone(), RowAddr { frag: *frag, row: row as u32 });
+                            idx.insert(
+                                k.clone(),
+                                RowAddr {
+                                    frag: *frag,
+                                    row: row as u32,
+                                },
+                            );
                         }
                     }
                 }

@@ -5,4 +5,6 @@
 mod builder;
 pub(crate) mod exec;
 
-pub use builder::{validate, MergeInsertBuilder, MergeInsertParams, MergeResult, MEM_WAL_NATIVE_UNSUPPORTED};
+pub use builder::{
+    validate, MergeInsertBuilder, MergeInsertParams, MergeResult, MEM_WAL_NATIVE_UNSUPPORTED,
+};

@@ -55,7 +55,10 @@ impl NativeTable {
         let storage = self.inner.storage.clone();
         let m = &base.manifest;
         let version = m.version + 1;
-        let schema = change.schema.clone().unwrap_or_else(|| Arc::new(m.schema.clone()));
+        let schema = change
+            .schema
+            .clone()
+            .unwrap_or_else(|| Arc::new(m.schema.clone()));
         let mut written: Vec<String> = Vec::new();
         let result = (|| -> Result<Option<Committed>> {
             let mut next_id = m.next_fragment_id;
@@ -72,7 +75,11 @@ impl NativeTable {
                         if all.len() >= f.physical_rows {
                             continue; // every row deleted: drop the fragment
                         }
-                        let rel = format!("_deletions/{}-{version}-{}.bin", f.id, uuid::Uuid::new_v4().simple());
+                        let rel = format!(
+                            "_deletions/{}-{version}-{}.bin",
+                            f.id,
+                            uuid::Uuid::new_v4().simple()
+                        );
                         let path = format!("{dir}/{rel}");
                         storage.put(&path, &encode_deletions(&all)?)?;
                         written.push(path);
@@ -91,7 +98,10 @@ impl NativeTable {
                     offset += len;
                     let rel = format!("data/{}.arrow", uuid::Uuid::new_v4().simple());
                     let path = format!("{dir}/{rel}");
-                    storage.put(&path, &encode_ipc_file(&schema, std::slice::from_ref(&part))?)?;
+                    storage.put(
+                        &path,
+                        &encode_ipc_file(&schema, std::slice::from_ref(&part))?,
+                    )?;
                     written.push(path);
                     fragments.push(FragmentMeta {
                         id: next_id,
@@ -140,10 +150,15 @@ impl NativeTable {
         for (id, b) in &c.new_fragments {
             st.batches.insert(*id, b.clone());
         }
-        let live: std::collections::HashSet<u64> = c.manifest.fragments.iter().map(|f| f.id).collect();
+        let live: std::collections::HashSet<u64> =
+            c.manifest.fragments.iter().map(|f| f.id).collect();
         st.batches.retain(|id, _| live.contains(id));
         st.manifest = Some(c.manifest.clone());
-        if st.index.as_ref().is_some_and(|i| i.version != c.manifest.version) {
+        if st
+            .index
+            .as_ref()
+            .is_some_and(|i| i.version != c.manifest.version)
+        {
             st.index = None;
         }
     }

@@ -23,7 +23,9 @@ use crate::keys::{KeyEncoder, KeyIndex};
 use crate::manifest::{latest_version, list_versions, read_manifest, Manifest};
 use crate::merge::{MergeInsertParams, MergeResult, MEM_WAL_NATIVE_UNSUPPORTED};
 use crate::storage::Storage;
-use crate::traits::{AddMode, Data, DeleteResult, OptimizeStats, QueryRequest, Table, UpdateResult, VersionInfo};
+use crate::traits::{
+    AddMode, Data, DeleteResult, OptimizeStats, QueryRequest, Table, UpdateResult, VersionInfo,
+};
 
 /// The rows of one version: its manifest and every fragment, loaded.
 #[derive(Debug, Clone)]
@@ -79,7 +81,10 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl NativeTable {
     pub(crate) fn from_inner(inner: Arc<Inner>) -> Self {
-        Self { inner, pinned: None }
+        Self {
+            inner,
+            pinned: None,
+        }
     }
 
     pub(crate) fn new_inner(name: &str, storage: Arc<dyn Storage>) -> Arc<Inner> {
@@ -123,17 +128,23 @@ impl NativeTable {
     /// Brings the cached manifest up to date with storage; returns it.
     pub(crate) fn refresh_locked(&self, st: &mut State) -> Result<Arc<Manifest>> {
         let hint = st.manifest.as_ref().map(|m| m.version).unwrap_or(0);
-        let latest = latest_version(self.storage(), self.dir(), hint)?.ok_or_else(|| Error::TableNotFound {
-            name: self.inner.name.clone(),
+        let latest = latest_version(self.storage(), self.dir(), hint)?.ok_or_else(|| {
+            Error::TableNotFound {
+                name: self.inner.name.clone(),
+            }
         })?;
         if let Some(m) = &st.manifest {
             if m.version == latest {
                 return Ok(m.clone());
             }
         }
-        let m = Arc::new(read_manifest(self.storage(), self.dir(), latest)?.ok_or_else(|| Error::TableNotFound {
-            name: self.inner.name.clone(),
-        })?);
+        let m = Arc::new(
+            read_manifest(self.storage(), self.dir(), latest)?.ok_or_else(|| {
+                Error::TableNotFound {
+                    name: self.inner.name.clone(),
+                }
+            })?,
+        );
         // Another writer committed: the index no longer describes the table.
         if st.index.as_ref().is_some_and(|i| i.version != m.version) {
             st.index = None;
@@ -152,7 +163,11 @@ impl NativeTable {
             let batch = match st.batches.get(&f.id) {
                 Some(b) => b.clone(),
                 None => {
-                    let b = read_data_file(self.storage(), &format!("{}/{}", self.dir(), f.file), &schema)?;
+                    let b = read_data_file(
+                        self.storage(),
+                        &format!("{}/{}", self.dir(), f.file),
+                        &schema,
+                    )?;
                     st.batches.insert(f.id, b.clone());
                     b
                 }
@@ -162,13 +177,20 @@ impl NativeTable {
                 Some(path) => match st.deletions.get(path) {
                     Some(d) => d.clone(),
                     None => {
-                        let d = Arc::new(read_deletions(self.storage(), &format!("{}/{path}", self.dir()))?);
+                        let d = Arc::new(read_deletions(
+                            self.storage(),
+                            &format!("{}/{path}", self.dir()),
+                        )?);
                         st.deletions.insert(path.clone(), d.clone());
                         d
                     }
                 },
             };
-            fragments.push(LoadedFragment { id: f.id, batch, deleted });
+            fragments.push(LoadedFragment {
+                id: f.id,
+                batch,
+                deleted,
+            });
         }
         Ok(Snapshot {
             manifest: m.clone(),
@@ -196,7 +218,12 @@ impl NativeTable {
     }
 
     /// Makes sure `st.index` is over `on` at `snap`'s version.
-    pub(crate) fn ensure_index(&self, st: &mut State, snap: &Snapshot, on: &[String]) -> Result<()> {
+    pub(crate) fn ensure_index(
+        &self,
+        st: &mut State,
+        snap: &Snapshot,
+        on: &[String],
+    ) -> Result<()> {
         let fresh = st
             .index
             .as_ref()
@@ -215,13 +242,22 @@ impl NativeTable {
         let m = self.refresh_locked(&mut st)?;
         let enc = KeyEncoder::new(&m.schema, on)?;
         let keys = enc.encode(batch)?;
-        let fresh = st.index.as_ref().is_some_and(|i| i.on() == on && i.version == m.version);
+        let fresh = st
+            .index
+            .as_ref()
+            .is_some_and(|i| i.on() == on && i.version == m.version);
         if !fresh {
             let snap = self.load_locked(&mut st, &m)?;
             st.index = Some(build_index(&snap, on)?);
         }
-        let idx = st.index.as_ref().ok_or_else(|| Error::internal("index missing"))?;
-        Ok(keys.iter().map(|k| k.as_ref().is_some_and(|k| idx.contains(k))).collect())
+        let idx = st
+            .index
+            .as_ref()
+            .ok_or_else(|| Error::internal("index missing"))?;
+        Ok(keys
+            .iter()
+            .map(|k| k.as_ref().is_some_and(|k| idx.contains(k)))
+            .collect())
     }
 
     /// The schema reads see.
@@ -260,9 +296,11 @@ impl NativeTable {
         let Some(v) = version else {
             return Ok(NativeTable::from_inner(self.inner.clone()));
         };
-        let m = read_manifest(self.storage(), self.dir(), v)?.ok_or_else(|| Error::VersionNotFound {
-            table: self.inner.name.clone(),
-            version: v,
+        let m = read_manifest(self.storage(), self.dir(), v)?.ok_or_else(|| {
+            Error::VersionNotFound {
+                table: self.inner.name.clone(),
+                version: v,
+            }
         })?;
         Ok(NativeTable {
             inner: self.inner.clone(),
@@ -270,7 +308,10 @@ impl NativeTable {
         })
     }
 
-    async fn blocking<T: Send + 'static>(&self, f: impl FnOnce(NativeTable) -> Result<T> + Send + 'static) -> Result<T> {
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(NativeTable) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
         let me = self.clone();
         tokio::task::spawn_blocking(move || f(me))
             .await
@@ -307,7 +348,8 @@ impl Table for NativeTable {
         Ok(Arc::new(t))
     }
     async fn count_rows(&self, filter: Option<String>) -> Result<u64> {
-        self.blocking(move |t| t.count_rows_sync(filter.as_deref())).await
+        self.blocking(move |t| t.count_rows_sync(filter.as_deref()))
+            .await
     }
     async fn add(&self, data: Data, mode: AddMode) -> Result<u64> {
         self.blocking(move |t| t.add_sync(data, mode)).await
@@ -316,8 +358,13 @@ impl Table for NativeTable {
         let p = predicate.to_string();
         self.blocking(move |t| t.delete_sync(&p)).await
     }
-    async fn update(&self, predicate: Option<String>, values: Vec<(String, String)>) -> Result<UpdateResult> {
-        self.blocking(move |t| t.update_sync(predicate.as_deref(), &values)).await
+    async fn update(
+        &self,
+        predicate: Option<String>,
+        values: Vec<(String, String)>,
+    ) -> Result<UpdateResult> {
+        self.blocking(move |t| t.update_sync(predicate.as_deref(), &values))
+            .await
     }
     async fn query(&self, request: QueryRequest) -> Result<Vec<RecordBatch>> {
         self.blocking(move |t| t.query_sync(&request)).await
@@ -329,6 +376,7 @@ impl Table for NativeTable {
         if params.mem_wal {
             return Err(Error::not_supported(MEM_WAL_NATIVE_UNSUPPORTED));
         }
-        self.blocking(move |t| t.merge_insert_sync(&params, data)).await
+        self.blocking(move |t| t.merge_insert_sync(&params, data))
+            .await
     }
 }

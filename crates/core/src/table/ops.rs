@@ -50,12 +50,15 @@ impl NativeTable {
         let (version, n, _) = self.write_with_retry(
             Deadline::new(None),
             |_, snap| {
-                let pred = predicate(snap, Some(predicate_sql))?
-                    .ok_or_else(|| Error::invalid("delete needs a predicate (use \"true\" to delete every row)"))?;
+                let pred = predicate(snap, Some(predicate_sql))?.ok_or_else(|| {
+                    Error::invalid("delete needs a predicate (use \"true\" to delete every row)")
+                })?;
                 let mut deletions = HashMap::new();
                 let mut n = 0u64;
                 for f in &snap.fragments {
-                    let Some(mask) = row_mask(f, Some(&pred))? else { continue };
+                    let Some(mask) = row_mask(f, Some(&pred))? else {
+                        continue;
+                    };
                     let mut bm = RoaringBitmap::new();
                     for (i, v) in mask.iter().enumerate() {
                         if v == Some(true) {
@@ -86,7 +89,11 @@ impl NativeTable {
     }
 
     /// Sets `column = expression` on rows matching `predicate`.
-    pub fn update_sync(&self, predicate_sql: Option<&str>, values: &[(String, String)]) -> Result<UpdateResult> {
+    pub fn update_sync(
+        &self,
+        predicate_sql: Option<&str>,
+        values: &[(String, String)],
+    ) -> Result<UpdateResult> {
         if values.is_empty() {
             return Err(Error::invalid("update needs at least one column to set"));
         }
@@ -98,7 +105,10 @@ impl NativeTable {
                 let mut exprs: Vec<(usize, Predicate)> = Vec::new();
                 for (col, sql) in values {
                     let i = schema.index_of(col).map_err(|_| {
-                        Error::invalid(format!("unknown column '{col}' in update (available: {})", column_list(&schema)))
+                        Error::invalid(format!(
+                            "unknown column '{col}' in update (available: {})",
+                            column_list(&schema)
+                        ))
                     })?;
                     exprs.push((i, Predicate::parse(sql, &schema, Resolve::Plain)?));
                 }
@@ -113,9 +123,14 @@ impl NativeTable {
                     let mut cols: Vec<ArrayRef> = rows.columns().to_vec();
                     for (i, e) in &exprs {
                         let field = schema.field(*i);
-                        let v = arrow::compute::cast(&e.values(&rows)?, field.data_type()).map_err(|err| {
-                            Error::invalid(format!("cannot set column '{}' to \"{}\": {err}", field.name(), e.sql()))
-                        })?;
+                        let v = arrow::compute::cast(&e.values(&rows)?, field.data_type())
+                            .map_err(|err| {
+                                Error::invalid(format!(
+                                    "cannot set column '{}' to \"{}\": {err}",
+                                    field.name(),
+                                    e.sql()
+                                ))
+                            })?;
                         if !field.is_nullable() && v.null_count() > 0 {
                             return Err(Error::invalid(format!(
                                 "column '{}' is not nullable but \"{}\" gives null",

@@ -11,7 +11,10 @@ use crate::keys::column_list;
 use crate::traits::QueryRequest;
 
 /// The live rows of `f` that pass `pred`, as a mask (`None`: all rows).
-pub(crate) fn row_mask(f: &LoadedFragment, pred: Option<&Predicate>) -> Result<Option<BooleanArray>> {
+pub(crate) fn row_mask(
+    f: &LoadedFragment,
+    pred: Option<&Predicate>,
+) -> Result<Option<BooleanArray>> {
     let live = f.live_mask();
     let Some(pred) = pred else { return Ok(live) };
     let m = pred.mask(&f.batch)?;
@@ -48,7 +51,10 @@ pub fn scan_snapshot(snap: &Snapshot, req: &QueryRequest) -> Result<Vec<RecordBa
             cols.iter()
                 .map(|c| {
                     schema.index_of(c).map_err(|_| {
-                        Error::invalid(format!("unknown column '{c}' in select (available: {})", column_list(&schema)))
+                        Error::invalid(format!(
+                            "unknown column '{c}' in select (available: {})",
+                            column_list(&schema)
+                        ))
                     })
                 })
                 .collect::<Result<Vec<usize>>>()?,

@@ -13,17 +13,29 @@ fn bad_filters_and_names_leave_the_table_unchanged() {
     let mut p = MergeInsertParams::new(vec!["id".into()]);
     p.when_matched_update_all = true;
     p.when_matched_update_all_filt = Some("target.nope > 0".into());
-    let e = t.merge_insert_sync(&p, people(&[(1, 11)])).expect_err("unknown in merge");
-    assert!(e.to_string().contains("unknown column 'target.nope'"), "{e}");
+    let e = t
+        .merge_insert_sync(&p, people(&[(1, 11)]))
+        .expect_err("unknown in merge");
+    assert!(
+        e.to_string().contains("unknown column 'target.nope'"),
+        "{e}"
+    );
     let mut p = MergeInsertParams::new(vec!["nokey".into()]);
     p.when_not_matched_insert_all = true;
-    let e = t.merge_insert_sync(&p, people(&[(1, 11)])).expect_err("bad key");
+    let e = t
+        .merge_insert_sync(&p, people(&[(1, 11)]))
+        .expect_err("bad key");
     assert!(e.to_string().contains("key column 'nokey'"), "{e}");
     for bad in ["../x", "a/b", "", ".."] {
-        let e = db.create_table_sync(bad, people(&[]), CreateOptions::default()).expect_err(bad);
+        let e = db
+            .create_table_sync(bad, people(&[]), CreateOptions::default())
+            .expect_err(bad);
         assert_eq!(e.code(), "InvalidInput");
         assert!(e.to_string().contains("invalid table name"), "{e}");
-        assert_eq!(db.open_table_sync(bad).expect_err(bad).code(), "InvalidInput");
+        assert_eq!(
+            db.open_table_sync(bad).expect_err(bad).code(),
+            "InvalidInput"
+        );
     }
     assert!(!dir.path().parent().expect("p").join("x").exists());
     assert_eq!(t.version_sync().expect("v"), 1);
@@ -33,7 +45,10 @@ fn bad_filters_and_names_leave_the_table_unchanged() {
 
 #[test]
 fn malformed_ipc_is_a_clear_error() {
-    assert!(ipc::decode(&[]).expect_err("empty").to_string().contains("empty"));
+    assert!(ipc::decode(&[])
+        .expect_err("empty")
+        .to_string()
+        .contains("empty"));
     let e = ipc::decode(b"not arrow at all, just bytes").expect_err("random");
     assert!(e.to_string().contains("malformed Arrow IPC"), "{e}");
     let good = ipc::encode_stream(&schema(), &people(&[(1, 1), (2, 2)]).batches).expect("enc");

@@ -23,9 +23,13 @@ fn failed_manifest_publish_leaves_previous_version_intact() {
         c2.load(Ordering::SeqCst) && op == Op::PutNew && path.contains("_versions")
     }));
     let db = NativeDatabase::with_storage("faulty", faulty);
-    let t = db.create_table_sync("t", people(&[(1, 10), (2, 20)]), CreateOptions::default()).expect("create");
+    let t = db
+        .create_table_sync("t", people(&[(1, 10), (2, 20)]), CreateOptions::default())
+        .expect("create");
     crash.store(true, Ordering::SeqCst);
-    let e = t.merge_insert_sync(&upsert(), people(&[(2, 99), (3, 30)])).expect_err("crash");
+    let e = t
+        .merge_insert_sync(&upsert(), people(&[(2, 99), (3, 30)]))
+        .expect_err("crash");
     assert!(e.to_string().contains("injected fault"), "{e}");
     // The data file written before the failed publish was cleaned up, and a
     // fresh process sees version 1 whole.
@@ -33,11 +37,18 @@ fn failed_manifest_publish_leaves_previous_version_intact() {
     let t2 = fresh.open_table_sync("t").expect("open");
     assert_eq!(t2.version_sync().expect("v"), 1);
     assert_eq!(ages(&t2), vec![(1, Some(10)), (2, Some(20))]);
-    let files = std::fs::read_dir(dir.path().join("t/data")).expect("ls").count();
-    assert_eq!(files, 1, "the interrupted commit's data file must not remain");
+    let files = std::fs::read_dir(dir.path().join("t/data"))
+        .expect("ls")
+        .count();
+    assert_eq!(
+        files, 1,
+        "the interrupted commit's data file must not remain"
+    );
     // After the "restart" writes work again.
     crash.store(false, Ordering::SeqCst);
-    let r = t.merge_insert_sync(&upsert(), people(&[(2, 21)])).expect("merge");
+    let r = t
+        .merge_insert_sync(&upsert(), people(&[(2, 21)]))
+        .expect("merge");
     assert_eq!(r.version, 2);
 }
 
@@ -48,25 +59,55 @@ fn crash_after_data_files_before_manifest() {
     #[derive(Debug)]
     struct NoDelete(LocalStorage);
     impl Storage for NoDelete {
-        fn put(&self, p: &str, d: &[u8]) -> memwal_core::Result<()> { self.0.put(p, d) }
-        fn put_new(&self, p: &str, _d: &[u8]) -> memwal_core::Result<memwal_core::storage::PutNew> {
-            Err(memwal_core::Error::io(p, std::io::Error::other("power cut")))
+        fn put(&self, p: &str, d: &[u8]) -> memwal_core::Result<()> {
+            self.0.put(p, d)
         }
-        fn get(&self, p: &str) -> memwal_core::Result<Option<bytes::Bytes>> { self.0.get(p) }
-        fn exists(&self, p: &str) -> memwal_core::Result<bool> { self.0.exists(p) }
-        fn list(&self, d: &str) -> memwal_core::Result<Vec<String>> { self.0.list(d) }
-        fn delete(&self, _p: &str) -> memwal_core::Result<()> { Ok(()) }
-        fn delete_dir(&self, _d: &str) -> memwal_core::Result<()> { Ok(()) }
-        fn local_path(&self, d: &str) -> Option<std::path::PathBuf> { self.0.local_path(d) }
+        fn put_new(&self, p: &str, _d: &[u8]) -> memwal_core::Result<memwal_core::storage::PutNew> {
+            Err(memwal_core::Error::io(
+                p,
+                std::io::Error::other("power cut"),
+            ))
+        }
+        fn get(&self, p: &str) -> memwal_core::Result<Option<bytes::Bytes>> {
+            self.0.get(p)
+        }
+        fn exists(&self, p: &str) -> memwal_core::Result<bool> {
+            self.0.exists(p)
+        }
+        fn list(&self, d: &str) -> memwal_core::Result<Vec<String>> {
+            self.0.list(d)
+        }
+        fn delete(&self, _p: &str) -> memwal_core::Result<()> {
+            Ok(())
+        }
+        fn delete_dir(&self, _d: &str) -> memwal_core::Result<()> {
+            Ok(())
+        }
+        fn local_path(&self, d: &str) -> Option<std::path::PathBuf> {
+            self.0.local_path(d)
+        }
     }
     let dir = tempfile::tempdir().expect("tmp");
     let path = dir.path().to_str().expect("p");
     let (_db, _t) = new_table(dir.path(), people(&[(1, 10)]));
-    let crashing = NativeDatabase::with_storage("x", Arc::new(NoDelete(LocalStorage::new(dir.path()).expect("l"))));
+    let crashing = NativeDatabase::with_storage(
+        "x",
+        Arc::new(NoDelete(LocalStorage::new(dir.path()).expect("l"))),
+    );
     let t = crashing.open_table_sync("t").expect("open");
-    t.merge_insert_sync(&upsert(), people(&[(1, 11), (2, 2)])).expect_err("power cut");
-    assert_eq!(std::fs::read_dir(dir.path().join("t/data")).expect("ls").count(), 2, "orphan left");
-    let t2 = NativeDatabase::open(path).expect("db").open_table_sync("t").expect("open");
+    t.merge_insert_sync(&upsert(), people(&[(1, 11), (2, 2)]))
+        .expect_err("power cut");
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("t/data"))
+            .expect("ls")
+            .count(),
+        2,
+        "orphan left"
+    );
+    let t2 = NativeDatabase::open(path)
+        .expect("db")
+        .open_table_sync("t")
+        .expect("open");
     assert_eq!(t2.version_sync().expect("v"), 1);
     assert_eq!(ages(&t2), vec![(1, Some(10))]);
 }
@@ -97,10 +138,23 @@ fn concurrent_writers_both_land_with_retries() {
             })
         })
         .collect();
-    let attempts: Vec<u32> = handles.into_iter().map(|h| h.join().expect("join")).collect();
-    let t = NativeDatabase::open(&path).expect("db").open_table_sync("t").expect("open");
+    let attempts: Vec<u32> = handles
+        .into_iter()
+        .map(|h| h.join().expect("join"))
+        .collect();
+    let t = NativeDatabase::open(&path)
+        .expect("db")
+        .open_table_sync("t")
+        .expect("open");
     let rows = ages(&t);
-    assert_eq!(rows.len(), 1 + 2 * rounds as usize, "no row lost, no duplicate key");
+    assert_eq!(
+        rows.len(),
+        1 + 2 * rounds as usize,
+        "no row lost, no duplicate key"
+    );
     assert_eq!(rows.iter().filter(|r| r.0 == 0).count(), 1);
-    assert!(attempts.iter().any(|a| *a > 1), "a writer must have retried: {attempts:?}");
+    assert!(
+        attempts.iter().any(|a| *a > 1),
+        "a writer must have retried: {attempts:?}"
+    );
 }

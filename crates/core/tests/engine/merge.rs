@@ -2,7 +2,7 @@ use std::sync::Arc;
 
 use arrow::array::{Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
-use memwal_core::{Data, MergeInsertBuilder, MergeInsertParams, Table, MergeResult};
+use memwal_core::{Data, MergeInsertBuilder, MergeInsertParams, MergeResult, Table};
 
 use crate::support::*;
 
@@ -23,16 +23,42 @@ fn upsert() -> MergeInsertParams {
 fn upsert_updates_and_inserts() {
     let dir = tempfile::tempdir().expect("tmp");
     let (_db, t) = new_table(dir.path(), people(&[(1, 10), (2, 20), (3, 30)]));
-    let r = t.merge_insert_sync(&upsert(), people(&[(2, 21), (4, 40)])).expect("merge");
+    let r = t
+        .merge_insert_sync(&upsert(), people(&[(2, 21), (4, 40)]))
+        .expect("merge");
     assert_eq!(
         r,
-        MergeResult { version: 2, num_inserted_rows: 1, num_updated_rows: 1, num_deleted_rows: 0, num_attempts: 1, num_rows: 2 }
+        MergeResult {
+            version: 2,
+            num_inserted_rows: 1,
+            num_updated_rows: 1,
+            num_deleted_rows: 0,
+            num_attempts: 1,
+            num_rows: 2
+        }
     );
-    assert_eq!(ages(&t), vec![(1, Some(10)), (2, Some(21)), (3, Some(30)), (4, Some(40))]);
+    assert_eq!(
+        ages(&t),
+        vec![(1, Some(10)), (2, Some(21)), (3, Some(30)), (4, Some(40))]
+    );
     // A second upsert uses the index as updated by the first commit.
-    let r = t.merge_insert_sync(&upsert(), people(&[(4, 41), (5, 50), (1, 11)])).expect("merge");
-    assert_eq!((r.num_inserted_rows, r.num_updated_rows, r.version), (1, 2, 3));
-    assert_eq!(ages(&t), vec![(1, Some(11)), (2, Some(21)), (3, Some(30)), (4, Some(41)), (5, Some(50))]);
+    let r = t
+        .merge_insert_sync(&upsert(), people(&[(4, 41), (5, 50), (1, 11)]))
+        .expect("merge");
+    assert_eq!(
+        (r.num_inserted_rows, r.num_updated_rows, r.version),
+        (1, 2, 3)
+    );
+    assert_eq!(
+        ages(&t),
+        vec![
+            (1, Some(11)),
+            (2, Some(21)),
+            (3, Some(30)),
+            (4, Some(41)),
+            (5, Some(50))
+        ]
+    );
 }
 
 #[test]
@@ -40,7 +66,9 @@ fn insert_only_leaves_matches_alone() {
     let dir = tempfile::tempdir().expect("tmp");
     let (_db, t) = new_table(dir.path(), people(&[(1, 10)]));
     let p = params(|p| p.when_not_matched_insert_all = true);
-    let r = t.merge_insert_sync(&p, people(&[(1, 99), (2, 20)])).expect("merge");
+    let r = t
+        .merge_insert_sync(&p, people(&[(1, 99), (2, 20)]))
+        .expect("merge");
     assert_eq!((r.num_inserted_rows, r.num_updated_rows), (1, 0));
     assert_eq!(ages(&t), vec![(1, Some(10)), (2, Some(20))]);
 }
@@ -53,7 +81,9 @@ fn conditional_update_with_source_and_target_filter() {
         p.when_matched_update_all = true;
         p.when_matched_update_all_filt = Some("target.age > 0 AND source.age > target.age".into());
     });
-    let r = t.merge_insert_sync(&p, people(&[(1, 15), (2, 25), (3, 5)])).expect("merge");
+    let r = t
+        .merge_insert_sync(&p, people(&[(1, 15), (2, 25), (3, 5)]))
+        .expect("merge");
     assert_eq!(r.num_updated_rows, 1);
     assert_eq!(ages(&t), vec![(1, Some(15)), (2, Some(0)), (3, Some(30))]);
 }
@@ -81,12 +111,23 @@ fn composite_keys() {
     let dir = tempfile::tempdir().expect("tmp");
     let (_db, t) = new_table(
         dir.path(),
-        rows(&[1, 1, 2], &[Some(1), Some(2), Some(3)], &[Some("a"), Some("b"), Some("a")]),
+        rows(
+            &[1, 1, 2],
+            &[Some(1), Some(2), Some(3)],
+            &[Some("a"), Some("b"), Some("a")],
+        ),
     );
     let mut p = upsert();
     p.on = vec!["id".into(), "name".into()];
     let r = t
-        .merge_insert_sync(&p, rows(&[1, 2, 2], &[Some(20), Some(30), Some(40)], &[Some("b"), Some("a"), Some("b")]))
+        .merge_insert_sync(
+            &p,
+            rows(
+                &[1, 2, 2],
+                &[Some(20), Some(30), Some(40)],
+                &[Some("b"), Some("a"), Some("b")],
+            ),
+        )
         .expect("merge");
     assert_eq!((r.num_inserted_rows, r.num_updated_rows), (1, 2));
     let mut d = dump(&t);
@@ -112,15 +153,29 @@ fn null_keys_never_match() {
     let mk = |k: Vec<Option<&str>>, v: Vec<i64>| {
         Data::new(
             s.clone(),
-            vec![RecordBatch::try_new(s.clone(), vec![Arc::new(StringArray::from(k)), Arc::new(Int64Array::from(v))])
-                .expect("b")],
+            vec![RecordBatch::try_new(
+                s.clone(),
+                vec![
+                    Arc::new(StringArray::from(k)),
+                    Arc::new(Int64Array::from(v)),
+                ],
+            )
+            .expect("b")],
         )
     };
     let db = memwal_core::NativeDatabase::open(dir.path().to_str().expect("p")).expect("db");
-    let t = db.create_table_sync("n", mk(vec![None, Some("a")], vec![1, 2]), Default::default()).expect("create");
+    let t = db
+        .create_table_sync(
+            "n",
+            mk(vec![None, Some("a")], vec![1, 2]),
+            Default::default(),
+        )
+        .expect("create");
     let mut p = upsert();
     p.on = vec!["k".into()];
-    let r = t.merge_insert_sync(&p, mk(vec![None, None, Some("a")], vec![10, 11, 20])).expect("merge");
+    let r = t
+        .merge_insert_sync(&p, mk(vec![None, None, Some("a")], vec![10, 11, 20]))
+        .expect("merge");
     // Both null-key rows are new rows (and are not "duplicates" of each other).
     assert_eq!((r.num_inserted_rows, r.num_updated_rows), (2, 1));
     assert_eq!(t.count_rows_sync(None).expect("count"), 4);
@@ -131,7 +186,9 @@ fn null_keys_never_match() {
 fn duplicate_source_keys_are_an_error_naming_the_key() {
     let dir = tempfile::tempdir().expect("tmp");
     let (_db, t) = new_table(dir.path(), people(&[(1, 10)]));
-    let e = t.merge_insert_sync(&upsert(), people(&[(1, 11), (7, 1), (1, 12)])).expect_err("dup");
+    let e = t
+        .merge_insert_sync(&upsert(), people(&[(1, 11), (7, 1), (1, 12)]))
+        .expect_err("dup");
     assert_eq!(
         e.to_string(),
         "Ambiguous merge inserts are prohibited: multiple source rows match the same target row on (id = 1)"
@@ -148,12 +205,23 @@ fn schema_subset_fills_or_keeps() {
         Field::new("id", DataType::Int64, false),
         Field::new("age", DataType::Int64, true),
     ]));
-    let b = RecordBatch::try_new(s.clone(), vec![Arc::new(Int64Array::from(vec![2, 3])), Arc::new(Int64Array::from(vec![22, 33]))])
-        .expect("b");
-    t.merge_insert_sync(&upsert(), Data::new(s, vec![b])).expect("merge");
+    let b = RecordBatch::try_new(
+        s.clone(),
+        vec![
+            Arc::new(Int64Array::from(vec![2, 3])),
+            Arc::new(Int64Array::from(vec![22, 33])),
+        ],
+    )
+    .expect("b");
+    t.merge_insert_sync(&upsert(), Data::new(s, vec![b]))
+        .expect("merge");
     assert_eq!(
         dump(&t),
-        vec![(1, Some(10), Some("n1".into())), (2, Some(22), Some("n2".into())), (3, Some(33), None)]
+        vec![
+            (1, Some(10), Some("n1".into())),
+            (2, Some(22), Some("n2".into())),
+            (3, Some(33), None)
+        ]
     );
 }
 
@@ -165,21 +233,39 @@ fn schema_mismatch_names_the_column() {
         Field::new("id", DataType::Int64, false),
         Field::new("extra", DataType::Int64, true),
     ]));
-    let b = RecordBatch::try_new(s.clone(), vec![Arc::new(Int64Array::from(vec![2])), Arc::new(Int64Array::from(vec![1]))])
-        .expect("b");
-    let e = t.merge_insert_sync(&upsert(), Data::new(s, vec![b])).expect_err("extra");
+    let b = RecordBatch::try_new(
+        s.clone(),
+        vec![
+            Arc::new(Int64Array::from(vec![2])),
+            Arc::new(Int64Array::from(vec![1])),
+        ],
+    )
+    .expect("b");
+    let e = t
+        .merge_insert_sync(&upsert(), Data::new(s, vec![b]))
+        .expect_err("extra");
     assert!(e.to_string().contains("column 'extra'"), "{e}");
     let s = Arc::new(Schema::new(vec![
         Field::new("id", DataType::Int64, false),
         Field::new("age", DataType::Utf8, true),
     ]));
-    let b = RecordBatch::try_new(s.clone(), vec![Arc::new(Int64Array::from(vec![2])), Arc::new(StringArray::from(vec!["x"]))])
-        .expect("b");
-    let e = t.merge_insert_sync(&upsert(), Data::new(s, vec![b])).expect_err("type");
+    let b = RecordBatch::try_new(
+        s.clone(),
+        vec![
+            Arc::new(Int64Array::from(vec![2])),
+            Arc::new(StringArray::from(vec!["x"])),
+        ],
+    )
+    .expect("b");
+    let e = t
+        .merge_insert_sync(&upsert(), Data::new(s, vec![b]))
+        .expect_err("type");
     assert!(e.to_string().contains("column 'age' has type Utf8"), "{e}");
     let s = Arc::new(Schema::new(vec![Field::new("age", DataType::Int64, true)]));
     let b = RecordBatch::try_new(s.clone(), vec![Arc::new(Int64Array::from(vec![2]))]).expect("b");
-    let e = t.merge_insert_sync(&upsert(), Data::new(s, vec![b])).expect_err("missing key");
+    let e = t
+        .merge_insert_sync(&upsert(), Data::new(s, vec![b]))
+        .expect_err("missing key");
     assert!(e.to_string().contains("column 'id' is missing"), "{e}");
     assert_eq!(t.version_sync().expect("v"), 1);
 }
@@ -188,12 +274,21 @@ fn schema_mismatch_names_the_column() {
 fn empty_source_and_empty_target() {
     let dir = tempfile::tempdir().expect("tmp");
     let (_db, t) = new_table(dir.path(), people(&[]));
-    let r = t.merge_insert_sync(&upsert(), people(&[])).expect("empty both");
+    let r = t
+        .merge_insert_sync(&upsert(), people(&[]))
+        .expect("empty both");
     assert_eq!((r.version, r.num_inserted_rows), (1, 0));
-    let r = t.merge_insert_sync(&upsert(), people(&[(1, 1), (2, 2)])).expect("into empty");
+    let r = t
+        .merge_insert_sync(&upsert(), people(&[(1, 1), (2, 2)]))
+        .expect("into empty");
     assert_eq!((r.version, r.num_inserted_rows), (2, 2));
-    let r = t.merge_insert_sync(&upsert(), Data::new(schema(), vec![])).expect("no batches");
-    assert_eq!((r.version, r.num_inserted_rows, r.num_updated_rows), (2, 0, 0));
+    let r = t
+        .merge_insert_sync(&upsert(), Data::new(schema(), vec![]))
+        .expect("no batches");
+    assert_eq!(
+        (r.version, r.num_inserted_rows, r.num_updated_rows),
+        (2, 0, 0)
+    );
 }
 
 #[test]
@@ -202,9 +297,13 @@ fn use_index_false_gives_the_same_answer() {
     let (_db, t) = new_table(dir.path(), people(&[(1, 10), (2, 20)]));
     let mut p = upsert();
     p.use_index = false;
-    let r = t.merge_insert_sync(&p, people(&[(2, 21), (3, 30)])).expect("merge");
+    let r = t
+        .merge_insert_sync(&p, people(&[(2, 21), (3, 30)]))
+        .expect("merge");
     assert_eq!((r.num_inserted_rows, r.num_updated_rows), (1, 1));
-    let r = t.merge_insert_sync(&upsert(), people(&[(3, 31)])).expect("merge");
+    let r = t
+        .merge_insert_sync(&upsert(), people(&[(3, 31)]))
+        .expect("merge");
     assert_eq!(r.num_updated_rows, 1);
     assert_eq!(ages(&t), vec![(1, Some(10)), (2, Some(21)), (3, Some(31))]);
 }
@@ -215,7 +314,9 @@ fn timeout_commits_nothing() {
     let (_db, t) = new_table(dir.path(), people(&[(1, 10)]));
     let mut p = upsert();
     p.timeout = Some(std::time::Duration::from_nanos(1));
-    let e = t.merge_insert_sync(&p, people(&[(1, 11)])).expect_err("timeout");
+    let e = t
+        .merge_insert_sync(&p, people(&[(1, 11)]))
+        .expect_err("timeout");
     assert_eq!(e.code(), "Timeout");
     assert_eq!(t.version_sync().expect("v"), 1);
 }
@@ -257,6 +358,9 @@ async fn memwal_rules_in_order_with_exact_messages() {
     }
     let b = MergeInsertBuilder::new(t.clone(), vec!["id".into()]);
     let e = b.execute(people(&[(1, 1)])).await.expect_err("no clause");
-    assert_eq!(e.to_string(), "The merge insert job is not configured to change the data in any way");
+    assert_eq!(
+        e.to_string(),
+        "The merge insert job is not configured to change the data in any way"
+    );
     assert_eq!(t.count_rows(None).await.expect("count"), 1);
 }

@@ -13,7 +13,9 @@ fn gen(from: i64, n: i64, age: i64) -> Data {
         vec![
             Arc::new(Int64Array::from(ids.clone())),
             Arc::new(Int64Array::from(vec![age; n as usize])),
-            Arc::new(StringArray::from_iter_values(ids.iter().map(|i| format!("name-{i:010}")))),
+            Arc::new(StringArray::from_iter_values(
+                ids.iter().map(|i| format!("name-{i:010}")),
+            )),
         ],
     )
     .expect("batch");
@@ -29,13 +31,17 @@ fn hundred_rows_into_a_million() {
     p.when_not_matched_insert_all = true;
     // The first merge builds the key index (O(n)); later ones are O(k).
     let first = Instant::now();
-    let r = t.merge_insert_sync(&p, gen(999_950, 100, 2)).expect("merge");
+    let r = t
+        .merge_insert_sync(&p, gen(999_950, 100, 2))
+        .expect("merge");
     let first = first.elapsed();
     assert_eq!((r.num_updated_rows, r.num_inserted_rows), (50, 50));
     let mut times = Vec::new();
     for i in 0..5 {
         let s = Instant::now();
-        let r = t.merge_insert_sync(&p, gen(500_000 + i * 1000, 100, 3)).expect("merge");
+        let r = t
+            .merge_insert_sync(&p, gen(500_000 + i * 1000, 100, 3))
+            .expect("merge");
         times.push(s.elapsed());
         assert_eq!(r.num_updated_rows, 100);
     }

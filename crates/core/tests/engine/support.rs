@@ -37,7 +37,9 @@ pub fn people(pairs: &[(i64, i64)]) -> Data {
 
 pub fn new_table(dir: &std::path::Path, data: Data) -> (NativeDatabase, NativeTable) {
     let db = NativeDatabase::open(dir.to_str().expect("path")).expect("open db");
-    let t = db.create_table_sync("t", data, CreateOptions::default()).expect("create");
+    let t = db
+        .create_table_sync("t", data, CreateOptions::default())
+        .expect("create");
     (db, t)
 }
 
@@ -46,9 +48,21 @@ pub fn dump(t: &NativeTable) -> Vec<(i64, Option<i64>, Option<String>)> {
     let batches = t.query_sync(&QueryRequest::default()).expect("query");
     let mut out = Vec::new();
     for b in batches {
-        let id = b.column_by_name("id").expect("id").as_primitive::<Int64Type>().clone();
-        let age = b.column_by_name("age").expect("age").as_primitive::<Int64Type>().clone();
-        let name = b.column_by_name("name").expect("name").as_string::<i32>().clone();
+        let id = b
+            .column_by_name("id")
+            .expect("id")
+            .as_primitive::<Int64Type>()
+            .clone();
+        let age = b
+            .column_by_name("age")
+            .expect("age")
+            .as_primitive::<Int64Type>()
+            .clone();
+        let name = b
+            .column_by_name("name")
+            .expect("name")
+            .as_string::<i32>()
+            .clone();
         for i in 0..b.num_rows() {
             out.push((
                 id.value(i),
@@ -67,7 +81,11 @@ pub fn ages(t: &NativeTable) -> Vec<(i64, Option<i64>)> {
 
 #[allow(dead_code)]
 pub fn f64_col(b: &RecordBatch, name: &str) -> Vec<f64> {
-    b.column_by_name(name).expect("col").as_primitive::<Float64Type>().values().to_vec()
+    b.column_by_name(name)
+        .expect("col")
+        .as_primitive::<Float64Type>()
+        .values()
+        .to_vec()
 }
 
 #[allow(dead_code)]
@@ -76,5 +94,12 @@ pub fn float_batch(ids: Vec<i64>, vals: Vec<f64>) -> RecordBatch {
         Field::new("id", DataType::Int64, false),
         Field::new("v", DataType::Float64, true),
     ]));
-    RecordBatch::try_new(s, vec![Arc::new(Int64Array::from(ids)), Arc::new(Float64Array::from(vals))]).expect("batch")
+    RecordBatch::try_new(
+        s,
+        vec![
+            Arc::new(Int64Array::from(ids)),
+            Arc::new(Float64Array::from(vals)),
+        ],
+    )
+    .expect("batch")
 }

@@ -6,21 +6,44 @@ use crate::support::*;
 fn create_modes_names_and_drop() {
     let dir = tempfile::tempdir().expect("tmp");
     let (db, _t) = new_table(dir.path(), people(&[(1, 1)]));
-    let e = db.create_table_sync("t", people(&[]), CreateOptions::default()).expect_err("exists");
+    let e = db
+        .create_table_sync("t", people(&[]), CreateOptions::default())
+        .expect_err("exists");
     assert_eq!(e.code(), "TableAlreadyExists");
     let t = db
-        .create_table_sync("t", people(&[]), CreateOptions { exist_ok: true, ..Default::default() })
+        .create_table_sync(
+            "t",
+            people(&[]),
+            CreateOptions {
+                exist_ok: true,
+                ..Default::default()
+            },
+        )
         .expect("exist_ok");
     assert_eq!(t.count_rows_sync(None).expect("c"), 1);
     let t = db
-        .create_table_sync("t", people(&[(5, 5), (6, 6)]), CreateOptions { mode: CreateMode::Overwrite, exist_ok: false })
+        .create_table_sync(
+            "t",
+            people(&[(5, 5), (6, 6)]),
+            CreateOptions {
+                mode: CreateMode::Overwrite,
+                exist_ok: false,
+            },
+        )
         .expect("overwrite");
     assert_eq!(ages(&t), vec![(5, Some(5)), (6, Some(6))]);
-    db.create_table_sync("other", people(&[]), CreateOptions::default()).expect("create");
+    db.create_table_sync("other", people(&[]), CreateOptions::default())
+        .expect("create");
     assert_eq!(db.table_names_sync().expect("names"), vec!["other", "t"]);
     db.drop_table_sync("other").expect("drop");
-    assert_eq!(db.drop_table_sync("other").expect_err("gone").code(), "TableNotFound");
-    assert_eq!(db.open_table_sync("other").expect_err("gone").to_string(), "Table 'other' was not found");
+    assert_eq!(
+        db.drop_table_sync("other").expect_err("gone").code(),
+        "TableNotFound"
+    );
+    assert_eq!(
+        db.open_table_sync("other").expect_err("gone").to_string(),
+        "Table 'other' was not found"
+    );
     assert_eq!(db.table_names_sync().expect("names"), vec!["t"]);
 }
 
@@ -35,10 +58,20 @@ fn versions_checkout_and_reopen() {
     assert_eq!(ops, vec!["create", "append", "delete"]);
     let v2 = t.checkout_sync(Some(2)).expect("checkout");
     assert_eq!(ages(&v2), vec![(1, Some(1)), (2, Some(2))]);
-    assert!(v2.add_sync(people(&[(9, 9)]), AddMode::Append).expect_err("read-only").to_string().contains("read-only"));
-    assert_eq!(t.checkout_sync(Some(9)).expect_err("none").code(), "VersionNotFound");
+    assert!(v2
+        .add_sync(people(&[(9, 9)]), AddMode::Append)
+        .expect_err("read-only")
+        .to_string()
+        .contains("read-only"));
+    assert_eq!(
+        t.checkout_sync(Some(9)).expect_err("none").code(),
+        "VersionNotFound"
+    );
     // A new process sees the same latest state from disk alone.
-    let t2 = NativeDatabase::open(dir.path().to_str().expect("p")).expect("db").open_table_sync("t").expect("open");
+    let t2 = NativeDatabase::open(dir.path().to_str().expect("p"))
+        .expect("db")
+        .open_table_sync("t")
+        .expect("open");
     assert_eq!(ages(&t2), vec![(2, Some(2))]);
     assert_eq!(t2.version_sync().expect("v"), 3);
 }
@@ -49,12 +82,17 @@ fn delete_update_query_optimize() {
     let (_db, t) = new_table(dir.path(), people(&[(1, 10), (2, 20), (3, 30), (4, 40)]));
     let d = t.delete_sync("age >= 30").expect("delete");
     assert_eq!((d.num_deleted_rows, d.version), (2, 2));
-    let u = t.update_sync(Some("id = 2"), &[("age".into(), "age * 2 + 1".into())]).expect("update");
+    let u = t
+        .update_sync(Some("id = 2"), &[("age".into(), "age * 2 + 1".into())])
+        .expect("update");
     assert_eq!((u.rows_updated, u.version), (1, 3));
-    let u = t.update_sync(Some("id = 99"), &[("age".into(), "0".into())]).expect("update none");
+    let u = t
+        .update_sync(Some("id = 99"), &[("age".into(), "0".into())])
+        .expect("update none");
     assert_eq!((u.rows_updated, u.version), (0, 3));
     assert_eq!(ages(&t), vec![(1, Some(10)), (2, Some(41))]);
-    t.add_sync(people(&[(5, 50), (6, 60)]), AddMode::Append).expect("add");
+    t.add_sync(people(&[(5, 50), (6, 60)]), AddMode::Append)
+        .expect("add");
     let q = t
         .query_sync(&QueryRequest {
             filter: Some("age > 20".into()),
@@ -68,7 +106,10 @@ fn delete_update_query_optimize() {
     assert_eq!(q[0].num_columns(), 1);
     let before = dump(&t);
     let s = t.optimize_sync().expect("optimize");
-    assert!(s.fragments_removed >= 2 && s.deleted_rows_purged >= 2, "{s:?}");
+    assert!(
+        s.fragments_removed >= 2 && s.deleted_rows_purged >= 2,
+        "{s:?}"
+    );
     assert_eq!(dump(&t), before);
     assert_eq!(t.optimize_sync().expect("again").fragments_removed, 0);
     // Merge after compaction uses a rebuilt index correctly.
@@ -76,14 +117,17 @@ fn delete_update_query_optimize() {
     p.when_matched_update_all = true;
     let r = t.merge_insert_sync(&p, people(&[(5, 55)])).expect("merge");
     assert_eq!(r.num_updated_rows, 1);
-    t.add_sync(people(&[(7, 7)]), AddMode::Overwrite).expect("overwrite");
+    t.add_sync(people(&[(7, 7)]), AddMode::Overwrite)
+        .expect("overwrite");
     assert_eq!(ages(&t), vec![(7, Some(7))]);
 }
 
 #[test]
 fn memory_database_works_without_files() {
     let db = NativeDatabase::open("memory://").expect("db");
-    let t = db.create_table_sync("m", people(&[(1, 1)]), CreateOptions::default()).expect("create");
+    let t = db
+        .create_table_sync("m", people(&[(1, 1)]), CreateOptions::default())
+        .expect("create");
     t.add_sync(people(&[(2, 2)]), AddMode::Append).expect("add");
     assert_eq!(ages(&t), vec![(1, Some(1)), (2, Some(2))]);
     assert_eq!(db.table_names_sync().expect("names"), vec!["m"]);
@@ -93,9 +137,14 @@ fn memory_database_works_without_files() {
 fn data_files_are_plain_arrow_ipc() {
     let dir = tempfile::tempdir().expect("tmp");
     let (_db, _t) = new_table(dir.path(), people(&[(1, 1), (2, 2)]));
-    let f = std::fs::read_dir(dir.path().join("t/data")).expect("ls").next().expect("one").expect("entry");
+    let f = std::fs::read_dir(dir.path().join("t/data"))
+        .expect("ls")
+        .next()
+        .expect("one")
+        .expect("entry");
     let bytes = std::fs::read(f.path()).expect("read");
-    let r = arrow_ipc::reader::FileReader::try_new(std::io::Cursor::new(bytes), None).expect("ipc file");
+    let r = arrow_ipc::reader::FileReader::try_new(std::io::Cursor::new(bytes), None)
+        .expect("ipc file");
     let n: usize = r.map(|b| b.expect("batch").num_rows()).sum();
     assert_eq!(n, 2);
 }

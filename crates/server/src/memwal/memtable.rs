@@ -74,7 +74,14 @@ impl Memtable {
 
     /// Applies one upsert. `existed(i)` tells whether row i's key existed
     /// before this memtable; returns (inserted, updated).
-    pub fn apply(&mut self, seq: u64, batch: RecordBatch, keys: &[Option<Key>], existed: &[bool], bytes: usize) -> (u64, u64) {
+    pub fn apply(
+        &mut self,
+        seq: u64,
+        batch: RecordBatch,
+        keys: &[Option<Key>],
+        existed: &[bool],
+        bytes: usize,
+    ) -> (u64, u64) {
         if self.batches.is_empty() {
             self.min_seq = seq;
             self.created = Instant::now();
@@ -135,7 +142,10 @@ impl Memtable {
 
     /// Rows whose key is not in `seen` (which then gains them): the overlay
     /// of newer memtables over older ones.
-    pub fn rows_not_in(&self, seen: &mut hashbrown::HashSet<Key>) -> Result<RecordBatch, arrow_schema::ArrowError> {
+    pub fn rows_not_in(
+        &self,
+        seen: &mut hashbrown::HashSet<Key>,
+    ) -> Result<RecordBatch, arrow_schema::ArrowError> {
         let mut idx = Vec::new();
         for (k, e) in &self.map {
             if seen.insert(k.clone()) {

@@ -118,7 +118,9 @@ pub struct MemWalTable {
 
 impl std::fmt::Debug for MemWalTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MemWalTable").field("name", &self.shared.name).finish()
+        f.debug_struct("MemWalTable")
+            .field("name", &self.shared.name)
+            .finish()
     }
 }
 
@@ -161,13 +163,21 @@ impl Shared {
 
 fn flushed_seq_of(t: &NativeTable) -> Result<u64> {
     let m = t.manifest()?;
-    Ok(m.metadata.get(FLUSHED_SEQ_KEY).and_then(|v| v.parse().ok()).unwrap_or(0))
+    Ok(m.metadata
+        .get(FLUSHED_SEQ_KEY)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0))
 }
 
 impl MemWalTable {
     /// Opens the MemWAL of `base` under `wal_dir`, replaying every record
     /// past the base's flushed sequence number.
-    pub fn open(name: &str, base: NativeTable, wal_dir: PathBuf, cfg: MemWalConfig) -> Result<Arc<Self>> {
+    pub fn open(
+        name: &str,
+        base: NativeTable,
+        wal_dir: PathBuf,
+        cfg: MemWalConfig,
+    ) -> Result<Arc<Self>> {
         let flushed = flushed_seq_of(&base)?;
         let rec = wal::recover(&wal_dir)?;
         let schema = base.schema_sync()?;
@@ -181,10 +191,17 @@ impl MemWalTable {
             }
             let data = ipc::decode(&r.payload).map_err(|e| Error::Poisoned {
                 table: name.to_string(),
-                message: format!("WAL record {} passed its checksum but is not Arrow IPC: {e}", r.seq),
+                message: format!(
+                    "WAL record {} passed its checksum but is not Arrow IPC: {e}",
+                    r.seq
+                ),
             })?;
             let on: Vec<String> = serde_json::from_str(
-                data.schema.metadata().get("memwal.on").map(String::as_str).unwrap_or("[]"),
+                data.schema
+                    .metadata()
+                    .get("memwal.on")
+                    .map(String::as_str)
+                    .unwrap_or("[]"),
             )
             .unwrap_or_default();
             if active.on.is_empty() {
@@ -197,7 +214,12 @@ impl MemWalTable {
             }
         }
         if replayed > 0 {
-            tracing::info!(table = name, replayed, torn_bytes = rec.torn_bytes, "replayed MemWAL records");
+            tracing::info!(
+                table = name,
+                replayed,
+                torn_bytes = rec.torn_bytes,
+                "replayed MemWAL records"
+            );
         }
         let wal_bytes = wal::segments(&wal_dir)?
             .iter()
@@ -207,7 +229,10 @@ impl MemWalTable {
         let mut frozen = VecDeque::new();
         if !active.is_empty() {
             let on = active.on.clone();
-            frozen.push_back(Arc::new(std::mem::replace(&mut active, Memtable::new(on, schema.clone()))));
+            frozen.push_back(Arc::new(std::mem::replace(
+                &mut active,
+                Memtable::new(on, schema.clone()),
+            )));
         }
         let shared = Arc::new(Shared {
             name: name.to_string(),
@@ -269,18 +294,28 @@ impl MemWalTable {
             }
         }
         let mut md = std::collections::HashMap::new();
-        md.insert("memwal.on".to_string(), serde_json::to_string(&on).unwrap_or_default());
+        md.insert(
+            "memwal.on".to_string(),
+            serde_json::to_string(&on).unwrap_or_default(),
+        );
         let s = arrow_schema::Schema::new_with_metadata(schema.fields().clone(), md);
         let payload = ipc::encode_stream(&s, std::slice::from_ref(&batch))?;
         let (reply, rx) = oneshot::channel();
-        let job = Job::Upsert { on, batch, payload, reply };
+        let job = Job::Upsert {
+            on,
+            batch,
+            payload,
+            reply,
+        };
         let tx = self.tx.clone();
         // The channel is bounded: a full queue makes this request wait (backpressure).
         tokio::task::spawn_blocking(move || tx.send(job))
             .await
             .map_err(|e| memwal_core::Error::internal(e.to_string()))?
             .map_err(|_| memwal_core::Error::internal("MemWAL writer stopped"))?;
-        let (ins, upd) = rx.await.map_err(|_| memwal_core::Error::internal("MemWAL writer dropped the request"))??;
+        let (ins, upd) = rx
+            .await
+            .map_err(|_| memwal_core::Error::internal("MemWAL writer dropped the request"))??;
         Ok(MergeResult {
             version: self.shared.base.version_sync()?,
             num_inserted_rows: ins,
@@ -318,7 +353,8 @@ impl MemWalTable {
     pub fn health(&self) -> Health {
         let o = self.shared.read();
         Health {
-            memtable_rows: (o.active.len() + o.frozen.iter().map(|m| m.len()).sum::<usize>()) as u64,
+            memtable_rows: (o.active.len() + o.frozen.iter().map(|m| m.len()).sum::<usize>())
+                as u64,
             frozen_memtables: o.frozen.len() as u64,
             wal_bytes: self.shared.wal_bytes.load(Ordering::Relaxed),
             last_flushed_seq: self.shared.flushed_seq.load(Ordering::Relaxed),
@@ -407,7 +443,12 @@ fn writer_loop(shared: Arc<Shared>, rx: mpsc::Receiver<Job>, mut segment: Segmen
         for j in jobs {
             match j {
                 Job::Freeze => force_freeze = true,
-                Job::Upsert { on, batch, payload, reply } => upserts.push((on, batch, payload, reply)),
+                Job::Upsert {
+                    on,
+                    batch,
+                    payload,
+                    reply,
+                } => upserts.push((on, batch, payload, reply)),
             }
         }
         if !upserts.is_empty() {
@@ -419,7 +460,12 @@ fn writer_loop(shared: Arc<Shared>, rx: mpsc::Receiver<Job>, mut segment: Segmen
     }
 }
 
-type Pending = (Vec<String>, RecordBatch, Vec<u8>, oneshot::Sender<Result<(u64, u64)>>);
+type Pending = (
+    Vec<String>,
+    RecordBatch,
+    Vec<u8>,
+    oneshot::Sender<Result<(u64, u64)>>,
+);
 
 fn commit_group(shared: &Shared, segment: &mut Segment, upserts: Vec<Pending>) {
     if let Err(e) = shared.check_poison() {
@@ -435,7 +481,9 @@ fn commit_group(shared: &Shared, segment: &mut Segment, upserts: Vec<Pending>) {
     let active_on = shared.read().active.on.clone();
     let mut accepted = Vec::new();
     for (on, batch, payload, reply) in upserts {
-        let same = active_on.is_empty() || active_on == on || shared.read().active.is_empty() && shared.read().frozen.is_empty();
+        let same = active_on.is_empty()
+            || active_on == on
+            || shared.read().active.is_empty() && shared.read().frozen.is_empty();
         if !same {
             let _ = reply.send(Err(memwal_core::Error::invalid(format!(
                 "MemWAL upserts on table '{}' use the key ({}) until their rows are flushed; this one uses ({})",
@@ -469,18 +517,32 @@ fn commit_group(shared: &Shared, segment: &mut Segment, upserts: Vec<Pending>) {
         }
         return;
     }
-    shared.wal_bytes.fetch_add(buf.len() as u64, Ordering::Relaxed);
-    shared.last_seq.store(first + accepted.len() as u64 - 1, Ordering::SeqCst);
+    shared
+        .wal_bytes
+        .fetch_add(buf.len() as u64, Ordering::Relaxed);
+    shared
+        .last_seq
+        .store(first + accepted.len() as u64 - 1, Ordering::SeqCst);
     let mut o = shared.write();
     let Overlay { active, frozen } = &mut *o;
     for (i, (on, batch, payload, reply)) in accepted.into_iter().enumerate() {
         if active.on.is_empty() {
             active.on = on;
         }
-        let r = apply_to(&shared.base, active, frozen, first + i as u64, batch, payload.len());
+        let r = apply_to(
+            &shared.base,
+            active,
+            frozen,
+            first + i as u64,
+            batch,
+            payload.len(),
+        );
         if let Err(e) = &r {
             // Durable but not applied: memory no longer matches the log.
-            shared.poison(format!("applying WAL record {} failed: {e}", first + i as u64));
+            shared.poison(format!(
+                "applying WAL record {} failed: {e}",
+                first + i as u64
+            ));
         }
         let _ = reply.send(r);
     }
@@ -494,7 +556,10 @@ fn maybe_freeze(shared: &Shared, segment: &mut Segment, force: bool) -> std::io:
         if a.is_empty() {
             return Ok(());
         }
-        let due = force || a.len() >= cfg.flush_rows || a.bytes >= cfg.flush_bytes || a.created.elapsed() >= cfg.flush_interval;
+        let due = force
+            || a.len() >= cfg.flush_rows
+            || a.bytes >= cfg.flush_bytes
+            || a.created.elapsed() >= cfg.flush_interval;
         if !due {
             return Ok(());
         }
@@ -557,7 +622,9 @@ fn flush_one(shared: &Shared, mt: &Memtable) -> Result<()> {
     p.commit_metadata = BTreeMap::from([(FLUSHED_SEQ_KEY.to_string(), mt.max_seq.to_string())]);
     let rows = mt.rows()?;
     let started = Instant::now();
-    let r = shared.base.merge_insert_sync(&p, Data::new(mt.schema.clone(), vec![rows]))?;
+    let r = shared
+        .base
+        .merge_insert_sync(&p, Data::new(mt.schema.clone(), vec![rows]))?;
     tracing::info!(
         table = %shared.name, rows = mt.len(), seq = mt.max_seq, version = r.version,
         ms = started.elapsed().as_millis() as u64, "flushed memtable into the base table"
@@ -574,7 +641,10 @@ fn truncate_wal(shared: &Shared, flushed: u64) -> std::io::Result<()> {
         if next_first <= flushed + 1 {
             let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
             std::fs::remove_file(path)?;
-            shared.wal_bytes.fetch_sub(len.min(shared.wal_bytes.load(Ordering::Relaxed)), Ordering::Relaxed);
+            shared.wal_bytes.fetch_sub(
+                len.min(shared.wal_bytes.load(Ordering::Relaxed)),
+                Ordering::Relaxed,
+            );
         }
     }
     Ok(())

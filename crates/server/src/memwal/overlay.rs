@@ -28,7 +28,12 @@ impl MemWalTable {
         // The base snapshot is taken under the same lock the flusher pops
         // under, so every memtable is either in `o` or in the snapshot (or both).
         let snap = self.shared.base.snapshot()?;
-        let flushed: u64 = snap.manifest.metadata.get(FLUSHED_SEQ_KEY).and_then(|v| v.parse().ok()).unwrap_or(0);
+        let flushed: u64 = snap
+            .manifest
+            .metadata
+            .get(FLUSHED_SEQ_KEY)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
         let mut keys = HashSet::new();
         let mut parts = Vec::new();
         let mut on = Vec::new();
@@ -45,7 +50,12 @@ impl MemWalTable {
         } else {
             Some(concat_batches(&snap.schema(), &parts)?)
         };
-        Ok(View { snap, rows, keys, on })
+        Ok(View {
+            snap,
+            rows,
+            keys,
+            on,
+        })
     }
 
     /// Rows (matching `filter`), as every acknowledged write left them.
@@ -55,7 +65,11 @@ impl MemWalTable {
             // O(1): base rows + keys new since the base's flushed sequence.
             let o = self.shared.read();
             let m = self.shared.base.manifest()?;
-            let flushed: u64 = m.metadata.get(FLUSHED_SEQ_KEY).and_then(|v| v.parse().ok()).unwrap_or(0);
+            let flushed: u64 = m
+                .metadata
+                .get(FLUSHED_SEQ_KEY)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
             let extra: u64 = std::iter::once(&o.active)
                 .chain(o.frozen.iter().map(Arc::as_ref))
                 .filter(|m| !m.is_empty() && m.max_seq > flushed)
@@ -105,7 +119,12 @@ impl MemWalTable {
             let keep: BooleanArray = keys
                 .iter()
                 .enumerate()
-                .map(|(i, k)| Some(!f.deleted.contains(i as u32) && !k.as_ref().is_some_and(|k| v.keys.contains(k))))
+                .map(|(i, k)| {
+                    Some(
+                        !f.deleted.contains(i as u32)
+                            && !k.as_ref().is_some_and(|k| v.keys.contains(k)),
+                    )
+                })
                 .collect();
             let mask = match &pred {
                 Some(p) => and(&keep, &p.mask(&f.batch)?)?,

@@ -74,7 +74,10 @@ pub fn decode_records(bytes: &[u8]) -> (Vec<Record>, usize) {
         if want != crc {
             break;
         }
-        out.push(Record { seq, payload: payload.to_vec() });
+        out.push(Record {
+            seq,
+            payload: payload.to_vec(),
+        });
         pos += HEADER_LEN + len;
     }
     (out, pos)
@@ -92,7 +95,10 @@ pub fn segments(dir: &Path) -> std::io::Result<Vec<(u64, PathBuf)>> {
         let e = e?;
         let name = e.file_name();
         let Some(name) = name.to_str() else { continue };
-        if let Some(first) = name.strip_suffix(".wal").and_then(|n| n.parse::<u64>().ok()) {
+        if let Some(first) = name
+            .strip_suffix(".wal")
+            .and_then(|n| n.parse::<u64>().ok())
+        {
             out.push((first, e.path()));
         }
     }
@@ -164,7 +170,12 @@ impl Segment {
             sync_dir(dir).map_err(|e| std::io::Error::other(e.to_string()))?;
         }
         let len = file.metadata()?.len();
-        Ok(Self { file, len, first_seq, mode })
+        Ok(Self {
+            file,
+            len,
+            first_seq,
+            mode,
+        })
     }
 
     /// Appends encoded records and makes them durable (one fdatasync).
@@ -195,7 +206,10 @@ mod tests {
         s.append(&torn[..torn.len() - 3]).expect("torn");
         drop(s);
         let r = recover(dir.path()).expect("recover");
-        assert_eq!(r.records.iter().map(|r| r.seq).collect::<Vec<_>>(), vec![1, 2]);
+        assert_eq!(
+            r.records.iter().map(|r| r.seq).collect::<Vec<_>>(),
+            vec![1, 2]
+        );
         assert_eq!(r.records[1].payload, b"world!");
         assert!(r.torn_bytes > 0);
         // The tail was cut: a second recovery finds nothing torn, and appends continue cleanly.

@@ -11,26 +11,83 @@ async fn bad_requests_get_4xx_and_the_server_keeps_serving() {
     let mi = "/v1/table/t/merge_insert/?on=id&when_matched_update_all=true&when_not_matched_insert_all=true";
     let arrow = "application/vnd.apache.arrow.stream";
     let cases: Vec<(&str, &str, Vec<u8>, u16, &str)> = vec![
-        (mi, arrow, b"definitely not arrow".to_vec(), 400, "malformed Arrow IPC"),
-        (mi, arrow, ipc_rows(&[(1, 1)])[..30].to_vec(), 400, "malformed Arrow IPC"),
+        (
+            mi,
+            arrow,
+            b"definitely not arrow".to_vec(),
+            400,
+            "malformed Arrow IPC",
+        ),
+        (
+            mi,
+            arrow,
+            ipc_rows(&[(1, 1)])[..30].to_vec(),
+            400,
+            "malformed Arrow IPC",
+        ),
         (mi, arrow, vec![], 400, "empty"),
         (mi, "text/plain", ipc_rows(&[(1, 1)]), 400, "content-type"),
-        ("/v1/table/t/merge_insert/?when_matched_update_all=true", arrow, ipc_rows(&[(1, 1)]), 400, "`on`"),
-        ("/v1/table/t/merge_insert/?on=id", arrow, ipc_rows(&[(1, 1)]), 400, "MemWAL requires when_matched_update_all()"),
-        ("/v1/table/..%2Fx/merge_insert/?on=id&when_not_matched_insert_all=true", arrow, ipc_rows(&[(1, 1)]), 400, "invalid table name"),
-        ("/v1/table/nope/count_rows/", "application/json", b"{}".to_vec(), 404, "Table 'nope' was not found"),
-        ("/v1/table/t/count_rows/", "application/json", b"{not json".to_vec(), 400, "malformed JSON"),
-        ("/v1/table/t/count_rows/", "application/json", br#"{"predicate": "nope > 1"}"#.to_vec(), 400, "unknown column 'nope'"),
+        (
+            "/v1/table/t/merge_insert/?when_matched_update_all=true",
+            arrow,
+            ipc_rows(&[(1, 1)]),
+            400,
+            "`on`",
+        ),
+        (
+            "/v1/table/t/merge_insert/?on=id",
+            arrow,
+            ipc_rows(&[(1, 1)]),
+            400,
+            "MemWAL requires when_matched_update_all()",
+        ),
+        (
+            "/v1/table/..%2Fx/merge_insert/?on=id&when_not_matched_insert_all=true",
+            arrow,
+            ipc_rows(&[(1, 1)]),
+            400,
+            "invalid table name",
+        ),
+        (
+            "/v1/table/nope/count_rows/",
+            "application/json",
+            b"{}".to_vec(),
+            404,
+            "Table 'nope' was not found",
+        ),
+        (
+            "/v1/table/t/count_rows/",
+            "application/json",
+            b"{not json".to_vec(),
+            400,
+            "malformed JSON",
+        ),
+        (
+            "/v1/table/t/count_rows/",
+            "application/json",
+            br#"{"predicate": "nope > 1"}"#.to_vec(),
+            400,
+            "unknown column 'nope'",
+        ),
         (mi, arrow, vec![0u8; 200 * 1024], 413, ""),
     ];
     for (path, ct, body, status, needle) in cases {
-        let (s, b) = c.post(path, ct, body, &[("x-lancedb-mem-wal-enabled", "true")]).await;
+        let (s, b) = c
+            .post(path, ct, body, &[("x-lancedb-mem-wal-enabled", "true")])
+            .await;
         assert_eq!(s, status, "{path}: {b}");
         assert!(b.contains(needle), "{path}: {b}");
     }
     let mut wrong = Client::new(&h.url());
     wrong.key = "wrong".into();
-    let (s, _) = wrong.post("/v1/table/t/count_rows/", "application/json", b"{}".to_vec(), &[]).await;
+    let (s, _) = wrong
+        .post(
+            "/v1/table/t/count_rows/",
+            "application/json",
+            b"{}".to_vec(),
+            &[],
+        )
+        .await;
     assert_eq!(s, 401);
     // Nothing was written by any of it, and the server still answers.
     assert_eq!(c.rows("t", None).await, vec![(1, 10)]);

@@ -11,7 +11,18 @@ use crate::support::*;
 
 fn spawn(dir: &std::path::Path) -> (Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_memwal-server"))
-        .args(["--data", dir.to_str().expect("p"), "--port", "0", "--api-key", "k", "--flush-rows", "500", "--flush-interval-ms", "100"])
+        .args([
+            "--data",
+            dir.to_str().expect("p"),
+            "--port",
+            "0",
+            "--api-key",
+            "k",
+            "--flush-rows",
+            "500",
+            "--flush-interval-ms",
+            "100",
+        ])
         .env("MEMWAL_LOG", "warn")
         .stdout(Stdio::piped())
         .spawn()
@@ -92,10 +103,16 @@ async fn every_acknowledged_row_survives_sigkill() {
                 continue;
             }
             let got = rows.get(k).copied();
-            assert!(got == Some(*ack) || got == Some(*inflight), "round {round}: key {k} acked {ack} (in flight {inflight}) but found {got:?}");
+            assert!(
+                got == Some(*ack) || got == Some(*inflight),
+                "round {round}: key {k} acked {ack} (in flight {inflight}) but found {got:?}"
+            );
             checked += 1;
         }
-        assert!(checked > 0, "round {round}: no write was acknowledged before the kill");
+        assert!(
+            checked > 0,
+            "round {round}: no write was acknowledged before the kill"
+        );
         assert_eq!(c.count("t", None).await, rows.len() as u64);
         eprintln!("round {round}: {checked} acknowledged keys verified after SIGKILL");
         drop(a);
@@ -104,4 +121,3 @@ async fn every_acknowledged_row_survives_sigkill() {
     let _ = child.kill();
     let _ = child.wait();
 }
-

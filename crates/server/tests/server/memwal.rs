@@ -11,38 +11,75 @@ async fn read_your_writes_before_and_after_flush_and_restart() {
     let c = Client::new(&h.url());
     c.create("t", &[(1, 10), (2, 20)]).await;
     let r = c.upsert("t", &[(2, 21), (3, 30)], true).await;
-    assert_eq!((r["num_inserted_rows"].as_u64(), r["num_updated_rows"].as_u64()), (Some(1), Some(1)));
-    assert_eq!(r["version"].as_u64(), Some(1), "a MemWAL upsert commits no version");
+    assert_eq!(
+        (
+            r["num_inserted_rows"].as_u64(),
+            r["num_updated_rows"].as_u64()
+        ),
+        (Some(1), Some(1))
+    );
+    assert_eq!(
+        r["version"].as_u64(),
+        Some(1),
+        "a MemWAL upsert commits no version"
+    );
     // Visible at once, before any flush.
     assert_eq!(c.count("t", None).await, 3);
     assert_eq!(c.count("t", Some("v > 20")).await, 2);
     assert_eq!(c.rows("t", None).await, vec![(1, 10), (2, 21), (3, 30)]);
     let r = c.upsert("t", &[(3, 31), (4, 40)], true).await;
-    assert_eq!((r["num_inserted_rows"].as_u64(), r["num_updated_rows"].as_u64()), (Some(1), Some(1)));
+    assert_eq!(
+        (
+            r["num_inserted_rows"].as_u64(),
+            r["num_updated_rows"].as_u64()
+        ),
+        (Some(1), Some(1))
+    );
     assert_eq!(c.count("t", None).await, 4);
     // Restart without flushing: the WAL brings every acknowledged write back.
     h.close().await;
     let h = memwal_server::start(cfg.clone()).await.expect("restart");
     let c = Client::new(&h.url());
-    assert_eq!(c.rows("t", None).await, vec![(1, 10), (2, 21), (3, 31), (4, 40)]);
+    assert_eq!(
+        c.rows("t", None).await,
+        vec![(1, 10), (2, 21), (3, 31), (4, 40)]
+    );
     assert_eq!(c.count("t", None).await, 4);
     // Flush: one new base version holding every row, the WAL truncated.
-    let (s, b) = c.post("/v1/table/t/flush/", "application/json", vec![], &[]).await;
+    let (s, b) = c
+        .post("/v1/table/t/flush/", "application/json", vec![], &[])
+        .await;
     assert_eq!(s, 200, "{b}");
-    let (_, versions) = c.post("/v1/table/t/version/list/", "application/json", vec![], &[]).await;
+    let (_, versions) = c
+        .post("/v1/table/t/version/list/", "application/json", vec![], &[])
+        .await;
     let v: serde_json::Value = serde_json::from_str(&versions).expect("json");
-    let last = v["versions"].as_array().expect("list").last().expect("one").clone();
+    let last = v["versions"]
+        .as_array()
+        .expect("list")
+        .last()
+        .expect("one")
+        .clone();
     assert_eq!(last["operation"], "merge_insert");
     assert_eq!(last["metadata"]["memwal.flushed_seq"], "2");
-    assert_eq!(c.rows("t", None).await, vec![(1, 10), (2, 21), (3, 31), (4, 40)]);
-    let (_, health) = c.post("/v1/table/t/describe/", "application/json", vec![], &[]).await;
+    assert_eq!(
+        c.rows("t", None).await,
+        vec![(1, 10), (2, 21), (3, 31), (4, 40)]
+    );
+    let (_, health) = c
+        .post("/v1/table/t/describe/", "application/json", vec![], &[])
+        .await;
     let d: serde_json::Value = serde_json::from_str(&health).expect("json");
     assert_eq!(d["stats"]["num_rows"], 4);
     assert_eq!(d["schema"]["fields"][0]["type"]["type"], "int64");
     h.close().await;
     let h = memwal_server::start(cfg).await.expect("restart 2");
     let c = Client::new(&h.url());
-    assert_eq!(c.count("t", None).await, 4, "flushed records are not replayed twice");
+    assert_eq!(
+        c.count("t", None).await,
+        4,
+        "flushed records are not replayed twice"
+    );
     h.close().await;
 }
 
@@ -63,14 +100,21 @@ async fn concurrent_clients_get_exact_counts() {
             let (mut ins, mut upd) = (0u64, 0u64);
             for r in 0..25i64 {
                 // Overlapping keys: every writer touches 0..40, plus its own range.
-                let rows: Vec<(i64, i64)> = (0..10).map(|i| ((r * 7 + i * 3 + w) % 40, w * 1000 + r)).chain((0..10).map(|i| (1000 + w * 100 + i, r))).collect();
+                let rows: Vec<(i64, i64)> = (0..10)
+                    .map(|i| ((r * 7 + i * 3 + w) % 40, w * 1000 + r))
+                    .chain((0..10).map(|i| (1000 + w * 100 + i, r)))
+                    .collect();
                 let mut rows = rows;
                 rows.sort();
                 rows.dedup_by_key(|x| x.0);
                 let res = c.upsert("t", &rows, true).await;
                 ins += res["num_inserted_rows"].as_u64().expect("n");
                 upd += res["num_updated_rows"].as_u64().expect("n");
-                assert_eq!(res["num_inserted_rows"].as_u64().expect("n") + res["num_updated_rows"].as_u64().expect("n"), rows.len() as u64);
+                assert_eq!(
+                    res["num_inserted_rows"].as_u64().expect("n")
+                        + res["num_updated_rows"].as_u64().expect("n"),
+                    rows.len() as u64
+                );
             }
             (ins, upd)
         }));
@@ -83,7 +127,11 @@ async fn concurrent_clients_get_exact_counts() {
     let rows = c.rows("t", None).await;
     let distinct: std::collections::BTreeSet<i64> = rows.iter().map(|r| r.0).collect();
     assert_eq!(distinct.len(), rows.len(), "no key twice");
-    assert_eq!(inserted, rows.len() as u64, "inserted counts add up to the distinct keys");
+    assert_eq!(
+        inserted,
+        rows.len() as u64,
+        "inserted counts add up to the distinct keys"
+    );
     assert_eq!(c.count("t", None).await, rows.len() as u64);
     h.close().await;
 }
@@ -91,11 +139,16 @@ async fn concurrent_clients_get_exact_counts() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn direct_merge_and_validation_over_http() {
     let dir = tempfile::tempdir().expect("tmp");
-    let h = memwal_server::start(config(dir.path())).await.expect("start");
+    let h = memwal_server::start(config(dir.path()))
+        .await
+        .expect("start");
     let c = Client::new(&h.url());
     c.create("t", &[(1, 10)]).await;
     let r = c.upsert("t", &[(1, 11), (2, 20)], false).await;
-    assert_eq!((r["version"].as_u64(), r["num_inserted_rows"].as_u64()), (Some(2), Some(1)));
+    assert_eq!(
+        (r["version"].as_u64(), r["num_inserted_rows"].as_u64()),
+        (Some(2), Some(1))
+    );
     let wal = [("x-lancedb-mem-wal-enabled", "true")];
     for (q, msg) in [
         ("on=id&when_not_matched_insert_all=true", "MemWAL requires when_matched_update_all() to be set"),

@@ -18,9 +18,15 @@ pub fn ipc_rows(rows: &[(i64, i64)]) -> Vec<u8> {
     let b = RecordBatch::try_new(
         schema(),
         vec![
-            Arc::new(Int64Array::from(rows.iter().map(|r| r.0).collect::<Vec<_>>())),
-            Arc::new(Int64Array::from(rows.iter().map(|r| r.1).collect::<Vec<_>>())),
-            Arc::new(StringArray::from(rows.iter().map(|r| format!("s{}", r.0)).collect::<Vec<_>>())),
+            Arc::new(Int64Array::from(
+                rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+            )),
+            Arc::new(Int64Array::from(
+                rows.iter().map(|r| r.1).collect::<Vec<_>>(),
+            )),
+            Arc::new(StringArray::from(
+                rows.iter().map(|r| format!("s{}", r.0)).collect::<Vec<_>>(),
+            )),
         ],
     )
     .expect("batch");
@@ -35,9 +41,19 @@ pub struct Client {
 
 impl Client {
     pub fn new(base: &str) -> Self {
-        Self { http: reqwest::Client::new(), base: base.to_string(), key: "k".into() }
+        Self {
+            http: reqwest::Client::new(),
+            base: base.to_string(),
+            key: "k".into(),
+        }
     }
-    pub async fn post(&self, path: &str, ct: &str, body: Vec<u8>, headers: &[(&str, &str)]) -> (u16, String) {
+    pub async fn post(
+        &self,
+        path: &str,
+        ct: &str,
+        body: Vec<u8>,
+        headers: &[(&str, &str)],
+    ) -> (u16, String) {
         let mut r = self
             .http
             .post(format!("{}{path}", self.base))
@@ -52,13 +68,31 @@ impl Client {
         (status, resp.text().await.expect("text"))
     }
     pub async fn create(&self, name: &str, rows: &[(i64, i64)]) {
-        let (s, b) = self.post(&format!("/v1/table/{name}/create/"), "application/vnd.apache.arrow.stream", ipc_rows(rows), &[]).await;
+        let (s, b) = self
+            .post(
+                &format!("/v1/table/{name}/create/"),
+                "application/vnd.apache.arrow.stream",
+                ipc_rows(rows),
+                &[],
+            )
+            .await;
         assert_eq!(s, 200, "{b}");
     }
     pub async fn upsert(&self, name: &str, rows: &[(i64, i64)], memwal: bool) -> Value {
         let path = format!("/v1/table/{name}/merge_insert/?on=id&when_matched_update_all=true&when_not_matched_insert_all=true&when_not_matched_by_source_delete=false");
-        let headers: &[(&str, &str)] = if memwal { &[("x-lancedb-mem-wal-enabled", "true"), ("x-use-wal", "true")] } else { &[] };
-        let (s, b) = self.post(&path, "application/vnd.apache.arrow.stream", ipc_rows(rows), headers).await;
+        let headers: &[(&str, &str)] = if memwal {
+            &[("x-lancedb-mem-wal-enabled", "true"), ("x-use-wal", "true")]
+        } else {
+            &[]
+        };
+        let (s, b) = self
+            .post(
+                &path,
+                "application/vnd.apache.arrow.stream",
+                ipc_rows(rows),
+                headers,
+            )
+            .await;
         assert_eq!(s, 200, "{b}");
         serde_json::from_str(&b).expect("json")
     }
@@ -67,7 +101,14 @@ impl Client {
             Some(p) => serde_json::json!({ "predicate": p }).to_string(),
             None => "{}".into(),
         };
-        let (s, b) = self.post(&format!("/v1/table/{name}/count_rows/"), "application/json", body.into_bytes(), &[]).await;
+        let (s, b) = self
+            .post(
+                &format!("/v1/table/{name}/count_rows/"),
+                "application/json",
+                body.into_bytes(),
+                &[],
+            )
+            .await;
         assert_eq!(s, 200, "{b}");
         b.trim().parse().expect("number")
     }

@@ -1,0 +1,70 @@
+/**
+ * The same merge-insert chain against the real bundled server on loopback,
+ * through db:// — including the MemWAL path.
+ */
+import { connect, serve, Server, Connection } from "../lib";
+import { ages, people, tmpDir } from "./helpers";
+
+let server: Server;
+let db: Connection;
+
+beforeAll(async () => {
+  server = await serve({ dataDir: tmpDir(), apiKey: "secret", flushIntervalMs: 200 });
+  db = await connect("db://test", { apiKey: "secret", region: "local", hostOverride: server.url });
+});
+
+afterAll(async () => {
+  await server.close();
+});
+
+describe("remote tables on the bundled server", () => {
+  test("memWal upsert: exact counts, visible at once", async () => {
+    const t = await db.createTable("mw", people([[1, 10], [2, 20]]));
+    const r = await t.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().memWal().execute(people([[2, 21], [3, 30]]));
+    expect(r).toMatchObject({ numInsertedRows: 1, numUpdatedRows: 1, numDeletedRows: 0, numRows: 2 });
+    expect(await t.countRows()).toBe(3);
+    expect(await ages(t)).toEqual([[1, 10], [2, 21], [3, 30]]);
+    expect(await t.countRows("age > 20")).toBe(2);
+    // Many small upserts, each visible right after it is acknowledged.
+    for (let i = 0; i < 20; i++) {
+      const res = await t.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().memWal().execute(people([[100 + i, i], [1, i]]));
+      expect([res.numInsertedRows, res.numUpdatedRows]).toEqual([1, 1]);
+      expect(await t.countRows()).toBe(4 + i);
+    }
+    // After the background flush, the rows are in the base table (a new version).
+    await new Promise((r) => setTimeout(r, 600));
+    expect(await t.countRows()).toBe(23);
+    expect((await t.listVersions()).some((v) => v.metadata["memwal.flushed_seq"] !== undefined)).toBe(true);
+  });
+
+  test("the whole merge suite works remotely", async () => {
+    const t = await db.createTable("direct", people([[1, 10], [2, 0], [3, 30], [4, 40]]));
+    let r = await t.mergeInsert("id").whenMatchedUpdateAll({ where: "target.age > 0" }).whenNotMatchedInsertAll().execute(people([[1, 11], [2, 22], [5, 50]]));
+    expect([r.numUpdatedRows, r.numInsertedRows]).toEqual([1, 1]);
+    r = await t.mergeInsert("id").whenNotMatchedBySourceDelete({ where: "id > 3" }).execute(people([[1, 0]]));
+    expect(r.numDeletedRows).toBe(2);
+    expect(await ages(t)).toEqual([[1, 11], [2, 0], [3, 30]]);
+    expect(await t.version()).toBe(3);
+    expect(await t.delete("id = 3")).toMatchObject({ numDeletedRows: 1 });
+    expect(await t.update({ where: "id = 2", valuesSql: { age: "age + 5" } })).toMatchObject({ rowsUpdated: 1 });
+    expect(await ages(t)).toEqual([[1, 11], [2, 5]]);
+    expect((await t.schema()).fields.map((f) => f.name)).toEqual(["id", "age", "name"]);
+    expect(await db.tableNames()).toEqual(expect.arrayContaining(["direct", "mw"]));
+  });
+
+  test("MemWAL validation fails before anything is sent, with the native messages", async () => {
+    const t = await db.openTable("direct");
+    await expect(t.mergeInsert("id").whenMatchedUpdateAll().memWal().execute(people([[1, 1]]))).rejects.toMatchObject({
+      code: "InvalidInput",
+      message: "MemWAL requires when_not_matched_insert_all() to be set",
+    });
+  });
+
+  test("errors: unknown table, wrong key, bad name", async () => {
+    await expect(db.openTable("nope")).rejects.toMatchObject({ code: "TableNotFound" });
+    const bad = await connect("db://test", { apiKey: "wrong", hostOverride: server.url, clientConfig: { retryConfig: { retries: 0 } } });
+    await expect(bad.tableNames()).rejects.toMatchObject({ code: "Auth" });
+    await expect(db.createTable("../x", people([[1, 1]]))).rejects.toMatchObject({ code: "InvalidInput" });
+    await expect(connect("db://test", { hostOverride: server.url, apiKey: "" })).rejects.toMatchObject({ code: "InvalidInput" });
+  });
+});

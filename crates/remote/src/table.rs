@@ -1,0 +1,388 @@
+//! RemoteDatabase and RemoteTable: the core traits over the REST protocol.
+
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use arrow_schema::SchemaRef;
+use async_trait::async_trait;
+use memwal_core::{
+    ipc, json_schema, AddMode, CreateMode, CreateOptions, Data, Database, DeleteResult,
+    MergeInsertParams, MergeResult, OptimizeStats, QueryRequest, Table, UpdateResult, VersionInfo,
+};
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::client::RestClient;
+use crate::config::ConnectOptions;
+use crate::error::{Error, Result};
+
+const ARROW_STREAM: &str = "application/vnd.apache.arrow.stream";
+
+/// A database on LanceDB Cloud / Enterprise / a memwal server.
+#[derive(Debug, Clone)]
+pub struct RemoteDatabase {
+    client: Arc<RestClient>,
+}
+
+impl RemoteDatabase {
+    /// Connects to `db://name`.
+    pub fn connect(uri: &str, opts: ConnectOptions) -> Result<Self> {
+        let db = uri
+            .strip_prefix("db://")
+            .map(|s| s.trim_end_matches('/'))
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| {
+                Error::Config(format!("remote URIs look like db://name, got {uri:?}"))
+            })?;
+        Ok(Self {
+            client: Arc::new(RestClient::new(db, &opts)?),
+        })
+    }
+
+    fn table(&self, name: &str) -> RemoteTable {
+        RemoteTable {
+            client: self.client.clone(),
+            name: name.to_string(),
+        }
+    }
+}
+
+async fn json_of(resp: reqwest::Response, request_id: &str) -> Result<Value> {
+    let text = resp.text().await.map_err(|e| Error::Response {
+        message: e.to_string(),
+        request_id: request_id.into(),
+    })?;
+    if text.trim().is_empty() {
+        return Ok(json!({}));
+    }
+    serde_json::from_str(&text).map_err(|e| Error::Response {
+        message: format!("not JSON ({e}): {text}"),
+        request_id: request_id.into(),
+    })
+}
+
+fn u(v: &Value, k: &str) -> u64 {
+    v.get(k).and_then(Value::as_u64).unwrap_or(0)
+}
+
+#[async_trait]
+impl Database for RemoteDatabase {
+    async fn table_names(&self) -> memwal_core::Result<Vec<String>> {
+        let mut out = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let t = token.clone();
+            let (resp, rid, _) = self
+                .client
+                .send(Method::GET, "/v1/table/", false, |r| match &t {
+                    Some(t) => r.query(&[("page_token", t.as_str())]),
+                    None => r,
+                })
+                .await?;
+            let resp = self.client.check(resp, &rid, None).await?;
+            let v = json_of(resp, &rid).await?;
+            let names: Vec<String> = v
+                .get("tables")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let empty = names.is_empty();
+            out.extend(names);
+            token = v
+                .get("page_token")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            if token.is_none() || empty {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    async fn create_table(
+        &self,
+        name: &str,
+        data: Data,
+        options: CreateOptions,
+    ) -> memwal_core::Result<Arc<dyn Table>> {
+        memwal_core::name::validate_table_name(name)?;
+        let body = ipc::encode_stream(&data.schema, &data.batches)?;
+        let mode = match (options.mode, options.exist_ok) {
+            (CreateMode::Overwrite, _) => "overwrite",
+            (CreateMode::Create, true) => "exist_ok",
+            (CreateMode::Create, false) => "create",
+        };
+        let path = self.client.table_path(name, "create/");
+        let (resp, rid, _) = self
+            .client
+            .send(Method::POST, &path, false, |r| {
+                r.query(&[("mode", mode)])
+                    .header("content-type", ARROW_STREAM)
+                    .body(body.clone())
+            })
+            .await?;
+        self.client.check(resp, &rid, Some(name)).await?;
+        Ok(Arc::new(self.table(name)))
+    }
+
+    async fn open_table(&self, name: &str) -> memwal_core::Result<Arc<dyn Table>> {
+        memwal_core::name::validate_table_name(name)?;
+        let t = self.table(name);
+        t.describe().await?;
+        Ok(Arc::new(t))
+    }
+
+    async fn drop_table(&self, name: &str) -> memwal_core::Result<()> {
+        memwal_core::name::validate_table_name(name)?;
+        let path = self.client.table_path(name, "drop/");
+        let (resp, rid, _) = self.client.send(Method::POST, &path, false, |r| r).await?;
+        self.client.check(resp, &rid, Some(name)).await?;
+        Ok(())
+    }
+}
+
+/// A table behind the REST protocol.
+#[derive(Debug, Clone)]
+pub struct RemoteTable {
+    client: Arc<RestClient>,
+    name: String,
+}
+
+impl RemoteTable {
+    async fn post_json(&self, op: &str, body: Value) -> Result<Value> {
+        let path = self.client.table_path(&self.name, op);
+        let bytes = serde_json::to_vec(&body).map_err(|e| Error::Config(e.to_string()))?;
+        let (resp, rid, _) = self
+            .client
+            .send(Method::POST, &path, false, |r| {
+                r.header("content-type", "application/json")
+                    .body(bytes.clone())
+            })
+            .await?;
+        let resp = self.client.check(resp, &rid, Some(&self.name)).await?;
+        json_of(resp, &rid).await
+    }
+
+    async fn describe(&self) -> Result<Value> {
+        let path = self.client.table_path(&self.name, "describe/");
+        let (resp, rid, _) = self.client.send(Method::POST, &path, false, |r| r).await?;
+        let resp = self.client.check(resp, &rid, Some(&self.name)).await?;
+        json_of(resp, &rid).await
+    }
+}
+
+#[async_trait]
+impl Table for RemoteTable {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    async fn schema(&self) -> memwal_core::Result<SchemaRef> {
+        let d = self.describe().await?;
+        let s = d
+            .get("schema")
+            .ok_or_else(|| memwal_core::Error::invalid("describe answered without a schema"))?;
+        Ok(Arc::new(json_schema::from_json(s)?))
+    }
+    async fn version(&self) -> memwal_core::Result<u64> {
+        Ok(u(&self.describe().await?, "version"))
+    }
+    async fn list_versions(&self) -> memwal_core::Result<Vec<VersionInfo>> {
+        let v = self.post_json("version/list/", json!({})).await?;
+        Ok(v.get("versions")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .map(|x| VersionInfo {
+                        version: u(x, "version"),
+                        timestamp_ms: u(x, "timestamp"),
+                        operation: x
+                            .get("operation")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string(),
+                        metadata: x
+                            .get("metadata")
+                            .and_then(Value::as_object)
+                            .map(|m| {
+                                m.iter()
+                                    .map(|(k, v)| {
+                                        (k.clone(), v.as_str().unwrap_or_default().to_string())
+                                    })
+                                    .collect()
+                            })
+                            .unwrap_or_default(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+    async fn checkout(&self, version: Option<u64>) -> memwal_core::Result<Arc<dyn Table>> {
+        match version {
+            None => Ok(Arc::new(self.clone())),
+            Some(_) => Err(memwal_core::Error::not_supported(
+                "checkout of an older version is not implemented for remote tables yet",
+            )),
+        }
+    }
+    async fn count_rows(&self, filter: Option<String>) -> memwal_core::Result<u64> {
+        let body = match filter {
+            Some(f) => json!({ "predicate": f }),
+            None => json!({}),
+        };
+        let v = self.post_json("count_rows/", body).await?;
+        v.as_u64().ok_or_else(|| {
+            memwal_core::Error::invalid(format!("count_rows answered {v}, not a number"))
+        })
+    }
+    async fn add(&self, data: Data, mode: AddMode) -> memwal_core::Result<u64> {
+        let body = ipc::encode_stream(&data.schema, &data.batches)?;
+        let mode = if mode == AddMode::Overwrite {
+            "overwrite"
+        } else {
+            "append"
+        };
+        let path = self.client.table_path(&self.name, "insert/");
+        let (resp, rid, _) = self
+            .client
+            .send(Method::POST, &path, false, |r| {
+                r.query(&[("mode", mode)])
+                    .header("content-type", ARROW_STREAM)
+                    .body(body.clone())
+            })
+            .await?;
+        let resp = self.client.check(resp, &rid, Some(&self.name)).await?;
+        Ok(u(&json_of(resp, &rid).await?, "version"))
+    }
+    async fn delete(&self, predicate: &str) -> memwal_core::Result<DeleteResult> {
+        let v = self
+            .post_json("delete/", json!({ "predicate": predicate }))
+            .await?;
+        Ok(DeleteResult {
+            version: u(&v, "version"),
+            num_deleted_rows: u(&v, "num_deleted_rows"),
+        })
+    }
+    async fn update(
+        &self,
+        predicate: Option<String>,
+        values: Vec<(String, String)>,
+    ) -> memwal_core::Result<UpdateResult> {
+        let v = self
+            .post_json(
+                "update/",
+                json!({ "predicate": predicate, "updates": values }),
+            )
+            .await?;
+        Ok(UpdateResult {
+            version: u(&v, "version"),
+            rows_updated: u(&v, "rows_updated"),
+        })
+    }
+    async fn query(&self, request: QueryRequest) -> memwal_core::Result<Vec<RecordBatch>> {
+        let mut body = json!({ "filter": request.filter, "columns": request.columns, "vector": [], "prefilter": true });
+        if let Some(k) = request.limit {
+            body["k"] = json!(k);
+        }
+        if let Some(o) = request.offset {
+            body["offset"] = json!(o);
+        }
+        let path = self.client.table_path(&self.name, "query/");
+        let bytes =
+            serde_json::to_vec(&body).map_err(|e| memwal_core::Error::internal(e.to_string()))?;
+        let (resp, rid, _) = self
+            .client
+            .send(Method::POST, &path, false, |r| {
+                r.header("content-type", "application/json")
+                    .body(bytes.clone())
+            })
+            .await?;
+        let resp = self.client.check(resp, &rid, Some(&self.name)).await?;
+        let raw = resp.bytes().await.map_err(|e| Error::Response {
+            message: e.to_string(),
+            request_id: rid.clone(),
+        })?;
+        Ok(ipc::decode(&raw)?.batches)
+    }
+    async fn optimize(&self) -> memwal_core::Result<OptimizeStats> {
+        let v = self.post_json("optimize/", json!({})).await?;
+        Ok(OptimizeStats {
+            version: u(&v, "version"),
+            fragments_removed: u(&v, "fragments_removed"),
+            fragments_added: u(&v, "fragments_added"),
+            deleted_rows_purged: u(&v, "deleted_rows_purged"),
+        })
+    }
+    async fn merge_insert(
+        &self,
+        p: MergeInsertParams,
+        data: Data,
+    ) -> memwal_core::Result<MergeResult> {
+        memwal_core::merge::validate(&p)?;
+        let body = ipc::encode_stream(&data.schema, &data.batches)?;
+        let mut q: Vec<(String, String)> =
+            p.on.iter().map(|o| ("on".to_string(), o.clone())).collect();
+        q.push((
+            "when_matched_update_all".into(),
+            p.when_matched_update_all.to_string(),
+        ));
+        if let Some(f) = &p.when_matched_update_all_filt {
+            q.push(("when_matched_update_all_filt".into(), f.clone()));
+        }
+        q.push((
+            "when_not_matched_insert_all".into(),
+            p.when_not_matched_insert_all.to_string(),
+        ));
+        q.push((
+            "when_not_matched_by_source_delete".into(),
+            p.when_not_matched_by_source_delete.to_string(),
+        ));
+        if let Some(f) = &p.when_not_matched_by_source_delete_filt {
+            q.push(("when_not_matched_by_source_delete_filt".into(), f.clone()));
+        }
+        if !p.use_index {
+            q.push(("use_index".into(), "false".into()));
+        }
+        let path = self.client.table_path(&self.name, "merge_insert/");
+        let timeout = p.timeout.map(|t| t.as_millis().to_string());
+        let (resp, rid, tries) = self
+            .client
+            .send(Method::POST, &path, true, |r| {
+                let mut r = r
+                    .query(&q)
+                    .header("content-type", ARROW_STREAM)
+                    .body(body.clone());
+                if let Some(t) = &timeout {
+                    r = r.header("x-request-timeout-ms", t);
+                }
+                if p.mem_wal {
+                    r = r
+                        .header("x-lancedb-mem-wal-enabled", "true")
+                        .header("x-use-wal", "true");
+                }
+                r
+            })
+            .await?;
+        let resp = self.client.check(resp, &rid, Some(&self.name)).await?;
+        let v = json_of(resp, &rid).await?;
+        Ok(MergeResult {
+            version: u(&v, "version"),
+            num_inserted_rows: u(&v, "num_inserted_rows"),
+            num_updated_rows: u(&v, "num_updated_rows"),
+            num_deleted_rows: u(&v, "num_deleted_rows"),
+            num_attempts: v
+                .get("num_attempts")
+                .and_then(Value::as_u64)
+                .map(|a| a as u32)
+                .unwrap_or(0)
+                .max(tries),
+            num_rows: v
+                .get("num_rows")
+                .and_then(Value::as_u64)
+                .unwrap_or(data.num_rows() as u64),
+        })
+    }
+}

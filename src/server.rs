@@ -1,0 +1,83 @@
+//! `serve()`: the bundled memwal server in this process.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use napi_derive::napi;
+
+use crate::error;
+
+/// Options of `serve`.
+#[napi(object)]
+pub struct ServeOptions {
+    pub data_dir: String,
+    pub host: Option<String>,
+    pub port: Option<u32>,
+    pub api_key: Option<String>,
+    pub max_body_bytes: Option<f64>,
+    pub flush_rows: Option<u32>,
+    pub flush_interval_ms: Option<u32>,
+}
+
+/// A running server.
+#[napi]
+pub struct Server {
+    url: String,
+    port: u32,
+    handle: Mutex<Option<memwal_server::ServerHandle>>,
+}
+
+/// Starts the server (port 0 picks a free port).
+#[napi]
+pub async fn serve(options: ServeOptions) -> napi::Result<Server> {
+    let mut cfg = memwal_server::ServerConfig::new(&options.data_dir);
+    if let Some(h) = options.host {
+        cfg.host = h;
+    }
+    cfg.port = u16::try_from(options.port.unwrap_or(0))
+        .map_err(|_| error::invalid("port must be at most 65535"))?;
+    cfg.api_key = options.api_key;
+    if let Some(m) = options.max_body_bytes {
+        if !(m.is_finite() && m >= 1.0) {
+            return Err(error::invalid("maxBodyBytes must be a positive number"));
+        }
+        cfg.max_body_bytes = m as usize;
+    }
+    if let Some(r) = options.flush_rows {
+        cfg.memwal.flush_rows = r.max(1) as usize;
+    }
+    if let Some(ms) = options.flush_interval_ms {
+        cfg.memwal.flush_interval = Duration::from_millis(ms.max(1) as u64);
+    }
+    let h = memwal_server::start(cfg).await.map_err(error::server)?;
+    Ok(Server {
+        url: h.url(),
+        port: h.addr.port() as u32,
+        handle: Mutex::new(Some(h)),
+    })
+}
+
+#[napi]
+impl Server {
+    /// `http://127.0.0.1:PORT`.
+    #[napi(getter)]
+    pub fn url(&self) -> String {
+        self.url.clone()
+    }
+
+    /// The bound port.
+    #[napi(getter)]
+    pub fn port(&self) -> u32 {
+        self.port
+    }
+
+    /// Stops the server (every acknowledged write is in the WAL).
+    #[napi]
+    pub async fn close(&self) -> napi::Result<()> {
+        let h = self.handle.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(h) = h {
+            h.close().await;
+        }
+        Ok(())
+    }
+}
