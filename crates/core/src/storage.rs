@@ -260,8 +260,11 @@ pub enum Op {
 /// crash at that point would leave it.
 pub struct FaultyStorage {
     inner: Arc<dyn Storage>,
-    fail: Box<dyn Fn(Op, &str) -> bool + Send + Sync>,
+    fail: FaultFn,
 }
+
+/// Decides which operations a [`FaultyStorage`] fails.
+pub type FaultFn = Box<dyn Fn(Op, &str) -> bool + Send + Sync>;
 
 impl std::fmt::Debug for FaultyStorage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -23,11 +23,14 @@ struct Seen {
     body: Vec<u8>,
 }
 
+/// Status, headers, body.
+type Reply = (u16, Vec<(&'static str, &'static str)>, String);
+
 #[derive(Default)]
 struct Script {
     seen: Vec<Seen>,
     /// Responses to give, in order (then 200 with `ok`).
-    replies: VecDeque<(u16, Vec<(&'static str, &'static str)>, String)>,
+    replies: VecDeque<Reply>,
     ok: String,
 }
 

@@ -326,7 +326,8 @@ async fn memwal_rules_in_order_with_exact_messages() {
     let dir = tempfile::tempdir().expect("tmp");
     let (_db, t) = new_table(dir.path(), people(&[(1, 10)]));
     let t: Arc<dyn Table> = Arc::new(t);
-    let cases: Vec<(Box<dyn Fn(&mut MergeInsertBuilder)>, &str, &str)> = vec![
+    type Setup = Box<dyn Fn(&mut MergeInsertBuilder)>;
+    let cases: Vec<(Setup, &str, &str)> = vec![
         (Box::new(|b| {
             b.when_not_matched_insert_all();
         }), "InvalidInput", "MemWAL requires when_matched_update_all() to be set"),

@@ -96,7 +96,7 @@ async fn every_acknowledged_row_survives_sigkill() {
         child = c2;
         let c = Client::new(&url2);
         let rows: HashMap<i64, i64> = c.rows("t", None).await.into_iter().collect();
-        let a = acked.lock().expect("lock");
+        let a = acked.lock().expect("lock").clone();
         let mut checked = 0;
         for (k, (ack, inflight)) in a.iter() {
             if *ack < 0 {
@@ -115,7 +115,6 @@ async fn every_acknowledged_row_survives_sigkill() {
         );
         assert_eq!(c.count("t", None).await, rows.len() as u64);
         eprintln!("round {round}: {checked} acknowledged keys verified after SIGKILL");
-        drop(a);
         url = url2;
     }
     let _ = child.kill();

@@ -1,0 +1,189 @@
+// One measurement in a fresh process (so peak RSS is its own):
+//   node worker.mjs <engine> <workload>
+// engine: memwal | lancedb | fsync ; workload: A | B | C | D1 | D8 | Ddirect | Dlsm | fsync
+// Prints one JSON line. Data generation and IPC encoding are outside the timed part.
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { createRequire } from "node:module";
+import { Field, FixedSizeList, Float32, Table, Utf8, makeData, makeVector, tableToIPC, vectorFromArray } from "apache-arrow";
+
+const require = createRequire(import.meta.url);
+const [engine, workload] = process.argv.slice(2);
+const DIM = 128;
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), `bench-${engine}-${workload}-`));
+
+let seed = 42;
+function rnd() {
+  seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+  return seed / 0x7fffffff;
+}
+
+function rows(ids) {
+  const n = ids.length;
+  const floats = new Float32Array(n * DIM);
+  for (let i = 0; i < floats.length; i++) floats[i] = rnd();
+  const fsl = new FixedSizeList(DIM, new Field("item", new Float32(), true));
+  const vec = makeVector(makeData({ type: fsl, length: n, nullCount: 0, child: makeData({ type: new Float32(), length: n * DIM, data: floats }) }));
+  return new Table({
+    id: makeVector(BigInt64Array.from(ids, (x) => BigInt(x))),
+    a: makeVector(Float64Array.from(ids, () => rnd())),
+    s: vectorFromArray(ids.map((x) => `s-${String(x).padStart(14, "0")}`.slice(0, 16)), new Utf8()),
+    vec,
+  });
+}
+
+const range = (a, b) => Array.from({ length: b - a }, (_, i) => a + i);
+
+/** 200-row batches: half existing ids in [0, existing), half new. */
+function batches(count, size, existing, newBase) {
+  const out = [];
+  for (let i = 0; i < count; i++) {
+    const ids = new Set();
+    while (ids.size < size / 2) ids.add(Math.floor(rnd() * existing));
+    for (let j = 0; j < size / 2; j++) ids.add(newBase + i * size + j);
+    out.push([...ids]);
+  }
+  return out;
+}
+
+function pct(lat, q) {
+  const s = [...lat].sort((x, y) => x - y);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))];
+}
+
+const now = () => Number(process.hrtime.bigint()) / 1e6;
+
+async function memwalDb(uri, opts) {
+  const m = require("../dist/lib/index.js");
+  return { m, db: await m.connect(uri, opts) };
+}
+
+function input(t) {
+  return engine.startsWith("memwal") ? Buffer.from(tableToIPC(t, "stream")) : t;
+}
+
+async function openEngine(initial) {
+  if (engine === "memwal") {
+    const { db } = await memwalDb(path.join(dir, "db"));
+    return { tbl: await db.createTable("t", input(rows(range(0, initial)))) };
+  }
+  const lancedb = require("@lancedb/lancedb");
+  const db = await lancedb.connect(path.join(dir, "db"));
+  let base = rows(range(0, initial));
+  return { tbl: await db.createTable("t", base) };
+}
+
+async function upsert(tbl, data, memWal) {
+  let b = tbl.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll();
+  if (memWal) b = b.memWal();
+  return b.execute(data);
+}
+
+async function sequential(tbl, count, size, existing, memWal = false) {
+  const data = batches(count, size, existing, 10_000_000).map((ids) => input(rows(ids)));
+  const lat = [];
+  let inserted = 0, updated = 0;
+  const t0 = now();
+  for (const d of data) {
+    const s = now();
+    const r = await upsert(tbl, d, memWal);
+    lat.push(now() - s);
+    inserted += r.numInsertedRows ?? 0;
+    updated += r.numUpdatedRows ?? 0;
+  }
+  const secs = (now() - t0) / 1000;
+  const rowsAfter = await tbl.countRows();
+  return {
+    calls: count, p50_ms: pct(lat, 0.5), p99_ms: pct(lat, 0.99), first10_ms: pct(lat.slice(0, 10), 0.5), last10_ms: pct(lat.slice(-10), 0.5),
+    rows_per_s: (count * size) / secs, counts_exact: inserted === count * (size / 2) && updated === count * (size / 2),
+    count_rows_sees_all: rowsAfter === existing + count * (size / 2),
+  };
+}
+
+async function main() {
+  let result = {};
+  if (workload === "fsync") {
+    const f = path.join(dir, "f");
+    const fd = fs.openSync(f, "w");
+    const buf = Buffer.alloc(4096, 1);
+    let n = 0;
+    const t0 = now();
+    while (now() - t0 < 2000) {
+      fs.writeSync(fd, buf);
+      fs.fdatasyncSync(fd);
+      n++;
+    }
+    result = { fdatasync_per_s: n / ((now() - t0) / 1000), fdatasync_ms: (now() - t0) / n };
+  } else if (workload === "A") {
+    const { tbl } = await openEngine(100_000);
+    const d = input(rows(range(50_000, 150_000)));
+    const s = now();
+    const r = await upsert(tbl, d, false);
+    const ms = now() - s;
+    result = { ms, rows_per_s: 100_000 / (ms / 1000), counts_exact: r.numInsertedRows === 50_000 && r.numUpdatedRows === 50_000, count_rows: await tbl.countRows() };
+  } else if (workload === "B" || workload === "C") {
+    const initial = workload === "B" ? 100_000 : 1_000_000;
+    const { tbl } = await openEngine(initial);
+    result = await sequential(tbl, workload === "B" ? 500 : 300, 200, initial);
+  } else if (workload.startsWith("D")) {
+    if (workload === "Dlsm") {
+      const lancedb = require("@lancedb/lancedb");
+      const db = await lancedb.connect(path.join(dir, "db"));
+      const tbl = await db.createTable("t", rows(range(0, 100_000)));
+      try {
+        await tbl.setUnenforcedPrimaryKey("id");
+        await tbl.setLsmWriteSpec({ specType: "unsharded" });
+        const data = batches(500, 200, 100_000, 10_000_000).map((ids) => rows(ids));
+        const lat = [];
+        let counted = 0;
+        for (const d of data) {
+          const s = now();
+          const r = await tbl.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().useLsmWrite(true).execute(d);
+          lat.push(now() - s);
+          counted += (r.numInsertedRows ?? 0) + (r.numUpdatedRows ?? 0);
+        }
+        const seen = await tbl.countRows();
+        result = { p50_ms: pct(lat, 0.5), p99_ms: pct(lat, 0.99), counts_exact: counted === 500 * 200, count_rows_sees_all: seen === 100_000 + 500 * 100, count_rows: seen };
+      } catch (e) {
+        result = { error: String(e && e.message ? e.message : e).slice(0, 300) };
+      }
+    } else {
+      const m = require("../dist/lib/index.js");
+      const server = await m.serve({ dataDir: path.join(dir, "server"), apiKey: "k" });
+      const db = await m.connect("db://bench", { apiKey: "k", hostOverride: server.url });
+      const tbl = await db.createTable("t", input(rows(range(0, 100_000))));
+      if (workload === "D1") result = await sequential(tbl, 500, 200, 100_000, true);
+      else if (workload === "Ddirect") result = await sequential(tbl, 100, 200, 100_000, false);
+      else {
+        // 8 concurrent clients, 100 upserts each, distinct new keys per client.
+        const clients = 8, per = 100, size = 200;
+        const work = range(0, clients).map((c) => batches(per, size, 100_000, 10_000_000 + c * per * size).map((ids) => input(rows(ids))));
+        const lat = [];
+        let inserted = 0;
+        const t0 = now();
+        await Promise.all(work.map(async (list) => {
+          for (const d of list) {
+            const s = now();
+            const r = await upsert(tbl, d, true);
+            lat.push(now() - s);
+            inserted += r.numInsertedRows;
+          }
+        }));
+        const secs = (now() - t0) / 1000;
+        const seen = await tbl.countRows();
+        result = { clients, calls: clients * per, p50_ms: pct(lat, 0.5), p99_ms: pct(lat, 0.99), upserts_per_s: (clients * per) / secs,
+          rows_per_s: (clients * per * size) / secs, counts_exact: seen === 100_000 + inserted, count_rows_sees_all: seen === 100_000 + inserted };
+      }
+      await server.close();
+    }
+  }
+  result.peak_rss_mb = process.resourceUsage().maxRSS / 1024;
+  fs.rmSync(dir, { recursive: true, force: true });
+  console.log(JSON.stringify({ engine, workload, ...result }));
+}
+
+main().catch((e) => {
+  console.log(JSON.stringify({ engine, workload, error: String(e && e.stack ? e.stack : e).slice(0, 500) }));
+  process.exit(0);
+});
