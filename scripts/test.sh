@@ -4,5 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# The official client, for the compatibility suite (skipped, with a message, if it cannot be installed).
+npm ci --prefix bench --no-audit --no-fund || echo "could not install @lancedb/lancedb in bench/: the official-client suite will be skipped"
 cargo test --workspace --release
 npx jest --runInBand

@@ -8,36 +8,47 @@ use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
 
+fn unit(u: &TimeUnit) -> &'static str {
+    match u {
+        TimeUnit::Second => "s",
+        TimeUnit::Millisecond => "ms",
+        TimeUnit::Microsecond => "us",
+        TimeUnit::Nanosecond => "ns",
+    }
+}
+
+/// Type names as Lance's JSON schema writes them (what the official clients parse).
 fn type_json(t: &DataType) -> Result<Value> {
+    let simple = |n: &str| json!({ "type": n });
     Ok(match t {
-        DataType::Null => json!({"type": "null"}),
-        DataType::Boolean => json!({"type": "bool"}),
-        DataType::Int8 => json!({"type": "int8"}),
-        DataType::Int16 => json!({"type": "int16"}),
-        DataType::Int32 => json!({"type": "int32"}),
-        DataType::Int64 => json!({"type": "int64"}),
-        DataType::UInt8 => json!({"type": "uint8"}),
-        DataType::UInt16 => json!({"type": "uint16"}),
-        DataType::UInt32 => json!({"type": "uint32"}),
-        DataType::UInt64 => json!({"type": "uint64"}),
-        DataType::Float16 => json!({"type": "float16"}),
-        DataType::Float32 => json!({"type": "float32"}),
-        DataType::Float64 => json!({"type": "float64"}),
-        DataType::Utf8 => json!({"type": "utf8"}),
-        DataType::LargeUtf8 => json!({"type": "large_utf8"}),
-        DataType::Binary => json!({"type": "binary"}),
-        DataType::LargeBinary => json!({"type": "large_binary"}),
-        DataType::Date32 => json!({"type": "date32"}),
-        DataType::Date64 => json!({"type": "date64"}),
-        DataType::Timestamp(unit, _) => json!({"type": match unit {
-            TimeUnit::Second => "timestamp[s]",
-            TimeUnit::Millisecond => "timestamp[ms]",
-            TimeUnit::Microsecond => "timestamp[us]",
-            TimeUnit::Nanosecond => "timestamp[ns]",
-        }}),
+        DataType::Null => simple("null"),
+        DataType::Boolean => simple("bool"),
+        DataType::Int8 => simple("int8"),
+        DataType::Int16 => simple("int16"),
+        DataType::Int32 => simple("int32"),
+        DataType::Int64 => simple("int64"),
+        DataType::UInt8 => simple("uint8"),
+        DataType::UInt16 => simple("uint16"),
+        DataType::UInt32 => simple("uint32"),
+        DataType::UInt64 => simple("uint64"),
+        DataType::Float16 => simple("halffloat"),
+        DataType::Float32 => simple("float"),
+        DataType::Float64 => simple("double"),
+        DataType::Utf8 => simple("string"),
+        DataType::LargeUtf8 => simple("large_string"),
+        DataType::Binary => simple("binary"),
+        DataType::LargeBinary => simple("large_binary"),
+        DataType::Date32 => simple("date32:day"),
+        DataType::Date64 => simple("date64:ms"),
+        DataType::Timestamp(u, tz) => simple(&format!(
+            "timestamp:{}:{}",
+            unit(u),
+            tz.as_deref().unwrap_or("-")
+        )),
         DataType::FixedSizeList(f, n) => {
             json!({"type": "fixed_size_list", "fields": [field_json(f)?], "length": n})
         }
+        DataType::FixedSizeBinary(n) => json!({"type": "fixed_size_binary", "length": n}),
         DataType::List(f) => json!({"type": "list", "fields": [field_json(f)?]}),
         DataType::LargeList(f) => json!({"type": "large_list", "fields": [field_json(f)?]}),
         DataType::Struct(fs) => {
@@ -92,7 +103,36 @@ fn parse_type(t: &Value) -> Result<DataType> {
         .get("type")
         .and_then(Value::as_str)
         .ok_or_else(|| bad("type without a name"))?;
-    Ok(match name.to_ascii_lowercase().as_str() {
+    let lower = name.to_ascii_lowercase();
+    if let Some(rest) = lower.strip_prefix("timestamp:") {
+        let mut parts = rest.splitn(2, ':');
+        let u = match parts.next() {
+            Some("s") => TimeUnit::Second,
+            Some("ms") => TimeUnit::Millisecond,
+            Some("us") => TimeUnit::Microsecond,
+            Some("ns") => TimeUnit::Nanosecond,
+            other => return Err(bad(format!("unknown timestamp unit {other:?}"))),
+        };
+        let tz = parts
+            .next()
+            .filter(|t| *t != "-")
+            .map(|t| Arc::from(t.to_string()));
+        return Ok(DataType::Timestamp(u, tz));
+    }
+    // Lance's names first, then the lance-namespace spellings.
+    Ok(match lower.as_str() {
+        "halffloat" => DataType::Float16,
+        "float" => DataType::Float32,
+        "double" => DataType::Float64,
+        "date32:day" => DataType::Date32,
+        "date64:ms" => DataType::Date64,
+        "fixed_size_binary" => {
+            let n = t
+                .get("length")
+                .and_then(Value::as_i64)
+                .ok_or_else(|| bad("fixed_size_binary without length"))?;
+            DataType::FixedSizeBinary(i32::try_from(n).map_err(bad)?)
+        }
         "null" => DataType::Null,
         "bool" | "boolean" => DataType::Boolean,
         "int8" => DataType::Int8,
@@ -167,6 +207,20 @@ mod tests {
         ]);
         let j = to_json(&s).expect("enc");
         assert_eq!(j["fields"][0]["type"]["type"], "int64");
+        assert_eq!(j["fields"][1]["type"]["fields"][0]["type"]["type"], "float");
+        assert_eq!(j["fields"][2]["type"]["type"], "string");
+        assert_eq!(j["fields"][3]["type"]["type"], "timestamp:ms:-");
+        let ns: Value = serde_json::from_str(
+            r#"{"fields": [{"name": "x", "type": {"type": "float64"}, "nullable": true}]}"#,
+        )
+        .expect("json");
+        assert_eq!(
+            from_json(&ns)
+                .expect("namespace spelling")
+                .field(0)
+                .data_type(),
+            &DataType::Float64
+        );
         assert_eq!(from_json(&j).expect("dec"), s);
     }
 }

@@ -61,6 +61,17 @@ async fn json_of(resp: reqwest::Response, request_id: &str) -> Result<Value> {
     })
 }
 
+/// A version timestamp: RFC 3339 (the protocol) or epoch milliseconds.
+fn timestamp_ms(v: Option<&Value>) -> u64 {
+    match v {
+        Some(Value::String(s)) => chrono::DateTime::parse_from_rfc3339(s)
+            .map(|d| d.timestamp_millis().max(0) as u64)
+            .unwrap_or(0),
+        Some(n) => n.as_u64().unwrap_or(0),
+        None => 0,
+    }
+}
+
 fn u(v: &Value, k: &str) -> u64 {
     v.get(k).and_then(Value::as_u64).unwrap_or(0)
 }
@@ -198,7 +209,7 @@ impl Table for RemoteTable {
                 a.iter()
                     .map(|x| VersionInfo {
                         version: u(x, "version"),
-                        timestamp_ms: u(x, "timestamp"),
+                        timestamp_ms: timestamp_ms(x.get("timestamp")),
                         operation: x
                             .get("operation")
                             .and_then(Value::as_str)

@@ -408,7 +408,7 @@ async fn list_versions(
     let t = state.table(&name)?;
     let v = t.base().list_versions_sync()?;
     Ok(Json(json!({"versions": v.iter().map(|v| json!({
-        "version": v.version, "timestamp": v.timestamp_ms, "operation": v.operation, "metadata": v.metadata,
+        "version": v.version, "timestamp": rfc3339(v.timestamp_ms), "operation": v.operation, "metadata": v.metadata,
     })).collect::<Vec<_>>()})))
 }
 
@@ -441,4 +441,11 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|e| Error::Core(memwal_core::Error::internal(e.to_string())))?
+}
+
+/// Version timestamps go out as RFC 3339 (what the official clients parse).
+fn rfc3339(ms: u64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms as i64)
+        .unwrap_or_default()
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }

@@ -42,7 +42,7 @@ async fn bad_requests_get_4xx_and_the_server_keeps_serving() {
             "MemWAL requires when_matched_update_all()",
         ),
         (
-            "/v1/table/..%2Fx/merge_insert/?on=id&when_not_matched_insert_all=true",
+            "/v1/table/..%2Fx/merge_insert/?on=id&when_matched_update_all=true&when_not_matched_insert_all=true",
             arrow,
             ipc_rows(&[(1, 1)]),
             400,

@@ -1,0 +1,54 @@
+/**
+ * Compatibility: the official @lancedb/lancedb 0.31.0 Node client, pointed at
+ * our server with hostOverride, creates, reads, merges and deletes.
+ * The client is installed in bench/ (scripts/test.sh runs `npm ci --prefix bench`);
+ * when it could not be installed the suite says so and is skipped.
+ */
+import * as path from "path";
+import * as fs from "fs";
+import { serve, Server } from "../lib";
+import { tmpDir } from "./helpers";
+
+const clientPath = path.join(__dirname, "..", "bench", "node_modules", "@lancedb", "lancedb");
+const available = fs.existsSync(clientPath);
+if (!available) {
+  console.warn(`official client not installed at ${clientPath}: skipping the compatibility suite`);
+}
+const maybe = available ? describe : describe.skip;
+
+maybe("the official @lancedb/lancedb client against memwal-server", () => {
+  let server: Server;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  let lancedb: any;
+  beforeAll(async () => {
+    server = await serve({ dataDir: tmpDir(), apiKey: "k" });
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    lancedb = require(clientPath);
+  });
+  afterAll(async () => server.close());
+
+  test("create, describe, count, add, merge insert, query, delete, update, versions, drop", async () => {
+    const db = await lancedb.connect("db://test", { apiKey: "k", region: "us-east-1", hostOverride: server.url });
+    await db.createTable("t", [{ id: 1, v: 1.5, s: "a" }, { id: 2, v: 2.5, s: "b" }]);
+    expect(await db.tableNames()).toEqual(["t"]);
+    const t = await db.openTable("t");
+    const schema = await t.schema();
+    expect(schema.fields.map((f: { name: string }) => f.name)).toEqual(["id", "v", "s"]);
+    expect(await t.countRows()).toBe(2);
+    expect(await t.countRows("id > 1")).toBe(1);
+    await t.add([{ id: 3, v: 3.5, s: "c" }]);
+    const r = await t.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute([
+      { id: 3, v: 30, s: "c" },
+      { id: 4, v: 4, s: "d" },
+    ]);
+    expect([r.numInsertedRows, r.numUpdatedRows]).toEqual([1, 1]);
+    const rows = await t.query().where("id >= 3").toArray();
+    expect(rows.map((x: { id: number; v: number }) => [Number(x.id), x.v]).sort()).toEqual([[3, 30], [4, 4]]);
+    expect((await t.delete("id = 1")).numDeletedRows ?? 1).toBe(1);
+    await t.update({ where: "id = 2", values: { v: 22 } });
+    expect(await t.countRows()).toBe(3);
+    expect((await t.listVersions()).length).toBeGreaterThanOrEqual(5);
+    await db.dropTable("t");
+    expect(await db.tableNames()).toEqual([]);
+  });
+});
