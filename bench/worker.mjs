@@ -6,9 +6,10 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { createRequire } from "node:module";
-import { Field, FixedSizeList, Float32, Table, Utf8, makeData, makeVector, tableToIPC, vectorFromArray } from "apache-arrow";
 
 const require = createRequire(import.meta.url);
+// The CommonJS build, as @lancedb/lancedb loads it (the ESM build's classes fail its instanceof checks).
+const { Field, FixedSizeList, Float32, Table, Utf8, makeData, makeVector, tableFromIPC, tableToIPC, vectorFromArray } = require("apache-arrow");
 const [engine, workload] = process.argv.slice(2);
 const DIM = 128;
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), `bench-${engine}-${workload}-`));
@@ -25,12 +26,14 @@ function rows(ids) {
   for (let i = 0; i < floats.length; i++) floats[i] = rnd();
   const fsl = new FixedSizeList(DIM, new Field("item", new Float32(), true));
   const vec = makeVector(makeData({ type: fsl, length: n, nullCount: 0, child: makeData({ type: new Float32(), length: n * DIM, data: floats }) }));
-  return new Table({
+  const t = new Table({
     id: makeVector(BigInt64Array.from(ids, (x) => BigInt(x))),
     a: makeVector(Float64Array.from(ids, () => rnd())),
     s: vectorFromArray(ids.map((x) => `s-${String(x).padStart(14, "0")}`.slice(0, 16)), new Utf8()),
     vec,
   });
+  // Round-trip once so schema and batches agree exactly (the peer checks).
+  return tableFromIPC(tableToIPC(t, "stream"));
 }
 
 const range = (a, b) => Array.from({ length: b - a }, (_, i) => a + i);
@@ -179,8 +182,13 @@ async function main() {
     }
   }
   result.peak_rss_mb = process.resourceUsage().maxRSS / 1024;
-  fs.rmSync(dir, { recursive: true, force: true });
   console.log(JSON.stringify({ engine, workload, ...result }));
+  try {
+    fs.rmSync(dir, { recursive: true, force: true });
+  } catch {
+    // the peer's background LSM writer may still be writing; the OS temp dir keeps it
+  }
+  process.exit(0);
 }
 
 main().catch((e) => {

@@ -1,0 +1,114 @@
+//! TLS: a server on 127.0.0.1 with a self-signed certificate is reached
+//! when `tlsConfig.sslCaCert` names its CA, and refused without it.
+
+use std::sync::Arc;
+
+use memwal_core::Database;
+use memwal_remote::{ClientConfig, ConnectOptions, RemoteDatabase, TlsConfig};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use tokio_rustls::rustls::ServerConfig;
+
+/// A one-route HTTPS server: answers every request with an empty table list.
+async fn https_server() -> (u16, String) {
+    let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("cert");
+    let cert_pem = ck.cert.pem();
+    let cert = CertificateDer::from(ck.cert.der().to_vec());
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(ck.signing_key.serialize_der()));
+    let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+    let cfg = ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_no_client_auth()
+        .with_single_cert(vec![cert], key)
+        .expect("server config");
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(cfg));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else {
+                return;
+            };
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let mut buf = vec![0u8; 8192];
+                let mut got = Vec::new();
+                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match tls.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let body = r#"{"tables": ["secure"]}"#;
+                let resp = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = tls.write_all(resp.as_bytes()).await;
+                let _ = tls.shutdown().await;
+            });
+        }
+    });
+    (port, cert_pem)
+}
+
+fn connect(port: u16, ca: Option<String>) -> RemoteDatabase {
+    let mut c = ClientConfig::default();
+    c.retry_config.connect_retries = 0;
+    c.retry_config.read_retries = 0;
+    c.tls_config = ca.map(|path| TlsConfig {
+        ssl_ca_cert: Some(path),
+        ..Default::default()
+    });
+    RemoteDatabase::connect(
+        "db://secure",
+        ConnectOptions {
+            api_key: Some("k".into()),
+            host_override: Some(format!("https://localhost:{port}")),
+            client_config: c,
+            ..Default::default()
+        },
+    )
+    .expect("connect")
+}
+
+#[tokio::test]
+async fn self_signed_ca_is_trusted_only_when_configured() {
+    let (port, pem) = https_server().await;
+    let dir = tempfile::tempdir().expect("tmp");
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, pem).expect("write ca");
+    let ok = connect(port, Some(ca.to_string_lossy().into_owned()));
+    assert_eq!(ok.table_names().await.expect("trusted"), vec!["secure"]);
+    let e = connect(port, None)
+        .table_names()
+        .await
+        .expect_err("untrusted");
+    assert!(
+        e.to_string().contains("Hit retry limit")
+            || e.to_string().to_lowercase().contains("certificate"),
+        "{e}"
+    );
+    let e = RemoteDatabase::connect(
+        "db://x",
+        ConnectOptions {
+            api_key: Some("k".into()),
+            client_config: ClientConfig {
+                tls_config: Some(TlsConfig {
+                    ssl_ca_cert: Some("/nonexistent/ca.pem".into()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    )
+    .expect_err("missing file");
+    assert!(e.to_string().contains("sslCaCert"), "{e}");
+}
