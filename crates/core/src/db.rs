@@ -138,6 +138,8 @@ impl NativeDatabase {
                 file: rel,
                 physical_rows: rows.num_rows() as u64,
                 deletion_file: None,
+                deletion_offset: 0,
+                deletion_len: 0,
                 num_deleted: 0,
             });
         }
@@ -151,6 +153,9 @@ impl NativeDatabase {
             fragments,
             metadata: Default::default(),
         };
+        if written.is_some() {
+            self.storage.sync(&format!("{name}/data"))?;
+        }
         if !publish_manifest(self.storage.as_ref(), name, &m)? {
             if let Some(p) = written {
                 let _ = self.storage.delete(&p);

@@ -72,13 +72,31 @@ pub fn read_data_file(
     Ok(batch)
 }
 
-/// Reads a deletion vector file.
-pub fn read_deletions(storage: &dyn Storage, path: &str) -> Result<RoaringBitmap> {
+/// Reads one deletion vector: `len` bytes at `offset` of a deletion file
+/// (`len == 0`: the whole file).
+pub fn read_deletions(
+    storage: &dyn Storage,
+    path: &str,
+    offset: u64,
+    len: u64,
+) -> Result<RoaringBitmap> {
     let bytes = storage.get(path)?.ok_or_else(|| Error::Corrupt {
         path: path.to_string(),
         message: "deletion file referenced by the manifest is missing".into(),
     })?;
-    RoaringBitmap::deserialize_from(&bytes[..]).map_err(|e| Error::Corrupt {
+    let (start, end) = if len == 0 {
+        (0, bytes.len())
+    } else {
+        (offset as usize, (offset + len) as usize)
+    };
+    let slice = bytes.get(start..end).ok_or_else(|| Error::Corrupt {
+        path: path.to_string(),
+        message: format!(
+            "deletion vector at {offset}+{len} is past the end ({} bytes)",
+            bytes.len()
+        ),
+    })?;
+    RoaringBitmap::deserialize_from(slice).map_err(|e| Error::Corrupt {
         path: path.to_string(),
         message: e.to_string(),
     })

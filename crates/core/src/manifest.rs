@@ -3,7 +3,8 @@
 //! ```text
 //! {table}/
 //!   data/{uuid}.arrow                  Arrow IPC *file* (one fragment, immutable)
-//!   _deletions/{frag}-{version}.bin    roaring bitmap of deleted row offsets (immutable)
+//!   _deletions/{version}-{uuid}.bin    roaring bitmaps of deleted row offsets, one
+//!                                      per fragment the commit changed, back to back
 //!   _versions/{version:020}.manifest   JSON manifest, published create-new
 //! ```
 //! A version exists exactly when its manifest file exists; a commit writes
@@ -33,6 +34,14 @@ pub struct FragmentMeta {
     /// Deletion vector file, relative to the table folder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deletion_file: Option<String>,
+    /// Byte range of this fragment's bitmap in `deletion_file` (one file
+    /// per commit holds the bitmaps of every fragment it changed); a zero
+    /// length means the whole file.
+    #[serde(default)]
+    pub deletion_offset: u64,
+    /// See `deletion_offset`.
+    #[serde(default)]
+    pub deletion_len: u64,
     /// Rows marked deleted in `deletion_file`.
     #[serde(default)]
     pub num_deleted: u64,

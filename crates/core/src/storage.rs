@@ -43,6 +43,11 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     fn delete_dir(&self, dir: &str) -> Result<()>;
     /// A local folder for `dir`, when this storage is on local disk.
     fn local_path(&self, dir: &str) -> Option<PathBuf>;
+    /// Makes the entries of files created in `dir` durable (fsync of the
+    /// folder); called once per commit before the manifest is published.
+    fn sync(&self, _dir: &str) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Files in a folder on local disk.
@@ -180,6 +185,14 @@ impl Storage for LocalStorage {
 
     fn local_path(&self, dir: &str) -> Option<PathBuf> {
         Some(self.full(dir))
+    }
+
+    fn sync(&self, dir: &str) -> Result<()> {
+        let full = self.full(dir);
+        if full.exists() {
+            sync_dir(&full)?;
+        }
+        Ok(())
     }
 }
 
@@ -322,6 +335,9 @@ impl Storage for FaultyStorage {
     }
     fn local_path(&self, dir: &str) -> Option<PathBuf> {
         self.inner.local_path(dir)
+    }
+    fn sync(&self, dir: &str) -> Result<()> {
+        self.inner.sync(dir)
     }
 }
 

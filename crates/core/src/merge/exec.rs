@@ -257,7 +257,7 @@ impl NativeTable {
         let mut temp_index: Option<KeyIndex> = None;
         let (version, out, attempts) = self.write_with_retry(
             deadline,
-            |st, snap| {
+            |snap| {
                 let schema = snap.schema();
                 let fresh = aligned
                     .as_ref()
@@ -270,24 +270,28 @@ impl NativeTable {
                 let (_, src, present) = aligned
                     .as_ref()
                     .ok_or_else(|| Error::internal("no source"))?;
-                let index = if p.use_index {
-                    self.ensure_index(st, snap, &p.on)?;
-                    st.index
+                if p.use_index {
+                    let guard = self.ensure_index(snap, &p.on)?;
+                    let index = guard
                         .as_ref()
-                        .ok_or_else(|| Error::internal("index missing"))?
+                        .ok_or_else(|| Error::internal("index missing"))?;
+                    plan(p, snap, index, src, present)
                 } else {
                     temp_index = Some(build_index(snap, &p.on)?);
-                    temp_index
+                    let index = temp_index
                         .as_ref()
-                        .ok_or_else(|| Error::internal("index missing"))?
-                };
-                plan(p, snap, index, src, present)
+                        .ok_or_else(|| Error::internal("index missing"))?;
+                    plan(p, snap, index, src, present)
+                }
             },
-            |st, committed, out| {
+            |slot, committed, out| {
                 // Keep the index current: it now describes the new version.
-                let Some(idx) = st.index.as_mut() else { return };
-                if idx.on() != p.on.as_slice() || idx.version + 1 != committed.manifest.version {
-                    st.index = None;
+                let Some(idx) = slot.as_mut() else { return };
+                if !p.use_index
+                    || idx.on() != p.on.as_slice()
+                    || idx.version + 1 != committed.manifest.version
+                {
+                    *slot = None;
                     return;
                 }
                 for (k, a) in &out.removed {

@@ -13,6 +13,7 @@ use roaring::RoaringBitmap;
 use super::{lock, NativeTable, Snapshot, State};
 use crate::error::{Error, Result};
 use crate::fragment::{encode_deletions, encode_ipc_file};
+use crate::keys::KeyIndex;
 use crate::manifest::{now_ms, publish_manifest, FragmentMeta, Manifest, FORMAT_VERSION};
 use crate::traits::Deadline;
 
@@ -63,6 +64,9 @@ impl NativeTable {
         let result = (|| -> Result<Option<Committed>> {
             let mut next_id = m.next_fragment_id;
             let mut fragments: Vec<FragmentMeta> = Vec::new();
+            // Every changed deletion vector of this commit goes into one file.
+            let del_rel = format!("_deletions/{version}-{}.bin", uuid::Uuid::new_v4().simple());
+            let mut del_bytes: Vec<u8> = Vec::new();
             if !change.replace_all {
                 for f in &m.fragments {
                     let mut f = f.clone();
@@ -75,19 +79,20 @@ impl NativeTable {
                         if all.len() >= f.physical_rows {
                             continue; // every row deleted: drop the fragment
                         }
-                        let rel = format!(
-                            "_deletions/{}-{version}-{}.bin",
-                            f.id,
-                            uuid::Uuid::new_v4().simple()
-                        );
-                        let path = format!("{dir}/{rel}");
-                        storage.put(&path, &encode_deletions(&all)?)?;
-                        written.push(path);
-                        f.deletion_file = Some(rel);
+                        let enc = encode_deletions(&all)?;
+                        f.deletion_file = Some(del_rel.clone());
+                        f.deletion_offset = del_bytes.len() as u64;
+                        f.deletion_len = enc.len() as u64;
                         f.num_deleted = all.len();
+                        del_bytes.extend_from_slice(&enc);
                     }
                     fragments.push(f);
                 }
+            }
+            if !del_bytes.is_empty() {
+                let path = format!("{dir}/{del_rel}");
+                storage.put(&path, &del_bytes)?;
+                written.push(path);
             }
             let mut new_fragments = Vec::new();
             if let Some(rows) = change.new_rows.as_ref().filter(|r| r.num_rows() > 0) {
@@ -108,6 +113,8 @@ impl NativeTable {
                         file: rel,
                         physical_rows: len as u64,
                         deletion_file: None,
+                        deletion_offset: 0,
+                        deletion_len: 0,
                         num_deleted: 0,
                     });
                     new_fragments.push((next_id, part));
@@ -128,6 +135,16 @@ impl NativeTable {
                     md
                 },
             };
+            // The new files' folder entries must be durable before the
+            // manifest that references them is.
+            for sub in ["data", "_deletions"] {
+                if written
+                    .iter()
+                    .any(|p| p.starts_with(&format!("{dir}/{sub}/")))
+                {
+                    storage.sync(&format!("{dir}/{sub}"))?;
+                }
+            }
             if !publish_manifest(storage.as_ref(), &dir, &manifest)? {
                 return Ok(None);
             }
@@ -154,13 +171,6 @@ impl NativeTable {
             c.manifest.fragments.iter().map(|f| f.id).collect();
         st.batches.retain(|id, _| live.contains(id));
         st.manifest = Some(c.manifest.clone());
-        if st
-            .index
-            .as_ref()
-            .is_some_and(|i| i.version != c.manifest.version)
-        {
-            st.index = None;
-        }
     }
 
     /// Plans against the latest version and commits, re-planning on every
@@ -169,21 +179,21 @@ impl NativeTable {
     pub(crate) fn write_with_retry<T>(
         &self,
         deadline: Deadline,
-        mut plan: impl FnMut(&mut State, &Snapshot) -> Result<(Option<Change>, T)>,
-        mut on_commit: impl FnMut(&mut State, &Committed, &T),
+        mut plan: impl FnMut(&Snapshot) -> Result<(Option<Change>, T)>,
+        mut on_commit: impl FnMut(&mut Option<KeyIndex>, &Committed, &T),
     ) -> Result<(Option<u64>, T, u32)> {
         self.ensure_writable()?;
         let _writer = lock(&self.inner.write_lock);
         let mut attempts = 0;
         loop {
             attempts += 1;
-            let (snap, change, out) = {
+            let snap = {
                 let mut st = lock(&self.inner.state);
                 let m = self.refresh_locked(&mut st)?;
-                let snap = self.load_locked(&mut st, &m)?;
-                let (change, out) = plan(&mut st, &snap)?;
-                (snap, change, out)
+                self.load_locked(&mut st, &m)?
             };
+            // Planning holds no lock on the table state (readers go on).
+            let (change, out) = plan(&snap)?;
             let Some(change) = change else {
                 return Ok((None, out, attempts));
             };
@@ -191,8 +201,16 @@ impl NativeTable {
             match self.try_commit(&snap, &change)? {
                 Some(c) => {
                     let mut st = lock(&self.inner.state);
-                    on_commit(&mut st, &c, &out);
+                    let mut idx = self.index_write();
+                    on_commit(&mut idx, &c, &out);
+                    if idx
+                        .as_ref()
+                        .is_some_and(|i| i.version != c.manifest.version)
+                    {
+                        *idx = None; // an operation that does not maintain the index
+                    }
                     self.install(&mut st, &c);
+                    drop(idx);
                     return Ok((Some(c.manifest.version), out, attempts));
                 }
                 None if attempts >= MAX_COMMIT_ATTEMPTS => {

@@ -10,7 +10,7 @@ mod ops;
 pub mod scan;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use arrow::array::RecordBatch;
 use arrow_schema::SchemaRef;
@@ -52,7 +52,6 @@ pub(crate) struct State {
     pub manifest: Option<Arc<Manifest>>,
     pub batches: HashMap<u64, RecordBatch>,
     pub deletions: HashMap<String, Arc<RoaringBitmap>>,
-    pub index: Option<KeyIndex>,
 }
 
 #[derive(Debug)]
@@ -60,6 +59,10 @@ pub(crate) struct Inner {
     pub name: String,
     pub storage: Arc<dyn Storage>,
     pub state: Mutex<State>,
+    /// The key index, under its own lock so that planning a merge (which
+    /// reads it) never blocks readers of the table state. Lock order:
+    /// `state` before `index`. Valid only while its version is the manifest's.
+    pub index: RwLock<Option<KeyIndex>>,
     /// Serialises this process's writers; other processes are fenced by
     /// the create-new manifest publish.
     pub write_lock: Mutex<()>,
@@ -92,6 +95,7 @@ impl NativeTable {
             name: name.to_string(),
             storage,
             state: Mutex::new(State::default()),
+            index: RwLock::new(None),
             write_lock: Mutex::new(()),
         })
     }
@@ -145,10 +149,6 @@ impl NativeTable {
                 }
             })?,
         );
-        // Another writer committed: the index no longer describes the table.
-        if st.index.as_ref().is_some_and(|i| i.version != m.version) {
-            st.index = None;
-        }
         let live: std::collections::HashSet<u64> = m.fragments.iter().map(|f| f.id).collect();
         st.batches.retain(|id, _| live.contains(id));
         st.manifest = Some(m.clone());
@@ -174,17 +174,23 @@ impl NativeTable {
             };
             let deleted = match &f.deletion_file {
                 None => Arc::new(RoaringBitmap::new()),
-                Some(path) => match st.deletions.get(path) {
-                    Some(d) => d.clone(),
-                    None => {
-                        let d = Arc::new(read_deletions(
-                            self.storage(),
-                            &format!("{}/{path}", self.dir()),
-                        )?);
-                        st.deletions.insert(path.clone(), d.clone());
-                        d
+                Some(path) => {
+                    let key = format!("{path}@{}", f.deletion_offset);
+                    match st.deletions.get(&key) {
+                        Some(d) => d.clone(),
+                        None => {
+                            let full = format!("{}/{path}", self.dir());
+                            let d = Arc::new(read_deletions(
+                                self.storage(),
+                                &full,
+                                f.deletion_offset,
+                                f.deletion_len,
+                            )?);
+                            st.deletions.insert(key, d.clone());
+                            d
+                        }
                     }
-                },
+                }
             };
             fragments.push(LoadedFragment {
                 id: f.id,
@@ -217,47 +223,75 @@ impl NativeTable {
         self.load_locked(&mut st, &m)
     }
 
-    /// Makes sure `st.index` is over `on` at `snap`'s version.
+    pub(crate) fn index_read(&self) -> RwLockReadGuard<'_, Option<KeyIndex>> {
+        self.inner.index.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn index_write(&self) -> RwLockWriteGuard<'_, Option<KeyIndex>> {
+        self.inner.index.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The key index over `on` at `snap`'s version (built if needed), read-locked.
     pub(crate) fn ensure_index(
         &self,
-        st: &mut State,
         snap: &Snapshot,
         on: &[String],
-    ) -> Result<()> {
-        let fresh = st
-            .index
-            .as_ref()
-            .is_some_and(|i| i.on() == on && i.version == snap.manifest.version);
-        if !fresh {
-            st.index = Some(build_index(snap, on)?);
+    ) -> Result<RwLockReadGuard<'_, Option<KeyIndex>>> {
+        let fresh = |i: &Option<KeyIndex>| {
+            i.as_ref()
+                .is_some_and(|i| i.on() == on && i.version == snap.manifest.version)
+        };
+        {
+            let g = self.index_read();
+            if fresh(&g) {
+                return Ok(g);
+            }
         }
-        Ok(())
+        {
+            let mut w = self.index_write();
+            if !fresh(&w) {
+                *w = Some(build_index(snap, on)?);
+            }
+        }
+        Ok(self.index_read())
     }
 
     /// For each row of `batch` (the table's key columns), whether the
     /// latest version holds a row with that key. Uses (and builds) the key
     /// index, so it costs O(rows of `batch`) once the index exists.
     pub fn keys_exist(&self, on: &[String], batch: &RecordBatch) -> Result<Vec<bool>> {
+        let lookup =
+            |idx: &Option<KeyIndex>, keys: &[Option<crate::keys::Key>]| -> Result<Vec<bool>> {
+                let idx = idx
+                    .as_ref()
+                    .ok_or_else(|| Error::internal("index missing"))?;
+                Ok(keys
+                    .iter()
+                    .map(|k| k.as_ref().is_some_and(|k| idx.contains(k)))
+                    .collect())
+            };
         let mut st = lock(&self.inner.state);
         let m = self.refresh_locked(&mut st)?;
         let enc = KeyEncoder::new(&m.schema, on)?;
         let keys = enc.encode(batch)?;
-        let fresh = st
-            .index
-            .as_ref()
-            .is_some_and(|i| i.on() == on && i.version == m.version);
-        if !fresh {
-            let snap = self.load_locked(&mut st, &m)?;
-            st.index = Some(build_index(&snap, on)?);
+        let fresh = |i: &Option<KeyIndex>| {
+            i.as_ref()
+                .is_some_and(|i| i.on() == on && i.version == m.version)
+        };
+        {
+            // Holding `state` and the index together: version and index agree.
+            let g = self.index_read();
+            if fresh(&g) {
+                return lookup(&g, &keys);
+            }
         }
-        let idx = st
-            .index
-            .as_ref()
-            .ok_or_else(|| Error::internal("index missing"))?;
-        Ok(keys
-            .iter()
-            .map(|k| k.as_ref().is_some_and(|k| idx.contains(k)))
-            .collect())
+        let snap = self.load_locked(&mut st, &m)?;
+        drop(st);
+        let mut w = self.index_write();
+        if !fresh(&w) {
+            *w = Some(build_index(&snap, on)?);
+        }
+        lookup(&w, &keys)
     }
 
     /// The schema reads see.

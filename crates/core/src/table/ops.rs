@@ -20,7 +20,7 @@ impl NativeTable {
     pub fn add_sync(&self, data: Data, mode: AddMode) -> Result<u64> {
         let (version, _, _) = self.write_with_retry(
             Deadline::new(None),
-            |_, snap| {
+            |snap| {
                 let change = match mode {
                     AddMode::Append => Change {
                         new_rows: Some(align_all(&data.batches, &snap.schema())?),
@@ -49,7 +49,7 @@ impl NativeTable {
     pub fn delete_sync(&self, predicate_sql: &str) -> Result<DeleteResult> {
         let (version, n, _) = self.write_with_retry(
             Deadline::new(None),
-            |_, snap| {
+            |snap| {
                 let pred = predicate(snap, Some(predicate_sql))?.ok_or_else(|| {
                     Error::invalid("delete needs a predicate (use \"true\" to delete every row)")
                 })?;
@@ -99,7 +99,7 @@ impl NativeTable {
         }
         let (version, n, _) = self.write_with_retry(
             Deadline::new(None),
-            |_, snap| {
+            |snap| {
                 let schema = snap.schema();
                 let pred = predicate(snap, predicate_sql)?;
                 let mut exprs: Vec<(usize, Predicate)> = Vec::new();
@@ -185,7 +185,7 @@ impl NativeTable {
     pub fn optimize_sync(&self) -> Result<OptimizeStats> {
         let (version, stats, _) = self.write_with_retry(
             Deadline::new(None),
-            |_, snap| {
+            |snap| {
                 let purged: u64 = snap.manifest.fragments.iter().map(|f| f.num_deleted).sum();
                 let n = snap.fragments.len() as u64;
                 let live: u64 = snap.manifest.num_rows();
