@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use arrow::array::{BooleanArray, RecordBatch};
 use arrow_ipc::reader::FileReader;
-use arrow_ipc::writer::FileWriter;
 use arrow_schema::SchemaRef;
 use roaring::RoaringBitmap;
 
@@ -37,18 +36,8 @@ impl LoadedFragment {
     }
 }
 
-/// Serialises batches as one Arrow IPC file.
-pub fn encode_ipc_file(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<Vec<u8>> {
-    let mut buf = Vec::new();
-    {
-        let mut w = FileWriter::try_new(&mut buf, schema)?;
-        for b in batches {
-            w.write(b)?;
-        }
-        w.finish()?;
-    }
-    Ok(buf)
-}
+/// Serialises batches as one Arrow IPC file (the data file format).
+pub use crate::ipc::encode_file as encode_ipc_file;
 
 /// Reads a fragment data file back as one batch.
 pub fn read_data_file(

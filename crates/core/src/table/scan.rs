@@ -2,6 +2,7 @@
 
 use arrow::array::{BooleanArray, RecordBatch};
 use arrow::compute::{and, filter_record_batch};
+use arrow_schema::Schema;
 
 use super::{NativeTable, Snapshot};
 use crate::error::{Error, Result};
@@ -40,52 +41,86 @@ pub(crate) fn predicate(snap: &Snapshot, filter: Option<&str>) -> Result<Option<
         .transpose()
 }
 
-/// Counts and scans rows of a snapshot (shared by the table and the
-/// server's MemWAL overlay).
-pub fn scan_snapshot(snap: &Snapshot, req: &QueryRequest) -> Result<Vec<RecordBatch>> {
-    let pred = predicate(snap, req.filter.as_deref())?;
-    let schema = snap.schema();
-    let projection = match &req.columns {
-        None => None,
-        Some(cols) => Some(
+/// Column indices of a `select` list (an unknown name is an error naming it).
+pub fn projection(schema: &Schema, columns: Option<&[String]>) -> Result<Option<Vec<usize>>> {
+    columns
+        .map(|cols| {
             cols.iter()
                 .map(|c| {
                     schema.index_of(c).map_err(|_| {
                         Error::invalid(format!(
                             "unknown column '{c}' in select (available: {})",
-                            column_list(&schema)
+                            column_list(schema)
                         ))
                     })
                 })
-                .collect::<Result<Vec<usize>>>()?,
-        ),
-    };
-    let mut skip = req.offset.unwrap_or(0);
-    let mut remaining = req.limit.unwrap_or(usize::MAX);
-    let mut out = Vec::new();
-    for f in &snap.fragments {
-        if remaining == 0 {
-            break;
-        }
-        let mask = row_mask(f, pred.as_ref())?;
-        let mut b = apply(&f.batch, mask.as_ref())?;
-        if skip > 0 {
-            let s = skip.min(b.num_rows());
+                .collect::<Result<Vec<usize>>>()
+        })
+        .transpose()
+}
+
+/// Applies offset, limit and projection to matching rows as they stream by.
+pub struct Pager {
+    skip: usize,
+    remaining: usize,
+    projection: Option<Vec<usize>>,
+    out: Vec<RecordBatch>,
+}
+
+impl Pager {
+    /// A pager for `req` over `schema`.
+    pub fn new(schema: &Schema, req: &QueryRequest) -> Result<Self> {
+        Ok(Self {
+            skip: req.offset.unwrap_or(0),
+            remaining: req.limit.unwrap_or(usize::MAX),
+            projection: projection(schema, req.columns.as_deref())?,
+            out: Vec::new(),
+        })
+    }
+
+    /// Whether the limit is reached.
+    pub fn full(&self) -> bool {
+        self.remaining == 0
+    }
+
+    /// Takes what is wanted of `b` (rows that matched).
+    pub fn push(&mut self, mut b: RecordBatch) -> Result<()> {
+        if self.skip > 0 {
+            let s = self.skip.min(b.num_rows());
             b = b.slice(s, b.num_rows() - s);
-            skip -= s;
+            self.skip -= s;
         }
-        if b.num_rows() > remaining {
-            b = b.slice(0, remaining);
+        if b.num_rows() > self.remaining {
+            b = b.slice(0, self.remaining);
         }
-        remaining -= b.num_rows();
-        if let Some(p) = &projection {
+        self.remaining -= b.num_rows();
+        if let Some(p) = &self.projection {
             b = b.project(p)?;
         }
         if b.num_rows() > 0 {
-            out.push(b);
+            self.out.push(b);
         }
+        Ok(())
     }
-    Ok(out)
+
+    /// The batches taken.
+    pub fn finish(self) -> Vec<RecordBatch> {
+        self.out
+    }
+}
+
+/// Scans rows of a snapshot.
+pub fn scan_snapshot(snap: &Snapshot, req: &QueryRequest) -> Result<Vec<RecordBatch>> {
+    let pred = predicate(snap, req.filter.as_deref())?;
+    let mut pager = Pager::new(&snap.manifest.schema, req)?;
+    for f in &snap.fragments {
+        if pager.full() {
+            break;
+        }
+        let mask = row_mask(f, pred.as_ref())?;
+        pager.push(apply(&f.batch, mask.as_ref())?)?;
+    }
+    Ok(pager.finish())
 }
 
 impl NativeTable {

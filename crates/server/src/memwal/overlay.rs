@@ -8,7 +8,8 @@ use arrow::array::{BooleanArray, RecordBatch};
 use arrow::compute::{and, concat_batches, filter_record_batch};
 use hashbrown::HashSet;
 use memwal_core::filter::{Predicate, Resolve};
-use memwal_core::keys::{column_list, Key, KeyEncoder};
+use memwal_core::keys::{Key, KeyEncoder};
+use memwal_core::table::scan::Pager;
 use memwal_core::{QueryRequest, Snapshot};
 
 use super::{MemWalTable, FLUSHED_SEQ_KEY};
@@ -97,21 +98,6 @@ impl MemWalTable {
             .filter(|f| !f.trim().is_empty())
             .map(|f| Predicate::parse(f, &schema, Resolve::Plain))
             .transpose()?;
-        let projection = match &req.columns {
-            None => None,
-            Some(cols) => Some(
-                cols.iter()
-                    .map(|c| {
-                        schema.index_of(c).map_err(|_| {
-                            memwal_core::Error::invalid(format!(
-                                "unknown column '{c}' in select (available: {})",
-                                column_list(&schema)
-                            ))
-                        })
-                    })
-                    .collect::<std::result::Result<Vec<usize>, _>>()?,
-            ),
-        };
         let enc = KeyEncoder::new(&schema, &v.on)?;
         let mut out = Vec::new();
         for f in &v.snap.fragments {
@@ -142,30 +128,13 @@ impl MemWalTable {
         if m.num_rows() > 0 {
             out.push(m);
         }
-        // Paging and projection over the combined rows.
-        let mut skip = req.offset.unwrap_or(0);
-        let mut remaining = req.limit.unwrap_or(usize::MAX);
-        let mut paged = Vec::new();
-        for mut b in out {
-            if remaining == 0 {
+        let mut pager = Pager::new(&schema, req)?;
+        for b in out {
+            if pager.full() {
                 break;
             }
-            if skip > 0 {
-                let s = skip.min(b.num_rows());
-                b = b.slice(s, b.num_rows() - s);
-                skip -= s;
-            }
-            if b.num_rows() > remaining {
-                b = b.slice(0, remaining);
-            }
-            remaining -= b.num_rows();
-            if let Some(p) = &projection {
-                b = b.project(p)?;
-            }
-            if b.num_rows() > 0 {
-                paged.push(b);
-            }
+            pager.push(b)?;
         }
-        Ok(paged)
+        Ok(pager.finish())
     }
 }
