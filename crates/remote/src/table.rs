@@ -127,16 +127,7 @@ impl Database for RemoteDatabase {
             (CreateMode::Create, true) => "exist_ok",
             (CreateMode::Create, false) => "create",
         };
-        let path = self.client.table_path(name, "create/");
-        let (resp, rid, _) = self
-            .client
-            .send(Method::POST, &path, false, |r| {
-                r.query(&[("mode", mode)])
-                    .header("content-type", ARROW_STREAM)
-                    .body(body.clone())
-            })
-            .await?;
-        self.client.check(resp, &rid, Some(name)).await?;
+        self.table(name).post_arrow("create/", mode, body).await?;
         Ok(Arc::new(self.table(name)))
     }
 
@@ -164,6 +155,21 @@ pub struct RemoteTable {
 }
 
 impl RemoteTable {
+    /// POSTs an Arrow IPC stream with `?mode=`; returns the JSON answer.
+    async fn post_arrow(&self, op: &str, mode: &str, body: Vec<u8>) -> Result<Value> {
+        let path = self.client.table_path(&self.name, op);
+        let (resp, rid, _) = self
+            .client
+            .send(Method::POST, &path, false, |r| {
+                r.query(&[("mode", mode)])
+                    .header("content-type", ARROW_STREAM)
+                    .body(body.clone())
+            })
+            .await?;
+        let resp = self.client.check(resp, &rid, Some(&self.name)).await?;
+        json_of(resp, &rid).await
+    }
+
     async fn post_json(&self, op: &str, body: Value) -> Result<Value> {
         let path = self.client.table_path(&self.name, op);
         let bytes = serde_json::to_vec(&body).map_err(|e| Error::Config(e.to_string()))?;
@@ -256,17 +262,7 @@ impl Table for RemoteTable {
         } else {
             "append"
         };
-        let path = self.client.table_path(&self.name, "insert/");
-        let (resp, rid, _) = self
-            .client
-            .send(Method::POST, &path, false, |r| {
-                r.query(&[("mode", mode)])
-                    .header("content-type", ARROW_STREAM)
-                    .body(body.clone())
-            })
-            .await?;
-        let resp = self.client.check(resp, &rid, Some(&self.name)).await?;
-        Ok(u(&json_of(resp, &rid).await?, "version"))
+        Ok(u(&self.post_arrow("insert/", mode, body).await?, "version"))
     }
     async fn delete(&self, predicate: &str) -> memwal_core::Result<DeleteResult> {
         let v = self

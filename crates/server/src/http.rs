@@ -179,8 +179,9 @@ async fn describe(
     })))
 }
 
+/// `{"predicate": "..."}` (count_rows, delete).
 #[derive(Deserialize, Default)]
-struct CountBody {
+struct PredicateBody {
     predicate: Option<String>,
 }
 
@@ -189,7 +190,7 @@ async fn count_rows(
     Path(name): Path<String>,
     body: Bytes,
 ) -> Result<Json<u64>> {
-    let b: CountBody = json_body(&body)?;
+    let b: PredicateBody = json_body(&body)?;
     let t = state.table(&name)?;
     Ok(Json(
         blocking(move || t.count_rows(b.predicate.as_deref())).await?,
@@ -284,17 +285,12 @@ async fn merge_insert(
     })))
 }
 
-#[derive(Deserialize, Default)]
-struct DeleteBody {
-    predicate: Option<String>,
-}
-
 async fn delete(
     State(state): State<Arc<AppState>>,
     Path(name): Path<String>,
     body: Bytes,
 ) -> Result<Json<Value>> {
-    let b: DeleteBody = json_body(&body)?;
+    let b: PredicateBody = json_body(&body)?;
     let pred = b.predicate.ok_or_else(|| {
         Error::BadRequest("delete needs a JSON body {\"predicate\": \"...\"}".into())
     })?;
