@@ -170,9 +170,10 @@ impl RemoteTable {
         json_of(resp, &rid).await
     }
 
-    async fn post_json(&self, op: &str, body: Value) -> Result<Value> {
+    /// POSTs a JSON body; returns the checked response and its request id.
+    async fn send_json(&self, op: &str, body: &Value) -> Result<(reqwest::Response, String)> {
         let path = self.client.table_path(&self.name, op);
-        let bytes = serde_json::to_vec(&body).map_err(|e| Error::Config(e.to_string()))?;
+        let bytes = serde_json::to_vec(body).map_err(|e| Error::Config(e.to_string()))?;
         let (resp, rid, _) = self
             .client
             .send(Method::POST, &path, false, |r| {
@@ -181,6 +182,11 @@ impl RemoteTable {
             })
             .await?;
         let resp = self.client.check(resp, &rid, Some(&self.name)).await?;
+        Ok((resp, rid))
+    }
+
+    async fn post_json(&self, op: &str, body: Value) -> Result<Value> {
+        let (resp, rid) = self.send_json(op, &body).await?;
         json_of(resp, &rid).await
     }
 
@@ -297,17 +303,7 @@ impl Table for RemoteTable {
         if let Some(o) = request.offset {
             body["offset"] = json!(o);
         }
-        let path = self.client.table_path(&self.name, "query/");
-        let bytes =
-            serde_json::to_vec(&body).map_err(|e| memwal_core::Error::internal(e.to_string()))?;
-        let (resp, rid, _) = self
-            .client
-            .send(Method::POST, &path, false, |r| {
-                r.header("content-type", "application/json")
-                    .body(bytes.clone())
-            })
-            .await?;
-        let resp = self.client.check(resp, &rid, Some(&self.name)).await?;
+        let (resp, rid) = self.send_json("query/", &body).await?;
         let raw = resp.bytes().await.map_err(|e| Error::Response {
             message: e.to_string(),
             request_id: rid.clone(),
