@@ -68,3 +68,41 @@ describe("remote tables on the bundled server", () => {
     await expect(connect("db://test", { hostOverride: server.url, apiKey: "" })).rejects.toMatchObject({ code: "InvalidInput" });
   });
 });
+
+describe("headerProvider", () => {
+  test("is asked before every request and its headers replace ours", async () => {
+    // The connection's own key is wrong: only the provider's x-api-key lets requests in.
+    let calls = 0;
+    const viaConfig = await connect("db://test", {
+      apiKey: "wrong",
+      hostOverride: server.url,
+      clientConfig: { retryConfig: { retries: 0 }, headerProvider: async () => ({ "x-api-key": "secret", "x-call": String(++calls) }) },
+    });
+    expect(await viaConfig.tableNames()).toEqual(expect.arrayContaining(["mw"]));
+    const t = await viaConfig.openTable("mw");
+    await t.countRows();
+    expect(calls).toBe(3);
+
+    // The official client's forms: a fourth argument, an object with getHeaders(), a synchronous function.
+    const viaArg = await connect("db://test", { apiKey: "wrong", hostOverride: server.url }, { getHeaders: () => ({ "x-api-key": "secret" }) });
+    expect(await (await viaArg.openTable("mw")).countRows()).toBeGreaterThan(0);
+
+    // Without it the same connection is refused.
+    const none = await connect("db://test", { apiKey: "wrong", hostOverride: server.url, clientConfig: { retryConfig: { retries: 0 } } });
+    await expect(none.tableNames()).rejects.toMatchObject({ code: "Auth" });
+  });
+
+  test("a provider that throws or returns junk fails the request with a clear error", async () => {
+    const throws = await connect("db://test", { apiKey: "secret", hostOverride: server.url }, () => {
+      throw new Error("token service is down");
+    });
+    await expect(throws.tableNames()).rejects.toMatchObject({ code: "HeaderProvider", message: expect.stringContaining("token service is down") });
+    const rejects = await connect("db://test", { apiKey: "secret", hostOverride: server.url }, async () => Promise.reject(new Error("expired")));
+    await expect(rejects.tableNames()).rejects.toMatchObject({ code: "HeaderProvider", message: expect.stringContaining("expired") });
+    const junk = await connect("db://test", { apiKey: "secret", hostOverride: server.url }, () => ({ "bad header": "x" }));
+    await expect(junk.tableNames()).rejects.toMatchObject({ code: "HeaderProvider", message: expect.stringContaining("bad header name") });
+    // The server is unharmed and the regular connection still works.
+    expect(await db.tableNames()).toEqual(expect.arrayContaining(["mw"]));
+    await expect(connect("db://test", { apiKey: "secret", hostOverride: server.url }, 42 as never)).rejects.toMatchObject({ code: "InvalidInput" });
+  });
+});

@@ -6,7 +6,7 @@ import type { Schema } from "apache-arrow";
 import { Table as ArrowTable } from "apache-arrow";
 
 import { Data, toBuffer } from "./arrow";
-import { call } from "./errors";
+import { call, invalid } from "./errors";
 import { native, type NativeConnection } from "./native";
 import { Table } from "./table";
 
@@ -40,6 +40,17 @@ export interface TlsConfig {
   assertHostname?: boolean;
 }
 
+/**
+ * Headers for each request, asked before every try (so a refreshed token is
+ * used on a retry): a function returning headers (or a promise of them), or
+ * an object with `getHeaders()` as the official client's `HeaderProvider`.
+ * Its headers replace same-named ones; if it throws, the request fails with
+ * code `HeaderProvider` and is not sent.
+ */
+export type HeaderProvider =
+  | (() => Record<string, string> | Promise<Record<string, string>>)
+  | { getHeaders(): Record<string, string> | Promise<Record<string, string>> };
+
 export interface ClientConfig {
   userAgent?: string;
   retryConfig?: RetryConfig;
@@ -50,6 +61,8 @@ export interface ClientConfig {
   userId?: string;
   /** Adds `x-lancedb-mem-wal-enabled: true` to every request. */
   memWalEnabled?: boolean;
+  /** Per-request headers (see {@link HeaderProvider}). */
+  headerProvider?: HeaderProvider;
 }
 
 export interface ConnectionOptions {
@@ -71,6 +84,8 @@ export interface CreateTableOptions {
   existOk?: boolean;
   /** Schema for plain-object rows (otherwise inferred). */
   schema?: Schema;
+  /** Namespace path of the table (remote databases only; default: the root). */
+  namespace?: string[];
 }
 
 export class Connection {
@@ -90,7 +105,7 @@ export class Connection {
   /** Creates a table from rows. */
   async createTable(name: string, data: Data, options?: CreateTableOptions): Promise<Table> {
     const t = await call(async () =>
-      this.inner.createTable(name, toBuffer(data, options?.schema), options?.mode ?? "create", options?.existOk ?? false),
+      this.inner.createTable(name, toBuffer(data, options?.schema), options?.mode ?? "create", options?.existOk ?? false, options?.namespace),
     );
     return new Table(t);
   }
@@ -100,27 +115,57 @@ export class Connection {
     return this.createTable(name, new ArrowTable(schema), options);
   }
 
-  /** Opens a table. */
-  async openTable(name: string): Promise<Table> {
-    return new Table(await call(() => this.inner.openTable(name)));
+  /**
+   * Opens a table. `namespace` (remote databases only) is the table's
+   * namespace path: the id sent is the path and the name joined by
+   * `clientConfig.idDelimiter` (default `$`).
+   */
+  async openTable(name: string, namespace?: string[]): Promise<Table> {
+    return new Table(await call(() => this.inner.openTable(name, namespace)));
   }
 
-  /** Drops a table and its data. */
-  dropTable(name: string): Promise<void> {
-    return call(() => this.inner.dropTable(name));
+  /** Drops a table and its data (`namespace` as in {@link openTable}). */
+  dropTable(name: string, namespace?: string[]): Promise<void> {
+    return call(() => this.inner.dropTable(name, namespace));
   }
 }
 
-/** Opens a database: a folder path, `memory://`, or `db://name`. */
-export async function connect(uri: string, options?: ConnectionOptions): Promise<Connection> {
+/** Turns any provider form into the one function the addon calls. */
+function providerFn(p: HeaderProvider | undefined): (() => Promise<Record<string, string>>) | undefined {
+  if (p === undefined) return undefined;
+  const get = typeof p === "function" ? p : typeof p?.getHeaders === "function" ? () => p.getHeaders() : undefined;
+  if (!get) throw invalid("headerProvider must be a function or an object with getHeaders()");
+  return async () => {
+    const h = await get();
+    if (h === null || typeof h !== "object") throw new Error(`headerProvider returned ${h === null ? "null" : typeof h}, not an object of headers`);
+    return Object.fromEntries(Object.entries(h).map(([k, v]) => [k, String(v)]));
+  };
+}
+
+/**
+ * Opens a database: a folder path, `memory://`, or `db://name`.
+ * `headerProvider` (as in the official client's fourth argument) may also be
+ * given here instead of in `clientConfig`.
+ */
+export async function connect(
+  uri: string,
+  options?: ConnectionOptions,
+  headerProvider?: HeaderProvider,
+): Promise<Connection> {
+  const { headerProvider: fromConfig, ...clientConfig } = options?.clientConfig ?? {};
+  const provider = providerFn(headerProvider ?? fromConfig);
   const c = await call(() =>
-    native.connect(uri, {
-      apiKey: options?.apiKey,
-      region: options?.region,
-      hostOverride: options?.hostOverride,
-      storageOptions: options?.storageOptions,
-      clientConfigJson: options?.clientConfig ? JSON.stringify(options.clientConfig) : undefined,
-    }),
+    native.connect(
+      uri,
+      {
+        apiKey: options?.apiKey,
+        region: options?.region,
+        hostOverride: options?.hostOverride,
+        storageOptions: options?.storageOptions,
+        clientConfigJson: options?.clientConfig ? JSON.stringify(clientConfig) : undefined,
+      },
+      provider,
+    ),
   );
   return new Connection(c);
 }

@@ -17,6 +17,7 @@ export type ErrorCode =
   | "Http"
   | "Auth"
   | "RetryLimit"
+  | "HeaderProvider"
   | "Internal";
 
 /** Base class of every error memwal throws. `code` is stable across versions. */

@@ -8,7 +8,7 @@
  * ```
  */
 export { connect, Connection } from "./connection";
-export type { ClientConfig, ConnectionOptions, CreateTableOptions, RetryConfig, TimeoutConfig, TlsConfig } from "./connection";
+export type { ClientConfig, ConnectionOptions, CreateTableOptions, HeaderProvider, RetryConfig, TimeoutConfig, TlsConfig } from "./connection";
 export { Table, Query } from "./table";
 export type { AddOptions, UpdateOptions, VersionInfo } from "./table";
 export { MergeInsertBuilder } from "./merge";

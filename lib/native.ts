@@ -51,9 +51,9 @@ export interface NativeTable {
 export interface NativeConnection {
   readonly uri: string;
   tableNames(): Promise<string[]>;
-  createTable(name: string, data: Buffer, mode?: string | null, existOk?: boolean | null): Promise<NativeTable>;
-  openTable(name: string): Promise<NativeTable>;
-  dropTable(name: string): Promise<void>;
+  createTable(name: string, data: Buffer, mode?: string | null, existOk?: boolean | null, namespace?: string[] | null): Promise<NativeTable>;
+  openTable(name: string, namespace?: string[] | null): Promise<NativeTable>;
+  dropTable(name: string, namespace?: string[] | null): Promise<void>;
 }
 
 export interface NativeConnectOptions {
@@ -81,7 +81,11 @@ export interface NativeServer {
 }
 
 export interface NativeAddon {
-  connect(uri: string, options?: NativeConnectOptions | null): Promise<NativeConnection>;
+  connect(
+    uri: string,
+    options?: NativeConnectOptions | null,
+    headerProvider?: (() => Promise<Record<string, string>>) | null,
+  ): Promise<NativeConnection>;
   serve?(options: NativeServeOptions): Promise<NativeServer>;
   validateMergeInsert(options: NativeMergeInsertOptions): void;
 }

@@ -8,6 +8,7 @@ use napi::bindgen_prelude::Buffer;
 use napi_derive::napi;
 
 use crate::error;
+use crate::headers::{HeaderFn, JsHeaderProvider};
 use crate::table::{decode, Table};
 
 /// Options of `connect` (remote ones are ignored for local URIs).
@@ -33,9 +34,14 @@ pub struct Connection {
     uri: String,
 }
 
-/// Opens a database.
+/// Opens a database. `header_provider` (remote only) is called before
+/// every try of every request for headers to add.
 #[napi]
-pub async fn connect(uri: String, options: Option<ConnectOptions>) -> napi::Result<Connection> {
+pub async fn connect(
+    uri: String,
+    options: Option<ConnectOptions>,
+    header_provider: Option<HeaderFn>,
+) -> napi::Result<Connection> {
     let options = options.unwrap_or_default();
     let inner: Arc<dyn Database> = if uri.starts_with("db://") {
         let config = match &options.client_config_json {
@@ -48,6 +54,8 @@ pub async fn connect(uri: String, options: Option<ConnectOptions>) -> napi::Resu
             host_override: options.host_override,
             storage_options: options.storage_options.unwrap_or_default(),
             client_config: config,
+            header_provider: header_provider
+                .map(|f| Arc::new(JsHeaderProvider(f)) as Arc<dyn memwal_remote::HeaderProvider>),
         };
         Arc::new(memwal_remote::RemoteDatabase::connect(&uri, opts).map_err(error::remote)?)
     } else {
@@ -78,6 +86,7 @@ impl Connection {
         data: Buffer,
         mode: Option<String>,
         exist_ok: Option<bool>,
+        namespace: Option<Vec<String>>,
     ) -> napi::Result<Table> {
         let mode = match mode.as_deref() {
             None | Some("create") => CreateMode::Create,
@@ -95,22 +104,37 @@ impl Connection {
         };
         let t = self
             .inner
-            .create_table(&name, data, opts)
+            .create_table_in(&namespace.unwrap_or_default(), &name, data, opts)
             .await
             .map_err(error::core)?;
         Ok(Table::new(t))
     }
 
-    /// Opens a table.
+    /// Opens a table (in a namespace, for remote databases).
     #[napi]
-    pub async fn open_table(&self, name: String) -> napi::Result<Table> {
-        let t = self.inner.open_table(&name).await.map_err(error::core)?;
+    pub async fn open_table(
+        &self,
+        name: String,
+        namespace: Option<Vec<String>>,
+    ) -> napi::Result<Table> {
+        let t = self
+            .inner
+            .open_table_in(&namespace.unwrap_or_default(), &name)
+            .await
+            .map_err(error::core)?;
         Ok(Table::new(t))
     }
 
-    /// Drops a table.
+    /// Drops a table (in a namespace, for remote databases).
     #[napi]
-    pub async fn drop_table(&self, name: String) -> napi::Result<()> {
-        self.inner.drop_table(&name).await.map_err(error::core)
+    pub async fn drop_table(
+        &self,
+        name: String,
+        namespace: Option<Vec<String>>,
+    ) -> napi::Result<()> {
+        self.inner
+            .drop_table_in(&namespace.unwrap_or_default(), &name)
+            .await
+            .map_err(error::core)
     }
 }

@@ -8,6 +8,7 @@
 
 mod connection;
 mod error;
+mod headers;
 mod merge;
 mod server;
 mod table;

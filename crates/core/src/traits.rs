@@ -170,6 +170,39 @@ pub trait Database: Send + Sync + std::fmt::Debug {
     async fn open_table(&self, name: &str) -> Result<Arc<dyn Table>>;
     /// Drops a table and its files.
     async fn drop_table(&self, name: &str) -> Result<()>;
+
+    /// Opens a table inside a namespace (`[]` is the root). Only remote
+    /// databases have namespaces; the default refuses any other path.
+    async fn open_table_in(&self, namespace: &[String], name: &str) -> Result<Arc<dyn Table>> {
+        root_only(namespace)?;
+        self.open_table(name).await
+    }
+    /// Creates a table inside a namespace (see [`Database::open_table_in`]).
+    async fn create_table_in(
+        &self,
+        namespace: &[String],
+        name: &str,
+        data: Data,
+        options: CreateOptions,
+    ) -> Result<Arc<dyn Table>> {
+        root_only(namespace)?;
+        self.create_table(name, data, options).await
+    }
+    /// Drops a table inside a namespace (see [`Database::open_table_in`]).
+    async fn drop_table_in(&self, namespace: &[String], name: &str) -> Result<()> {
+        root_only(namespace)?;
+        self.drop_table(name).await
+    }
+}
+
+fn root_only(namespace: &[String]) -> Result<()> {
+    if namespace.is_empty() {
+        Ok(())
+    } else {
+        Err(crate::Error::not_supported(format!(
+            "namespace {namespace:?}: local databases have no namespaces (they are a feature of remote databases)"
+        )))
+    }
 }
 
 /// Deadline helper shared by the executors.

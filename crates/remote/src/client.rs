@@ -4,10 +4,14 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Method, RequestBuilder, Response, StatusCode};
 
 use crate::config::{ClientConfig, ConnectOptions};
 use crate::error::{Error, Result};
+use crate::HeaderProvider;
 
 /// A configured client for one database.
 #[derive(Debug, Clone)]
@@ -17,6 +21,7 @@ pub struct RestClient {
     api_key: String,
     db: String,
     pub(crate) config: ClientConfig,
+    header_provider: Option<Arc<dyn HeaderProvider>>,
 }
 
 impl RestClient {
@@ -56,6 +61,9 @@ impl RestClient {
             b = b.timeout(d);
         }
         if let Some(tls) = &config.tls_config {
+            if tls.assert_hostname == Some(false) {
+                b = b.danger_accept_invalid_hostnames(true);
+            }
             if let Some(ca) = &tls.ssl_ca_cert {
                 let pem = std::fs::read(ca)
                     .map_err(|e| Error::Config(format!("cannot read sslCaCert {ca}: {e}")))?;
@@ -84,6 +92,7 @@ impl RestClient {
             api_key,
             db: db.to_string(),
             config,
+            header_provider: opts.header_provider.clone(),
         })
     }
 
@@ -131,9 +140,11 @@ impl RestClient {
         let mut tries = 0u32;
         loop {
             tries += 1;
-            let sent = build(self.request(method.clone(), path, &request_id))
-                .send()
-                .await;
+            let mut req = build(self.request(method.clone(), path, &request_id));
+            if let Some(p) = &self.header_provider {
+                req = req.headers(provided_headers(p.as_ref(), &request_id).await?);
+            }
+            let sent = req.send().await;
             let (last, retry_after) = match sent {
                 Ok(resp) => {
                     let s = resp.status();
@@ -244,6 +255,23 @@ impl RestClient {
             },
         })
     }
+}
+
+/// Asks the provider for this try's headers (they replace same-named ones).
+async fn provided_headers(p: &dyn HeaderProvider, request_id: &str) -> Result<HeaderMap> {
+    let fail = |message: String| Error::HeaderProvider {
+        message,
+        request_id: request_id.to_string(),
+    };
+    let mut map = HeaderMap::new();
+    for (k, v) in p.headers().await.map_err(fail)? {
+        let name = HeaderName::from_bytes(k.as_bytes())
+            .map_err(|e| fail(format!("bad header name {k:?}: {e}")))?;
+        let value = HeaderValue::from_str(&v)
+            .map_err(|e| fail(format!("bad value for header {k}: {e}")))?;
+        map.insert(name, value);
+    }
+    Ok(map)
 }
 
 /// Percent-encodes a path segment.

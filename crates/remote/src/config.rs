@@ -42,7 +42,8 @@ pub struct TimeoutConfig {
     pub pool_idle_timeout: Option<f64>,
 }
 
-/// TLS files (PEM).
+/// TLS files (PEM). `assertHostname: false` accepts a server certificate
+/// whose names do not include the host (the chain is still verified).
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(rename_all = "camelCase", default)]
 pub struct TlsConfig {
@@ -103,4 +104,6 @@ pub struct ConnectOptions {
     pub host_override: Option<String>,
     pub storage_options: std::collections::HashMap<String, String>,
     pub client_config: ClientConfig,
+    /// Called before every try of every request; its headers win over ours.
+    pub header_provider: Option<std::sync::Arc<dyn crate::HeaderProvider>>,
 }

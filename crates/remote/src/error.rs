@@ -87,6 +87,14 @@ pub enum Error {
         /// The request id.
         request_id: String,
     },
+    /// The caller's header provider failed; the request was not sent.
+    #[error("the header provider failed: {message} (request_id={request_id})")]
+    HeaderProvider {
+        /// What it said.
+        message: String,
+        /// The request id.
+        request_id: String,
+    },
     /// A local (engine-side) error: encoding, validation.
     #[error(transparent)]
     Core(#[from] memwal_core::Error),
@@ -97,6 +105,7 @@ impl Error {
     pub fn code(&self) -> &'static str {
         match self {
             Error::Config(_) | Error::InvalidInput { .. } => "InvalidInput",
+            Error::HeaderProvider { .. } => "HeaderProvider",
             Error::Auth { .. } => "Auth",
             Error::TableNotFound { .. } => "TableNotFound",
             Error::TableAlreadyExists { .. } => "TableAlreadyExists",
@@ -112,10 +121,6 @@ impl From<Error> for memwal_core::Error {
     fn from(e: Error) -> Self {
         match e {
             Error::Core(e) => e,
-            Error::TableNotFound { name, .. } => memwal_core::Error::TableNotFound { name },
-            Error::TableAlreadyExists { name, .. } => {
-                memwal_core::Error::TableAlreadyExists { name }
-            }
             Error::InvalidInput {
                 message,
                 request_id,

@@ -1,5 +1,6 @@
 //! RemoteDatabase and RemoteTable: the core traits over the REST protocol.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use arrow::array::RecordBatch;
@@ -39,10 +40,24 @@ impl RemoteDatabase {
         })
     }
 
+    /// The table id of `name` in `namespace`: the parts joined by the id
+    /// delimiter (`$` unless configured), each part a valid name.
+    fn id(&self, namespace: &[String], name: &str) -> memwal_core::Result<String> {
+        for part in namespace.iter().map(String::as_str).chain([name]) {
+            memwal_core::name::validate_table_name(part)?;
+        }
+        let delim = self.client.config.id_delimiter.as_deref().unwrap_or("$");
+        let mut parts = namespace.to_vec();
+        parts.push(name.to_string());
+        Ok(parts.join(delim))
+    }
+
     fn table(&self, name: &str) -> RemoteTable {
         RemoteTable {
             client: self.client.clone(),
             name: name.to_string(),
+            version: None,
+            min_version: Arc::new(AtomicU64::new(0)),
         }
     }
 }
@@ -120,29 +135,53 @@ impl Database for RemoteDatabase {
         data: Data,
         options: CreateOptions,
     ) -> memwal_core::Result<Arc<dyn Table>> {
-        memwal_core::name::validate_table_name(name)?;
+        self.create_table_in(&[], name, data, options).await
+    }
+
+    async fn open_table(&self, name: &str) -> memwal_core::Result<Arc<dyn Table>> {
+        self.open_table_in(&[], name).await
+    }
+
+    async fn drop_table(&self, name: &str) -> memwal_core::Result<()> {
+        self.drop_table_in(&[], name).await
+    }
+
+    async fn create_table_in(
+        &self,
+        namespace: &[String],
+        name: &str,
+        data: Data,
+        options: CreateOptions,
+    ) -> memwal_core::Result<Arc<dyn Table>> {
+        let name = &self.id(namespace, name)?;
         let body = ipc::encode_stream(&data.schema, &data.batches)?;
         let mode = match (options.mode, options.exist_ok) {
             (CreateMode::Overwrite, _) => "overwrite",
             (CreateMode::Create, true) => "exist_ok",
             (CreateMode::Create, false) => "create",
         };
-        self.table(name).post_arrow("create/", mode, body).await?;
+        self.table(name)
+            .post_arrow("create/", Some(mode), body)
+            .await?;
         Ok(Arc::new(self.table(name)))
     }
 
-    async fn open_table(&self, name: &str) -> memwal_core::Result<Arc<dyn Table>> {
-        memwal_core::name::validate_table_name(name)?;
-        let t = self.table(name);
-        t.describe().await?;
+    async fn open_table_in(
+        &self,
+        namespace: &[String],
+        name: &str,
+    ) -> memwal_core::Result<Arc<dyn Table>> {
+        let t = self.table(&self.id(namespace, name)?);
+        let (resp, rid) = t.send_json("describe/", None).await?;
+        json_of(resp, &rid).await?;
         Ok(Arc::new(t))
     }
 
-    async fn drop_table(&self, name: &str) -> memwal_core::Result<()> {
-        memwal_core::name::validate_table_name(name)?;
-        let path = self.client.table_path(name, "drop/");
+    async fn drop_table_in(&self, namespace: &[String], name: &str) -> memwal_core::Result<()> {
+        let id = self.id(namespace, name)?;
+        let path = self.client.table_path(&id, "drop/");
         let (resp, rid, _) = self.client.send(Method::POST, &path, false, |r| r).await?;
-        self.client.check(resp, &rid, Some(name)).await?;
+        self.client.check(resp, &rid, Some(&id)).await?;
         Ok(())
     }
 }
@@ -152,33 +191,78 @@ impl Database for RemoteDatabase {
 pub struct RemoteTable {
     client: Arc<RestClient>,
     name: String,
+    /// The checked-out version (read-only), or None for the latest.
+    version: Option<u64>,
+    /// The newest version this handle wrote: reads ask the server for at
+    /// least it (`x-lancedb-min-version`), as the official client does.
+    min_version: Arc<AtomicU64>,
 }
 
 impl RemoteTable {
-    /// POSTs an Arrow IPC stream with `?mode=`; returns the JSON answer.
-    async fn post_arrow(&self, op: &str, mode: &str, body: Vec<u8>) -> Result<Value> {
+    /// Remembers the version a write produced.
+    fn wrote(&self, version: u64) -> u64 {
+        self.min_version.fetch_max(version, Ordering::Relaxed);
+        version
+    }
+
+    /// Refuses writes on a checked-out version, as native tables do.
+    fn ensure_writable(&self) -> memwal_core::Result<()> {
+        match self.version {
+            Some(v) => Err(memwal_core::Error::invalid(format!(
+                "table '{}' is checked out at version {v}, which is read-only; check out the latest version to write",
+                self.name
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// `x-lancedb-min-version` for reads of the latest version.
+    fn read_headers(&self, r: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        let v = self.min_version.load(Ordering::Relaxed);
+        if v > 0 && self.version.is_none() {
+            r.header("x-lancedb-min-version", v.to_string())
+        } else {
+            r
+        }
+    }
+
+    /// POSTs an Arrow IPC stream (with `?mode=` if given); returns the JSON answer.
+    async fn post_arrow(&self, op: &str, mode: Option<&str>, body: Vec<u8>) -> Result<Value> {
         let path = self.client.table_path(&self.name, op);
         let (resp, rid, _) = self
             .client
             .send(Method::POST, &path, false, |r| {
-                r.query(&[("mode", mode)])
-                    .header("content-type", ARROW_STREAM)
-                    .body(body.clone())
+                let r = match mode {
+                    Some(m) => r.query(&[("mode", m)]),
+                    None => r,
+                };
+                r.header("content-type", ARROW_STREAM).body(body.clone())
             })
             .await?;
         let resp = self.client.check(resp, &rid, Some(&self.name)).await?;
         json_of(resp, &rid).await
     }
 
-    /// POSTs a JSON body; returns the checked response and its request id.
-    async fn send_json(&self, op: &str, body: &Value) -> Result<(reqwest::Response, String)> {
+    /// POSTs a JSON body (or nothing, for `None`); returns the checked
+    /// response and its request id.
+    async fn send_json(
+        &self,
+        op: &str,
+        body: Option<&Value>,
+    ) -> Result<(reqwest::Response, String)> {
         let path = self.client.table_path(&self.name, op);
-        let bytes = serde_json::to_vec(body).map_err(|e| Error::Config(e.to_string()))?;
+        let bytes = body
+            .map(serde_json::to_vec)
+            .transpose()
+            .map_err(|e| Error::Config(e.to_string()))?;
         let (resp, rid, _) = self
             .client
             .send(Method::POST, &path, false, |r| {
-                r.header("content-type", "application/json")
-                    .body(bytes.clone())
+                let r = self.read_headers(r);
+                match &bytes {
+                    Some(b) => r.header("content-type", "application/json").body(b.clone()),
+                    None => r,
+                }
             })
             .await?;
         let resp = self.client.check(resp, &rid, Some(&self.name)).await?;
@@ -186,15 +270,14 @@ impl RemoteTable {
     }
 
     async fn post_json(&self, op: &str, body: Value) -> Result<Value> {
-        let (resp, rid) = self.send_json(op, &body).await?;
+        let (resp, rid) = self.send_json(op, Some(&body)).await?;
         json_of(resp, &rid).await
     }
 
+    /// `describe/` with `{"version": N | null}` (openTable sends no body).
     async fn describe(&self) -> Result<Value> {
-        let path = self.client.table_path(&self.name, "describe/");
-        let (resp, rid, _) = self.client.send(Method::POST, &path, false, |r| r).await?;
-        let resp = self.client.check(resp, &rid, Some(&self.name)).await?;
-        json_of(resp, &rid).await
+        self.post_json("describe/", json!({ "version": self.version }))
+            .await
     }
 }
 
@@ -214,7 +297,8 @@ impl Table for RemoteTable {
         Ok(u(&self.describe().await?, "version"))
     }
     async fn list_versions(&self) -> memwal_core::Result<Vec<VersionInfo>> {
-        let v = self.post_json("version/list/", json!({})).await?;
+        let (resp, rid) = self.send_json("version/list/", None).await?;
+        let v = json_of(resp, &rid).await?;
         Ok(v.get("versions")
             .and_then(Value::as_array)
             .map(|a| {
@@ -244,38 +328,52 @@ impl Table for RemoteTable {
             .unwrap_or_default())
     }
     async fn checkout(&self, version: Option<u64>) -> memwal_core::Result<Arc<dyn Table>> {
-        match version {
-            None => Ok(Arc::new(self.clone())),
-            Some(_) => Err(memwal_core::Error::not_supported(
-                "checkout of an older version is not implemented for remote tables yet",
-            )),
+        let t = RemoteTable {
+            version,
+            ..self.clone()
+        };
+        if version.is_some() {
+            // As the official client: describe that version (a 404 if there is none).
+            let not_found = || memwal_core::Error::VersionNotFound {
+                table: self.name.clone(),
+                version: version.unwrap_or_default(),
+            };
+            let d = match t.describe().await {
+                Err(Error::TableNotFound { .. }) => return Err(not_found()),
+                other => other?,
+            };
+            if let (Some(want), Some(got)) = (version, d.get("version").and_then(Value::as_u64)) {
+                if want != got {
+                    return Err(not_found());
+                }
+            }
         }
+        Ok(Arc::new(t))
     }
     async fn count_rows(&self, filter: Option<String>) -> memwal_core::Result<u64> {
-        let body = match filter {
-            Some(f) => json!({ "predicate": f }),
-            None => json!({}),
-        };
+        let mut body = json!({ "version": self.version });
+        if let Some(f) = filter {
+            body["predicate"] = json!(f);
+        }
         let v = self.post_json("count_rows/", body).await?;
         v.as_u64().ok_or_else(|| {
             memwal_core::Error::invalid(format!("count_rows answered {v}, not a number"))
         })
     }
     async fn add(&self, data: Data, mode: AddMode) -> memwal_core::Result<u64> {
+        self.ensure_writable()?;
         let body = ipc::encode_stream(&data.schema, &data.batches)?;
-        let mode = if mode == AddMode::Overwrite {
-            "overwrite"
-        } else {
-            "append"
-        };
-        Ok(u(&self.post_arrow("insert/", mode, body).await?, "version"))
+        // An append sends no mode (as the official client).
+        let mode = (mode == AddMode::Overwrite).then_some("overwrite");
+        Ok(self.wrote(u(&self.post_arrow("insert/", mode, body).await?, "version")))
     }
     async fn delete(&self, predicate: &str) -> memwal_core::Result<DeleteResult> {
+        self.ensure_writable()?;
         let v = self
             .post_json("delete/", json!({ "predicate": predicate }))
             .await?;
         Ok(DeleteResult {
-            version: u(&v, "version"),
+            version: self.wrote(u(&v, "version")),
             num_deleted_rows: u(&v, "num_deleted_rows"),
         })
     }
@@ -284,6 +382,7 @@ impl Table for RemoteTable {
         predicate: Option<String>,
         values: Vec<(String, String)>,
     ) -> memwal_core::Result<UpdateResult> {
+        self.ensure_writable()?;
         let v = self
             .post_json(
                 "update/",
@@ -291,19 +390,28 @@ impl Table for RemoteTable {
             )
             .await?;
         Ok(UpdateResult {
-            version: u(&v, "version"),
+            version: self.wrote(u(&v, "version")),
             rows_updated: u(&v, "rows_updated"),
         })
     }
     async fn query(&self, request: QueryRequest) -> memwal_core::Result<Vec<RecordBatch>> {
-        let mut body = json!({ "filter": request.filter, "columns": request.columns, "vector": [], "prefilter": true });
-        if let Some(k) = request.limit {
-            body["k"] = json!(k);
+        // The official client's shape: no limit is k = i64::MAX.
+        let mut body = json!({
+            "k": request.limit.map_or(i64::MAX as u64, |k| k as u64),
+            "prefilter": true,
+            "vector": [],
+            "version": self.version,
+        });
+        if let Some(f) = request.filter {
+            body["filter"] = json!(f);
+        }
+        if let Some(c) = request.columns {
+            body["columns"] = json!(c);
         }
         if let Some(o) = request.offset {
             body["offset"] = json!(o);
         }
-        let (resp, rid) = self.send_json("query/", &body).await?;
+        let (resp, rid) = self.send_json("query/", Some(&body)).await?;
         let raw = resp.bytes().await.map_err(|e| Error::Response {
             message: e.to_string(),
             request_id: rid.clone(),
@@ -311,9 +419,10 @@ impl Table for RemoteTable {
         Ok(ipc::decode(&raw)?.batches)
     }
     async fn optimize(&self) -> memwal_core::Result<OptimizeStats> {
+        self.ensure_writable()?;
         let v = self.post_json("optimize/", json!({})).await?;
         Ok(OptimizeStats {
-            version: u(&v, "version"),
+            version: self.wrote(u(&v, "version")),
             fragments_removed: u(&v, "fragments_removed"),
             fragments_added: u(&v, "fragments_added"),
             deleted_rows_purged: u(&v, "deleted_rows_purged"),
@@ -325,6 +434,7 @@ impl Table for RemoteTable {
         data: Data,
     ) -> memwal_core::Result<MergeResult> {
         memwal_core::merge::validate(&p)?;
+        self.ensure_writable()?;
         let body = ipc::encode_stream(&data.schema, &data.batches)?;
         let mut q: Vec<(String, String)> =
             p.on.iter().map(|o| ("on".to_string(), o.clone())).collect();
@@ -372,7 +482,7 @@ impl Table for RemoteTable {
         let resp = self.client.check(resp, &rid, Some(&self.name)).await?;
         let v = json_of(resp, &rid).await?;
         Ok(MergeResult {
-            version: u(&v, "version"),
+            version: self.wrote(u(&v, "version")),
             num_inserted_rows: u(&v, "num_inserted_rows"),
             num_updated_rows: u(&v, "num_updated_rows"),
             num_deleted_rows: u(&v, "num_deleted_rows"),

@@ -307,3 +307,41 @@ async fn connection_refused_is_retried_then_reported() {
     let e = d.table_names().await.expect_err("refused");
     assert!(e.to_string().contains("connect_failures=2/1"), "{e}");
 }
+
+#[tokio::test]
+async fn namespaced_ids_use_the_delimiter() {
+    // As @lancedb/lancedb 0.31.0 sends them (fixtures/official-node-0.31.0.json):
+    // `ns1$ns2$t` with the default delimiter; `ns1.t` and `?delimiter=.` with ".".
+    let (url, s) = scripted(DESCRIBE).await;
+    let d = db(&url, |_| {});
+    let ns = ["ns1".to_string(), "ns2".to_string()];
+    d.open_table_in(&ns, "t").await.expect("open");
+    d.drop_table_in(&ns, "t").await.expect("drop");
+    let d2 = db(&url, |c| c.id_delimiter = Some(".".into()));
+    d2.open_table_in(&ns[..1], "t").await.expect("open");
+    let seen = s.lock().expect("l").seen.clone();
+    let got: Vec<(&str, &str)> = seen
+        .iter()
+        .map(|r| (r.path.as_str(), r.query.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("/v1/table/ns1$ns2$t/describe/", ""),
+            ("/v1/table/ns1$ns2$t/drop/", ""),
+            ("/v1/table/ns1.t/describe/", "delimiter=."),
+        ]
+    );
+    // Every part must be a valid name; local databases have no namespaces.
+    let e = d
+        .open_table_in(&["../x".to_string()], "t")
+        .await
+        .expect_err("bad part");
+    assert_eq!(e.code(), "InvalidInput");
+    let local = memwal_core::NativeDb::open("memory://").expect("mem");
+    let e = local
+        .open_table_in(&ns, "t")
+        .await
+        .expect_err("no namespaces");
+    assert_eq!(e.code(), "NotSupported");
+}

@@ -1,5 +1,7 @@
 //! TLS: a server on 127.0.0.1 with a self-signed certificate is reached
-//! when `tlsConfig.sslCaCert` names its CA, and refused without it.
+//! when `tlsConfig.sslCaCert` names its CA, and refused without it; a
+//! certificate for another host name is refused unless
+//! `tlsConfig.assertHostname` is false.
 
 use std::sync::Arc;
 
@@ -59,18 +61,28 @@ async fn https_server() -> (u16, String) {
 }
 
 fn connect(port: u16, ca: Option<String>) -> RemoteDatabase {
+    connect_to("localhost", port, ca, None)
+}
+
+fn connect_to(
+    host: &str,
+    port: u16,
+    ca: Option<String>,
+    assert_hostname: Option<bool>,
+) -> RemoteDatabase {
     let mut c = ClientConfig::default();
     c.retry_config.connect_retries = 0;
     c.retry_config.read_retries = 0;
     c.tls_config = ca.map(|path| TlsConfig {
         ssl_ca_cert: Some(path),
+        assert_hostname,
         ..Default::default()
     });
     RemoteDatabase::connect(
         "db://secure",
         ConnectOptions {
             api_key: Some("k".into()),
-            host_override: Some(format!("https://localhost:{port}")),
+            host_override: Some(format!("https://{host}:{port}")),
             client_config: c,
             ..Default::default()
         },
@@ -111,4 +123,30 @@ async fn self_signed_ca_is_trusted_only_when_configured() {
     )
     .expect_err("missing file");
     assert!(e.to_string().contains("sslCaCert"), "{e}");
+}
+
+#[tokio::test]
+async fn assert_hostname_false_accepts_a_certificate_for_another_name() {
+    // The certificate names "localhost"; the client dials 127.0.0.1.
+    let (port, pem) = https_server().await;
+    let dir = tempfile::tempdir().expect("tmp");
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, pem).expect("write ca");
+    let ca = ca.to_string_lossy().into_owned();
+    let e = connect_to("127.0.0.1", port, Some(ca.clone()), None)
+        .table_names()
+        .await
+        .expect_err("the name does not match");
+    assert!(e.to_string().contains("Hit retry limit"), "{e}");
+    let ok = connect_to("127.0.0.1", port, Some(ca.clone()), Some(false));
+    assert_eq!(
+        ok.table_names().await.expect("hostname not checked"),
+        vec!["secure"]
+    );
+    // The chain is still verified: without the CA it fails all the same.
+    let e = connect_to("127.0.0.1", port, None, Some(false))
+        .table_names()
+        .await
+        .expect_err("untrusted");
+    assert!(e.to_string().contains("Hit retry limit"), "{e}");
 }

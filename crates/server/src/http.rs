@@ -13,13 +13,15 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use memwal_core::{
-    ipc, json_schema, AddMode, CreateMode, CreateOptions, MergeInsertParams, QueryRequest,
+    ipc, json_schema, AddMode, CreateMode, CreateOptions, MergeInsertParams, NativeTable,
+    QueryRequest,
 };
 use serde::Deserialize;
 use serde_json::{json, Value};
 use subtle::ConstantTimeEq;
 
 use crate::error::{Error, Result};
+use crate::memwal::MemWalTable;
 use crate::state::AppState;
 
 const ARROW_STREAM: &str = "application/vnd.apache.arrow.stream";
@@ -160,15 +162,30 @@ async fn drop_table(
     Ok(Json(json!({})))
 }
 
+/// `{"version": N}` (describe): absent or null means the latest.
+#[derive(Deserialize, Default)]
+struct VersionBody {
+    version: Option<u64>,
+}
+
+/// The base table checked out at `version`: older versions are served
+/// from the base alone (MemWAL rows are in no version until flushed).
+fn at_version(t: &MemWalTable, version: Option<u64>) -> Result<Option<NativeTable>> {
+    Ok(version
+        .map(|v| t.base().checkout_sync(Some(v)))
+        .transpose()?)
+}
+
 async fn describe(
     State(state): State<Arc<AppState>>,
     Path(name): Path<String>,
+    body: Bytes,
 ) -> Result<Json<Value>> {
+    let b: VersionBody = json_body(&body)?;
     let t = state.table(&name)?;
-    let m = t.base().manifest()?;
-    let rows = blocking({
-        let t = t.clone();
-        move || t.count_rows(None)
+    let (m, rows) = blocking(move || match at_version(&t, b.version)? {
+        Some(old) => Ok((old.manifest()?, old.count_rows_sync(None)?)),
+        None => Ok((t.base().manifest()?, t.count_rows(None)?)),
     })
     .await?;
     Ok(Json(json!({
@@ -179,10 +196,11 @@ async fn describe(
     })))
 }
 
-/// `{"predicate": "..."}` (count_rows, delete).
+/// `{"predicate": "...", "version": N}` (count_rows, delete).
 #[derive(Deserialize, Default)]
 struct PredicateBody {
     predicate: Option<String>,
+    version: Option<u64>,
 }
 
 async fn count_rows(
@@ -193,7 +211,11 @@ async fn count_rows(
     let b: PredicateBody = json_body(&body)?;
     let t = state.table(&name)?;
     Ok(Json(
-        blocking(move || t.count_rows(b.predicate.as_deref())).await?,
+        blocking(move || match at_version(&t, b.version)? {
+            Some(old) => Ok(old.count_rows_sync(b.predicate.as_deref())?),
+            None => t.count_rows(b.predicate.as_deref()),
+        })
+        .await?,
     ))
 }
 
@@ -337,6 +359,7 @@ struct QueryBody {
     limit: Option<usize>,
     offset: Option<usize>,
     vector: Option<Value>,
+    version: Option<u64>,
 }
 
 async fn query(
@@ -376,7 +399,10 @@ async fn query(
         offset: b.offset,
     };
     let (schema, batches) = blocking(move || {
-        let batches = t.query(&req)?;
+        let batches = match at_version(&t, b.version)? {
+            Some(old) => old.query_sync(&req)?,
+            None => t.query(&req)?,
+        };
         let schema = match batches.first() {
             Some(b) => b.schema(),
             None => {
