@@ -14,7 +14,9 @@ use crate::merge::{MergeInsertOptions, MergeInsertResult};
 
 /// Decodes Arrow IPC bytes from JS.
 pub fn decode(buf: &[u8]) -> napi::Result<Data> {
-    ipc::decode(buf).map_err(error::core)
+    // One copy out of the JS heap; the batches then point into it, and a
+    // remote table sends these bytes as they are.
+    ipc::decode_bytes(bytes::Bytes::copy_from_slice(buf)).map_err(error::core)
 }
 
 fn to_i64(v: u64) -> i64 {

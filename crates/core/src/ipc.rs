@@ -6,7 +6,7 @@ use std::io::Cursor;
 use std::sync::Arc;
 
 use arrow::array::RecordBatch;
-use arrow_ipc::reader::{FileReader, StreamReader};
+use arrow_ipc::reader::{FileReader, StreamDecoder, StreamReader};
 use arrow_ipc::writer::{FileWriter, StreamWriter};
 use arrow_schema::Schema;
 
@@ -34,6 +34,36 @@ pub fn decode(bytes: &[u8]) -> Result<Data> {
     let schema = r.schema();
     let batches = r.collect::<std::result::Result<Vec<_>, _>>().map_err(bad)?;
     Ok(Data::new(schema, batches))
+}
+
+/// Decodes an Arrow IPC stream held in `bytes` without copying its
+/// buffers: the batches point into `bytes` (buffers that are not aligned
+/// are copied to be), and [`Data::ipc`] keeps `bytes`. A file falls back
+/// to [`decode`].
+pub fn decode_bytes(bytes: bytes::Bytes) -> Result<Data> {
+    if bytes.is_empty() || bytes.starts_with(FILE_MAGIC) {
+        return decode(&bytes);
+    }
+    let source = bytes.clone();
+    let bad =
+        |e: arrow_schema::ArrowError| Error::invalid(format!("malformed Arrow IPC data: {e}"));
+    let mut buf = arrow::buffer::Buffer::from(bytes);
+    let mut decoder = StreamDecoder::new();
+    let mut batches = Vec::new();
+    while !buf.is_empty() {
+        match decoder.decode(&mut buf).map_err(bad)? {
+            Some(b) => batches.push(b),
+            None if buf.is_empty() => break,
+            None => {}
+        }
+    }
+    decoder.finish().map_err(bad)?;
+    let schema = decoder
+        .schema()
+        .ok_or_else(|| Error::invalid("malformed Arrow IPC data: the stream has no schema"))?;
+    let mut data = Data::new(schema, batches);
+    data.ipc = Some(source);
+    Ok(data)
 }
 
 /// Encodes as an Arrow IPC stream.

@@ -21,12 +21,26 @@ pub struct Data {
     pub schema: SchemaRef,
     /// The rows.
     pub batches: Vec<RecordBatch>,
+    /// The Arrow IPC stream the batches were decoded from, when known:
+    /// a remote table sends it as it is instead of encoding it again.
+    pub ipc: Option<bytes::Bytes>,
 }
 
 impl Data {
     /// Data with the batches' own schema (an error if `batches` is empty).
     pub fn new(schema: SchemaRef, batches: Vec<RecordBatch>) -> Self {
-        Self { schema, batches }
+        Self {
+            schema,
+            batches,
+            ipc: None,
+        }
+    }
+    /// The rows as an Arrow IPC stream: the one they came from, or encoded.
+    pub fn ipc_stream(&self) -> crate::Result<bytes::Bytes> {
+        match &self.ipc {
+            Some(b) => Ok(b.clone()),
+            None => Ok(crate::ipc::encode_stream(&self.schema, &self.batches)?.into()),
+        }
     }
     /// Total rows.
     pub fn num_rows(&self) -> usize {

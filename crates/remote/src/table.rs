@@ -154,7 +154,7 @@ impl Database for RemoteDatabase {
         options: CreateOptions,
     ) -> memwal_core::Result<Arc<dyn Table>> {
         let name = &self.id(namespace, name)?;
-        let body = ipc::encode_stream(&data.schema, &data.batches)?;
+        let body = data.ipc_stream()?;
         let mode = match (options.mode, options.exist_ok) {
             (CreateMode::Overwrite, _) => "overwrite",
             (CreateMode::Create, true) => "exist_ok",
@@ -227,7 +227,7 @@ impl RemoteTable {
     }
 
     /// POSTs an Arrow IPC stream (with `?mode=` if given); returns the JSON answer.
-    async fn post_arrow(&self, op: &str, mode: Option<&str>, body: Vec<u8>) -> Result<Value> {
+    async fn post_arrow(&self, op: &str, mode: Option<&str>, body: bytes::Bytes) -> Result<Value> {
         let path = self.client.table_path(&self.name, op);
         let (resp, rid, _) = self
             .client
@@ -362,7 +362,7 @@ impl Table for RemoteTable {
     }
     async fn add(&self, data: Data, mode: AddMode) -> memwal_core::Result<u64> {
         self.ensure_writable()?;
-        let body = ipc::encode_stream(&data.schema, &data.batches)?;
+        let body = data.ipc_stream()?;
         // An append sends no mode (as the official client).
         let mode = (mode == AddMode::Overwrite).then_some("overwrite");
         Ok(self.wrote(u(&self.post_arrow("insert/", mode, body).await?, "version")))
@@ -416,7 +416,7 @@ impl Table for RemoteTable {
             message: e.to_string(),
             request_id: rid.clone(),
         })?;
-        Ok(ipc::decode(&raw)?.batches)
+        Ok(ipc::decode_bytes(raw)?.batches)
     }
     async fn optimize(&self) -> memwal_core::Result<OptimizeStats> {
         self.ensure_writable()?;
@@ -435,7 +435,7 @@ impl Table for RemoteTable {
     ) -> memwal_core::Result<MergeResult> {
         memwal_core::merge::validate(&p)?;
         self.ensure_writable()?;
-        let body = ipc::encode_stream(&data.schema, &data.batches)?;
+        let body = data.ipc_stream()?;
         let mut q: Vec<(String, String)> =
             p.on.iter().map(|o| ("on".to_string(), o.clone())).collect();
         q.push((

@@ -412,11 +412,12 @@ async fn every_operation_matches_the_official_client_capture() {
     assert!(e.to_string().contains("request_id="), "{e}");
     set("open_table_delimiter");
     let db2 = connect(&|o| {
-        let mut c = ClientConfig::default();
-        c.id_delimiter = Some(".".into());
-        c.extra_headers = BTreeMap::from([("x-extra".to_string(), "1".to_string())]);
-        c.user_id = Some("user-7".into());
-        o.client_config = c;
+        o.client_config = ClientConfig {
+            id_delimiter: Some(".".into()),
+            extra_headers: BTreeMap::from([("x-extra".to_string(), "1".to_string())]),
+            user_id: Some("user-7".into()),
+            ..Default::default()
+        };
     });
     let _ = db2
         .open_table_in(&["ns1".to_string()], "t")
@@ -435,22 +436,24 @@ async fn every_operation_matches_the_official_client_capture() {
     let ours = proxy.seen.lock().expect("lock").clone();
     let mut diffs = Vec::new();
     let mut compared = 0;
-    for op in fixture()
-        .iter()
-        .filter_map(|c| c["op"].as_str())
-        .collect::<std::collections::BTreeSet<_>>()
-    {
-        let theirs = fixture()
-            .into_iter()
-            .filter(|c| c["op"] == op && c.get("method").is_some())
-            .last();
-        let Some(theirs) = theirs else { continue };
+    let captured = fixture();
+    let ops: std::collections::BTreeSet<&str> =
+        captured.iter().filter_map(|c| c["op"].as_str()).collect();
+    for op in ops {
+        // `$`-joined ids: see protocol.rs namespaced_ids_use_the_delimiter
+        // (our server refuses `$` in names, so no answer was captured).
         if op == "open_table_namespaced" {
-            continue; // `$`-joined ids: see namespaced_ids_use_the_delimiter
+            continue;
         }
+        let Some(theirs) = captured
+            .iter()
+            .rfind(|c| c["op"] == op && c.get("method").is_some())
+        else {
+            continue;
+        };
         match ours.iter().rfind(|s| s.op == op) {
             Some(o) => {
-                diffs.extend(compare(op, &theirs, o));
+                diffs.extend(compare(op, theirs, o));
                 compared += 1;
             }
             None => diffs.push(format!(

@@ -80,7 +80,8 @@ fn arrow_body(headers: &HeaderMap, body: &Bytes) -> Result<memwal_core::Data> {
             "expected an Arrow IPC body (content-type {ARROW_STREAM}), got content-type {ct:?}"
         )));
     }
-    Ok(ipc::decode(body)?)
+    // Zero-copy: the batches point into the request body.
+    Ok(ipc::decode_bytes(body.clone())?)
 }
 
 fn json_body<T: for<'de> Deserialize<'de> + Default>(body: &Bytes) -> Result<T> {
@@ -289,7 +290,8 @@ async fn merge_insert(
     let data = arrow_body(&headers, &body)?;
     let t = state.table(&name)?;
     let r = if p.mem_wal {
-        t.upsert(p.on.clone(), data).await?
+        // The WAL logs the body as received (no re-encoding).
+        t.upsert(p.on.clone(), data, Some(body)).await?
     } else {
         blocking(move || {
             t.drain()?;

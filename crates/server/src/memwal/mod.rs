@@ -9,8 +9,10 @@
 //!                                                                              flushed seq in the same commit)
 //! ```
 //! A preparer thread keeps one preallocated spare WAL segment ready (see
-//! [`wal`]); the writer adopts it when it rotates at a freeze, or as soon
-//! as its current segment is full or was not preallocated.
+//! [`wal`]); the writer adopts it as soon as its current segment is full or
+//! was not preallocated. Segments and memtables are independent: a freeze
+//! does not rotate the WAL, and a segment is removed once every record in
+//! it is flushed.
 //!
 //! Reads overlay the memtables (newest first) on the base; a memtable whose
 //! last sequence number is at most the base's committed `memwal.flushed_seq`
@@ -27,13 +29,13 @@ use std::sync::{mpsc, Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use arrow::array::RecordBatch;
-use memwal_core::keys::KeyEncoder;
+use memwal_core::keys::{Key, KeyEncoder};
 use memwal_core::{ipc, Data, MergeInsertParams, MergeResult, NativeTable};
 use tokio::sync::oneshot;
 
 use crate::error::{Error, Result};
 use memtable::Memtable;
-use wal::{encode_record, PersistMode, Segment, Spare};
+use wal::{PersistMode, Segment, Spare};
 
 /// Smallest and largest preallocated WAL segment.
 const SPARE_MIN: u64 = 4 << 20;
@@ -81,7 +83,11 @@ enum Job {
     Upsert {
         on: Vec<String>,
         batch: RecordBatch,
-        payload: Vec<u8>,
+        /// The batch's keys (encoded once, by the request).
+        keys: Vec<Option<Key>>,
+        /// The WAL payload: this prefix (key columns), then the rows' IPC.
+        prefix: Vec<u8>,
+        payload: bytes::Bytes,
         reply: oneshot::Sender<Result<(u64, u64)>>,
     },
     /// Freeze whatever is in the active memtable now.
@@ -116,7 +122,6 @@ pub(crate) struct Shared {
     prepare: Mutex<Option<mpsc::Sender<u64>>>,
     last_seq: AtomicU64,
     flushed_seq: AtomicU64,
-    wal_bytes: AtomicU64,
     flushes: AtomicU64,
     stop: std::sync::atomic::AtomicBool,
 }
@@ -201,29 +206,33 @@ impl MemWalTable {
             if r.seq <= flushed {
                 continue;
             }
-            let data = ipc::decode(&r.payload).map_err(|e| Error::Poisoned {
+            let corrupt = |what: String| Error::Poisoned {
                 table: name.to_string(),
-                message: format!(
-                    "WAL record {} passed its checksum but is not Arrow IPC: {e}",
-                    r.seq
-                ),
-            })?;
-            let on: Vec<String> = serde_json::from_str(
-                data.schema
+                message: format!("WAL record {} passed its checksum but {what}", r.seq),
+            };
+            let (on, data) = if r.format == 1 {
+                let data = ipc::decode(&r.payload)
+                    .map_err(|e| corrupt(format!("is not Arrow IPC: {e}")))?;
+                let on: Vec<String> = data
+                    .schema
                     .metadata()
                     .get("memwal.on")
-                    .map(String::as_str)
-                    .unwrap_or("[]"),
-            )
-            .unwrap_or_default();
+                    .and_then(|j| serde_json::from_str(j).ok())
+                    .unwrap_or_default();
+                (on, data)
+            } else {
+                let (on, rows) = wal::split_payload(&r.payload)
+                    .ok_or_else(|| corrupt("has no key columns".into()))?;
+                let data =
+                    ipc::decode(rows).map_err(|e| corrupt(format!("is not Arrow IPC: {e}")))?;
+                (on, data)
+            };
             if active.on.is_empty() {
                 active.on = on.clone();
             }
-            for b in data.batches {
-                let b = memwal_core::schema::align_batch(&b, &schema)?;
-                apply_to(&base, &mut active, &VecDeque::new(), r.seq, b, 0)?;
-                replayed += 1;
-            }
+            let b = memwal_core::schema::align_all(&data.batches, &schema)?;
+            apply_to(&base, &mut active, &VecDeque::new(), r.seq, b, None, 0)?;
+            replayed += 1;
         }
         if replayed > 0 {
             tracing::info!(
@@ -233,10 +242,6 @@ impl MemWalTable {
                 "replayed MemWAL records"
             );
         }
-        let wal_bytes = wal::segments(&wal_dir)?
-            .iter()
-            .map(|(_, p)| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
-            .sum();
         let segment = Segment::create(&wal_dir, last_seq + 1, cfg.persist)?;
         let mut frozen = VecDeque::new();
         if !active.is_empty() {
@@ -259,7 +264,6 @@ impl MemWalTable {
             prepare: Mutex::new(None),
             last_seq: AtomicU64::new(last_seq),
             flushed_seq: AtomicU64::new(flushed),
-            wal_bytes: AtomicU64::new(wal_bytes),
             flushes: AtomicU64::new(0),
             stop: std::sync::atomic::AtomicBool::new(false),
         });
@@ -294,10 +298,18 @@ impl MemWalTable {
     }
 
     /// Validates and appends an upsert; resolves once it is durable and
-    /// applied, with exact inserted/updated counts.
-    pub async fn upsert(&self, on: Vec<String>, data: Data) -> Result<MergeResult> {
+    /// applied, with exact inserted/updated counts. `raw` is the Arrow IPC
+    /// `data` was decoded from, if the caller has it: it is logged as it
+    /// is (otherwise `data` is encoded).
+    pub async fn upsert(
+        &self,
+        on: Vec<String>,
+        data: Data,
+        raw: Option<bytes::Bytes>,
+    ) -> Result<MergeResult> {
         self.shared.check_poison()?;
-        let schema = self.shared.base.schema_sync()?;
+        let manifest = self.shared.base.manifest()?;
+        let schema = Arc::new(manifest.schema.clone());
         let num_rows = data.num_rows() as u64;
         let batch = memwal_core::schema::align_all(&data.batches, &schema)?;
         // Key checks before anything is logged: unknown key columns and
@@ -316,31 +328,42 @@ impl MemWalTable {
                 }
             }
         }
-        let mut md = std::collections::HashMap::new();
-        md.insert(
-            "memwal.on".to_string(),
-            serde_json::to_string(&on).unwrap_or_default(),
-        );
-        let s = arrow_schema::Schema::new_with_metadata(schema.fields().clone(), md);
-        let payload = ipc::encode_stream(&s, std::slice::from_ref(&batch))?;
+        drop(seen);
+        let payload = match raw {
+            Some(b) => b,
+            None => ipc::encode_stream(&schema, std::slice::from_ref(&batch))?.into(),
+        };
         let (reply, rx) = oneshot::channel();
         let job = Job::Upsert {
+            prefix: wal::payload_prefix(&on),
             on,
             batch,
+            keys,
             payload,
             reply,
         };
-        let tx = self.tx.clone();
-        // The channel is bounded: a full queue makes this request wait (backpressure).
-        tokio::task::spawn_blocking(move || tx.send(job))
-            .await
-            .map_err(|e| memwal_core::Error::internal(e.to_string()))?
-            .map_err(|_| memwal_core::Error::internal("MemWAL writer stopped"))?;
+        // The channel is bounded: a full queue makes this request wait
+        // (backpressure), on a blocking thread so the runtime goes on.
+        match self.tx.try_send(job) {
+            Ok(()) => {}
+            Err(mpsc::TrySendError::Full(job)) => {
+                let tx = self.tx.clone();
+                tokio::task::spawn_blocking(move || tx.send(job).map_err(|_| ()))
+                    .await
+                    .map_err(|e| memwal_core::Error::internal(e.to_string()))?
+                    .map_err(|_| memwal_core::Error::internal("MemWAL writer stopped"))?;
+            }
+            Err(mpsc::TrySendError::Disconnected(_)) => {
+                return Err(memwal_core::Error::internal("MemWAL writer stopped").into())
+            }
+        }
         let (ins, upd) = rx
             .await
             .map_err(|_| memwal_core::Error::internal("MemWAL writer dropped the request"))??;
         Ok(MergeResult {
-            version: self.shared.base.version_sync()?,
+            // The base version the rows will be flushed onto (MemWAL writes
+            // make no version of their own).
+            version: manifest.version,
             num_inserted_rows: ins,
             num_updated_rows: upd,
             num_deleted_rows: 0,
@@ -379,7 +402,12 @@ impl MemWalTable {
             memtable_rows: (o.active.len() + o.frozen.iter().map(|m| m.len()).sum::<usize>())
                 as u64,
             frozen_memtables: o.frozen.len() as u64,
-            wal_bytes: self.shared.wal_bytes.load(Ordering::Relaxed),
+            // Segment files on disk, preallocated space included.
+            wal_bytes: wal::segments(&self.shared.wal_dir)
+                .unwrap_or_default()
+                .iter()
+                .map(|(_, p)| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+                .sum(),
             last_flushed_seq: self.shared.flushed_seq.load(Ordering::Relaxed),
             last_seq: self.shared.last_seq.load(Ordering::Relaxed),
             flushes: self.shared.flushes.load(Ordering::Relaxed),
@@ -416,10 +444,13 @@ fn apply_to(
     frozen: &VecDeque<Arc<Memtable>>,
     seq: u64,
     batch: RecordBatch,
+    keys: Option<Vec<Option<Key>>>,
     bytes: usize,
 ) -> Result<(u64, u64)> {
-    let enc = KeyEncoder::new(&active.schema, &active.on)?;
-    let keys = enc.encode(&batch)?;
+    let keys = match keys {
+        Some(k) => k,
+        None => KeyEncoder::new(&active.schema, &active.on)?.encode(&batch)?,
+    };
     let mut existed = vec![false; keys.len()];
     let mut ask_base = Vec::new();
     for (i, k) in keys.iter().enumerate() {
@@ -471,17 +502,25 @@ fn writer_loop(shared: Arc<Shared>, rx: mpsc::Receiver<Job>, mut segment: Segmen
                 Job::Upsert {
                     on,
                     batch,
+                    keys,
+                    prefix,
                     payload,
                     reply,
-                } => upserts.push((on, batch, payload, reply)),
+                } => upserts.push(Pending {
+                    on,
+                    batch,
+                    keys,
+                    prefix,
+                    payload,
+                    reply,
+                }),
             }
         }
         if !upserts.is_empty() {
             commit_group(&shared, &mut segment, upserts);
         }
-        if let Err(e) = maybe_freeze(&shared, &mut segment, force_freeze) {
-            shared.poison(format!("cannot rotate the WAL: {e}"));
-        } else if segment.room() < SPARE_MIN / 4 {
+        maybe_freeze(&shared, force_freeze);
+        if segment.room() < SPARE_MIN / 4 {
             // Full, or never preallocated: move to the spare once it is ready.
             if let Some(spare) = lock(&shared.spare).take() {
                 match adopt(&shared, &segment, spare) {
@@ -494,13 +533,13 @@ fn writer_loop(shared: Arc<Shared>, rx: mpsc::Receiver<Job>, mut segment: Segmen
 }
 
 /// The segment after `current`, starting at the next sequence number: the
-/// spare, and the preparer is asked for the one after (twice what
-/// `current` took, within bounds).
+/// spare, and the preparer is asked for the one after (four times what
+/// `current` took, within bounds, so that busy tables rotate rarely).
 fn adopt(shared: &Shared, current: &Segment, spare: Spare) -> std::io::Result<Segment> {
     let next = shared.last_seq.load(Ordering::SeqCst) + 1;
     let s = Segment::adopt(&shared.wal_dir, spare, next, shared.cfg.persist)?;
     if let Some(p) = lock(&shared.prepare).as_ref() {
-        let _ = p.send((current.len * 2).clamp(SPARE_MIN, SPARE_MAX));
+        let _ = p.send((current.len * 4).clamp(SPARE_MIN, SPARE_MAX));
     }
     Ok(s)
 }
@@ -521,17 +560,19 @@ fn preparer_loop(shared: Arc<Shared>, rx: mpsc::Receiver<u64>) {
     }
 }
 
-type Pending = (
-    Vec<String>,
-    RecordBatch,
-    Vec<u8>,
-    oneshot::Sender<Result<(u64, u64)>>,
-);
+struct Pending {
+    on: Vec<String>,
+    batch: RecordBatch,
+    keys: Vec<Option<Key>>,
+    prefix: Vec<u8>,
+    payload: bytes::Bytes,
+    reply: oneshot::Sender<Result<(u64, u64)>>,
+}
 
 fn commit_group(shared: &Shared, segment: &mut Segment, upserts: Vec<Pending>) {
     if let Err(e) = shared.check_poison() {
-        for (_, _, _, reply) in upserts {
-            let _ = reply.send(Err(Error::Poisoned {
+        for p in upserts {
+            let _ = p.reply.send(Err(Error::Poisoned {
                 table: shared.name.clone(),
                 message: e.to_string(),
             }));
@@ -541,62 +582,66 @@ fn commit_group(shared: &Shared, segment: &mut Segment, upserts: Vec<Pending>) {
     // A memtable has one key: an upsert on other columns waits for a drain.
     let active_on = shared.read().active.on.clone();
     let mut accepted = Vec::new();
-    for (on, batch, payload, reply) in upserts {
+    for p in upserts {
         let same = active_on.is_empty()
-            || active_on == on
+            || active_on == p.on
             || shared.read().active.is_empty() && shared.read().frozen.is_empty();
         if !same {
-            let _ = reply.send(Err(memwal_core::Error::invalid(format!(
+            let _ = p.reply.send(Err(memwal_core::Error::invalid(format!(
                 "MemWAL upserts on table '{}' use the key ({}) until their rows are flushed; this one uses ({})",
                 shared.name,
                 active_on.join(", "),
-                on.join(", ")
+                p.on.join(", ")
             ))
             .into()));
             continue;
         }
-        accepted.push((on, batch, payload, reply));
+        accepted.push(p);
     }
     if accepted.is_empty() {
         return;
     }
-    let mut buf = Vec::new();
     let first = shared.last_seq.load(Ordering::SeqCst) + 1;
-    for (i, (_, _, payload, _)) in accepted.iter().enumerate() {
-        encode_record(first + i as u64, payload, &mut buf);
-    }
-    if let Err(e) = segment.append(&buf) {
-        // Not durable: nothing is acknowledged, and the table refuses writes
-        // from now on rather than guess what the disk kept (fsync failures
-        // may drop dirty pages).
-        shared.poison(format!("WAL append failed: {e}"));
-        for (_, _, _, reply) in accepted {
-            let _ = reply.send(Err(Error::Poisoned {
-                table: shared.name.clone(),
-                message: e.to_string(),
-            }));
+    let records: Vec<(u64, [&[u8]; 2])> = accepted
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (first + i as u64, [&p.prefix[..], &p.payload[..]]))
+        .collect();
+    match segment.append_records(&records) {
+        Ok(_) => {}
+        Err(e) => {
+            // Not durable: nothing is acknowledged, and the table refuses
+            // writes from now on rather than guess what the disk kept
+            // (fsync failures may drop dirty pages).
+            shared.poison(format!("WAL append failed: {e}"));
+            drop(records);
+            for p in accepted {
+                let _ = p.reply.send(Err(Error::Poisoned {
+                    table: shared.name.clone(),
+                    message: e.to_string(),
+                }));
+            }
+            return;
         }
-        return;
     }
-    shared
-        .wal_bytes
-        .fetch_add(buf.len() as u64, Ordering::Relaxed);
+    drop(records);
     shared
         .last_seq
         .store(first + accepted.len() as u64 - 1, Ordering::SeqCst);
     let mut o = shared.write();
     let Overlay { active, frozen } = &mut *o;
-    for (i, (on, batch, payload, reply)) in accepted.into_iter().enumerate() {
+    for (i, p) in accepted.into_iter().enumerate() {
         if active.on.is_empty() {
-            active.on = on;
+            active.on = p.on;
         }
         let r = apply_to(
             &shared.base,
             active,
             frozen,
             first + i as u64,
-            batch,
-            payload.len(),
+            p.batch,
+            Some(p.keys),
+            p.payload.len(),
         );
         if let Err(e) = &r {
             // Durable but not applied: memory no longer matches the log.
@@ -605,51 +650,41 @@ fn commit_group(shared: &Shared, segment: &mut Segment, upserts: Vec<Pending>) {
                 first + i as u64
             ));
         }
-        let _ = reply.send(r);
+        let _ = p.reply.send(r);
     }
 }
 
-fn maybe_freeze(shared: &Shared, segment: &mut Segment, force: bool) -> std::io::Result<()> {
+/// Freezes the active memtable when it is due (or `force`d), waiting
+/// while too many frozen ones are queued (backpressure, never a drop).
+fn maybe_freeze(shared: &Shared, force: bool) {
     let cfg = &shared.cfg;
     {
         let o = shared.read();
         let a = &o.active;
         if a.is_empty() {
-            return Ok(());
+            return;
         }
         let due = force
             || a.len() >= cfg.flush_rows
             || a.bytes >= cfg.flush_bytes
             || a.created.elapsed() >= cfg.flush_interval;
         if !due {
-            return Ok(());
+            return;
         }
     }
-    // Backpressure: wait (never drop) while the flusher is behind.
     while shared.read().frozen.len() >= cfg.max_frozen {
         if shared.stop.load(Ordering::SeqCst) || shared.check_poison().is_err() {
-            return Ok(());
+            return;
         }
         shared.wait(Duration::from_millis(50));
     }
-    let spare = lock(&shared.spare).take();
-    let new_segment = match spare {
-        Some(spare) => adopt(shared, segment, spare)?,
-        None => Segment::create(
-            &shared.wal_dir,
-            shared.last_seq.load(Ordering::SeqCst) + 1,
-            cfg.persist,
-        )?,
-    };
     {
         let mut o = shared.write();
         let fresh = Memtable::new(o.active.on.clone(), o.active.schema.clone());
         let full = std::mem::replace(&mut o.active, fresh);
         o.frozen.push_back(Arc::new(full));
     }
-    *segment = new_segment;
     shared.notify();
-    Ok(())
 }
 
 fn flusher_loop(shared: Arc<Shared>) {
@@ -707,12 +742,7 @@ fn truncate_wal(shared: &Shared, flushed: u64) -> std::io::Result<()> {
         let (_, path) = &w[0];
         let (next_first, _) = w[1];
         if next_first <= flushed + 1 {
-            let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
             std::fs::remove_file(path)?;
-            shared.wal_bytes.fetch_sub(
-                len.min(shared.wal_bytes.load(Ordering::Relaxed)),
-                Ordering::Relaxed,
-            );
         }
     }
     Ok(())

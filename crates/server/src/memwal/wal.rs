@@ -3,11 +3,14 @@
 //!
 //! ```text
 //! segment  _wal/{table}/{first_seq:020}.wal
-//!   magic    8 bytes  "MWALSEG1"
+//!   magic    8 bytes  "MWALSEG2"
 //!   record*  len: u32 LE | crc32c: u32 LE | seq: u64 LE | payload: len bytes
 //!            crc32c covers seq (8 bytes LE) followed by the payload;
-//!            payload = an Arrow IPC stream (one batch, the upsert's rows).
+//!   payload  on_len: u16 LE | on: on_len bytes, the key columns as a JSON array
+//!            | the upsert's rows: Arrow IPC (stream or file) exactly as received
 //! ```
+//! Segments of the first format ("MWALSEG1": payload = an Arrow IPC stream
+//! whose schema metadata `memwal.on` holds the key columns) are still read.
 //! A record is durable once the segment was fdatasync'ed after it (and,
 //! for a new segment, the folder fsync'ed). Recovery reads records in order
 //! and stops at the first that is short or fails its checksum: that is a
@@ -29,8 +32,10 @@ use std::path::{Path, PathBuf};
 
 use memwal_core::storage::sync_dir;
 
-/// Segment header.
-pub const MAGIC: &[u8; 8] = b"MWALSEG1";
+/// Segment header (format 2).
+pub const MAGIC: &[u8; 8] = b"MWALSEG2";
+/// Segment header of format 1.
+pub const MAGIC_V1: &[u8; 8] = b"MWALSEG1";
 /// Bytes before a record's payload.
 pub const HEADER_LEN: usize = 16;
 /// Largest payload accepted when reading (guards against garbage lengths).
@@ -54,21 +59,57 @@ pub struct Record {
     pub seq: u64,
     /// Payload bytes.
     pub payload: Vec<u8>,
+    /// Payload format (1 or 2), from the segment's magic.
+    pub format: u8,
+}
+
+/// The key columns and the Arrow IPC bytes of a format-2 payload.
+pub fn split_payload(payload: &[u8]) -> Option<(Vec<String>, &[u8])> {
+    let n = u16::from_le_bytes([*payload.first()?, *payload.get(1)?]) as usize;
+    let on = payload.get(2..2 + n)?;
+    let on: Vec<String> = serde_json::from_slice(on).ok()?;
+    Some((on, &payload[2 + n..]))
+}
+
+/// The prefix of a format-2 payload for key columns `on`.
+pub fn payload_prefix(on: &[String]) -> Vec<u8> {
+    let json = serde_json::to_vec(on).unwrap_or_else(|_| b"[]".to_vec());
+    let mut out = Vec::with_capacity(2 + json.len());
+    out.extend_from_slice(&(json.len().min(u16::MAX as usize) as u16).to_le_bytes());
+    out.extend_from_slice(&json[..json.len().min(u16::MAX as usize)]);
+    out
+}
+
+/// The header of a record whose payload is `parts` in order.
+fn record_header(seq: u64, parts: &[&[u8]]) -> std::io::Result<[u8; HEADER_LEN]> {
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    if len > MAX_RECORD {
+        return Err(std::io::Error::other(format!(
+            "a WAL record of {len} bytes is over the {MAX_RECORD}-byte limit"
+        )));
+    }
+    let mut crc = crc32c::crc32c(&seq.to_le_bytes());
+    for p in parts {
+        crc = crc32c::crc32c_append(crc, p);
+    }
+    let mut h = [0u8; HEADER_LEN];
+    h[..4].copy_from_slice(&(len as u32).to_le_bytes());
+    h[4..8].copy_from_slice(&crc.to_le_bytes());
+    h[8..].copy_from_slice(&seq.to_le_bytes());
+    Ok(h)
 }
 
 /// Encodes one record (header + payload).
 pub fn encode_record(seq: u64, payload: &[u8], out: &mut Vec<u8>) {
-    let mut crc = crc32c::crc32c(&seq.to_le_bytes());
-    crc = crc32c::crc32c_append(crc, payload);
-    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    out.extend_from_slice(&crc.to_le_bytes());
-    out.extend_from_slice(&seq.to_le_bytes());
-    out.extend_from_slice(payload);
+    if let Ok(h) = record_header(seq, &[payload]) {
+        out.extend_from_slice(&h);
+        out.extend_from_slice(payload);
+    }
 }
 
 /// Decodes records from a segment's bytes (after the magic). Returns the
 /// records and the byte offset where valid data ends.
-pub fn decode_records(bytes: &[u8]) -> (Vec<Record>, usize) {
+pub fn decode_records(bytes: &[u8], format: u8) -> (Vec<Record>, usize) {
     let mut out = Vec::new();
     let mut pos = 0;
     while bytes.len() - pos >= HEADER_LEN {
@@ -89,6 +130,7 @@ pub fn decode_records(bytes: &[u8]) -> (Vec<Record>, usize) {
         out.push(Record {
             seq,
             payload: payload.to_vec(),
+            format,
         });
         pos += HEADER_LEN + len;
     }
@@ -133,14 +175,19 @@ pub fn recover(dir: &Path) -> std::io::Result<Recovered> {
     for (_, path) in segments(dir)? {
         let mut bytes = Vec::new();
         File::open(&path)?.read_to_end(&mut bytes)?;
-        if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
+        let format = match bytes.get(..MAGIC.len()) {
+            Some(m) if m == MAGIC => 2,
+            Some(m) if m == MAGIC_V1 => 1,
+            _ => 0,
+        };
+        if format == 0 {
             // A segment whose header never became durable holds no acknowledged record.
             tracing::warn!(path = %path.display(), "WAL segment without a valid header; removing it");
             rec.torn_bytes += bytes.len() as u64;
             fs::remove_file(&path)?;
             continue;
         }
-        let (records, end) = decode_records(&bytes[MAGIC.len()..]);
+        let (records, end) = decode_records(&bytes[MAGIC.len()..], format);
         let valid = MAGIC.len() + end;
         if valid < bytes.len() {
             // Zeros are preallocated space; anything else is a torn record.
@@ -265,10 +312,35 @@ impl Segment {
     /// where preallocated) and makes them durable (one fdatasync).
     pub fn append(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         self.file.write_all_at(bytes, self.len)?;
+        self.sync()?;
+        self.len += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Appends records given as (seq, payload parts) without gathering
+    /// them into one buffer, then makes them durable (one fdatasync).
+    /// Returns the bytes written.
+    pub fn append_records(&mut self, records: &[(u64, [&[u8]; 2])]) -> std::io::Result<u64> {
+        let mut pos = self.len;
+        for (seq, parts) in records {
+            let h = record_header(*seq, parts)?;
+            self.file.write_all_at(&h, pos)?;
+            pos += h.len() as u64;
+            for p in parts {
+                self.file.write_all_at(p, pos)?;
+                pos += p.len() as u64;
+            }
+        }
+        self.sync()?;
+        let written = pos - self.len;
+        self.len = pos;
+        Ok(written)
+    }
+
+    fn sync(&self) -> std::io::Result<()> {
         if self.mode == PersistMode::SyncData {
             self.file.sync_data()?;
         }
-        self.len += bytes.len() as u64;
         Ok(())
     }
 }
@@ -342,15 +414,37 @@ mod tests {
     }
 
     #[test]
+    fn records_from_parts_read_back_whole() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let mut s = Segment::create(dir.path(), 1, PersistMode::SyncData).expect("seg");
+        let on = vec!["id".to_string(), "k".to_string()];
+        let prefix = payload_prefix(&on);
+        let n = s
+            .append_records(&[(1, [&prefix, b"rows-1"]), (2, [&prefix, b"rows-2"])])
+            .expect("append");
+        assert_eq!(s.len, MAGIC.len() as u64 + n);
+        drop(s);
+        let r = recover(dir.path()).expect("recover");
+        assert_eq!(r.records.len(), 2);
+        assert_eq!(r.records[1].format, 2);
+        let (got_on, rows) = split_payload(&r.records[1].payload).expect("payload");
+        assert_eq!((got_on, rows), (on, &b"rows-2"[..]));
+        assert!(
+            split_payload(&[5, 0, b'[']).is_none(),
+            "a short prefix is refused"
+        );
+    }
+
+    #[test]
     fn flipped_bit_is_detected() {
         let mut buf = Vec::new();
         encode_record(7, b"payload", &mut buf);
         let n = buf.len();
         buf[n - 2] ^= 0x10;
-        assert!(decode_records(&buf).0.is_empty());
+        assert!(decode_records(&buf, 2).0.is_empty());
         let mut buf2 = Vec::new();
         encode_record(7, b"payload", &mut buf2);
         buf2[10] ^= 1; // the seq
-        assert!(decode_records(&buf2).0.is_empty());
+        assert!(decode_records(&buf2, 2).0.is_empty());
     }
 }
