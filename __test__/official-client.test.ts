@@ -48,6 +48,13 @@ maybe("the official @lancedb/lancedb client against memwal-server", () => {
     await t.update({ where: "id = 2", values: { v: 22 } });
     expect(await t.countRows()).toBe(3);
     expect((await t.listVersions()).length).toBeGreaterThanOrEqual(5);
+    // Time travel: the official client's checkout reads version 1 through our server.
+    await t.checkout(1);
+    expect(await t.version()).toBe(1);
+    expect(await t.countRows()).toBe(2);
+    expect((await t.query().where("id > 1").toArray()).map((x: { id: number }) => Number(x.id))).toEqual([2]);
+    await t.checkoutLatest();
+    expect(await t.countRows()).toBe(3);
     await db.dropTable("t");
     expect(await db.tableNames()).toEqual([]);
   });

@@ -52,6 +52,23 @@ describe("remote tables on the bundled server", () => {
     expect(await db.tableNames()).toEqual(expect.arrayContaining(["direct", "mw"]));
   });
 
+  test("checkout of an older version reads it and refuses writes; namespaces are sent as ids", async () => {
+    const t = await db.createTable("tt", people([[1, 10], [2, 20]]));
+    await t.add(people([[3, 30]]));
+    await t.delete("id = 1");
+    const v1 = await t.checkout(1);
+    expect(await v1.version()).toBe(1);
+    expect(await v1.countRows()).toBe(2);
+    expect(await ages(v1)).toEqual([[1, 10], [2, 20]]);
+    await expect(v1.add(people([[9, 9]]))).rejects.toMatchObject({ code: "InvalidInput", message: expect.stringContaining("read-only") });
+    await expect(t.checkout(99)).rejects.toMatchObject({ code: "VersionNotFound" });
+    const latest = await v1.checkoutLatest();
+    expect(await ages(latest)).toEqual([[2, 20], [3, 30]]);
+    // Our server has no namespaces: the id `ns$tt` reaches it and is refused by name.
+    await expect(db.openTable("tt", ["ns"])).rejects.toMatchObject({ code: "InvalidInput", message: expect.stringContaining("ns$tt") });
+    await expect(db.openTable("tt", ["../x"])).rejects.toMatchObject({ code: "InvalidInput" });
+  });
+
   test("MemWAL validation fails before anything is sent, with the native messages", async () => {
     const t = await db.openTable("direct");
     await expect(t.mergeInsert("id").whenMatchedUpdateAll().memWal().execute(people([[1, 1]]))).rejects.toMatchObject({

@@ -126,7 +126,6 @@ impl From<Error> for memwal_core::Error {
                 request_id,
             } => memwal_core::Error::invalid(format!("{message} (request_id={request_id})")),
             Error::Config(m) => memwal_core::Error::invalid(m),
-            Error::Timeout { .. } => memwal_core::Error::Timeout { elapsed_ms: 0 },
             other => memwal_core::Error::Remote {
                 code: other.code(),
                 message: other.to_string(),

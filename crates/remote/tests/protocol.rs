@@ -210,6 +210,7 @@ async fn retries_statuses_with_one_request_id_and_honours_retry_after() {
         let mut g = s.lock().expect("l");
         g.ok = MERGED.into();
         g.replies.push_back((409, vec![], "conflict".into()));
+        g.replies.push_back((429, vec![], "slow down".into()));
         g.replies
             .push_back((503, vec![("retry-after", "0.3")], "busy".into()));
     }
@@ -218,7 +219,7 @@ async fn retries_statuses_with_one_request_id_and_honours_retry_after() {
     b.when_matched_update_all(None)
         .when_not_matched_insert_all();
     let r = b.execute(data()).await.expect("merge");
-    assert_eq!(r.num_attempts, 3);
+    assert_eq!(r.num_attempts, 4);
     assert!(
         started.elapsed() >= Duration::from_millis(300),
         "retry-after honoured"
@@ -228,7 +229,7 @@ async fn retries_statuses_with_one_request_id_and_honours_retry_after() {
         .iter()
         .map(|r| r.headers["x-request-id"].clone())
         .collect();
-    assert_eq!(ids.len(), 3);
+    assert_eq!(ids.len(), 4);
     assert!(
         ids.iter().all(|i| *i == ids[0]),
         "one request id across retries"
@@ -344,4 +345,29 @@ async fn namespaced_ids_use_the_delimiter() {
         .await
         .expect_err("no namespaces");
     assert_eq!(e.code(), "NotSupported");
+}
+
+#[tokio::test]
+async fn overall_timeout_fails_the_call_with_code_timeout() {
+    // A server that answers only after 3 s; the client allows 0.3 s.
+    let app = axum::Router::new().fallback(|| async {
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        "late"
+    });
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", l.local_addr().expect("addr"));
+    tokio::spawn(async move {
+        let _ = axum::serve(l, app).await;
+    });
+    let d = db(&url, |c| c.timeout_config.timeout = Some(0.3));
+    let started = Instant::now();
+    let e = d.table_names().await.expect_err("timed out");
+    assert_eq!(e.code(), "Timeout", "{e}");
+    assert!(e.to_string().contains("request_id="), "{e}");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "not retried past the limit"
+    );
 }
