@@ -9,6 +9,8 @@
 //! against the real server (in process, on 127.0.0.1) through a recording
 //! proxy too, so both sides got real answers.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -105,13 +107,7 @@ async fn proxy_to(upstream: String) -> (String, Arc<Proxy>) {
         http: reqwest::Client::new(),
     });
     let app = axum::Router::new().fallback(forward).with_state(p.clone());
-    let l = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}", l.local_addr().expect("addr"));
-    tokio::spawn(async move {
-        let _ = axum::serve(l, app).await;
-    });
+    let url = support::serve_on_loopback(app).await;
     (url, p)
 }
 

@@ -2,6 +2,8 @@
 //! server on 127.0.0.1 that records what it receives. (End-to-end tests
 //! against the real memwal server are in __test__/remote.test.ts.)
 
+mod support;
+
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -58,13 +60,7 @@ async fn scripted(ok: &str) -> (String, Shared) {
         ..Default::default()
     }));
     let app = axum::Router::new().fallback(record).with_state(s.clone());
-    let l = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}", l.local_addr().expect("addr"));
-    tokio::spawn(async move {
-        let _ = axum::serve(l, app).await;
-    });
+    let url = support::serve_on_loopback(app).await;
     (url, s)
 }
 
@@ -354,13 +350,7 @@ async fn overall_timeout_fails_the_call_with_code_timeout() {
         tokio::time::sleep(Duration::from_secs(3)).await;
         "late"
     });
-    let l = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}", l.local_addr().expect("addr"));
-    tokio::spawn(async move {
-        let _ = axum::serve(l, app).await;
-    });
+    let url = support::serve_on_loopback(app).await;
     let d = db(&url, |c| c.timeout_config.timeout = Some(0.3));
     let started = Instant::now();
     let e = d.table_names().await.expect_err("timed out");

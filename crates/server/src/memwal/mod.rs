@@ -80,16 +80,7 @@ pub(crate) struct Overlay {
 }
 
 enum Job {
-    Upsert {
-        on: Vec<String>,
-        batch: RecordBatch,
-        /// The batch's keys (encoded once, by the request).
-        keys: Vec<Option<Key>>,
-        /// The WAL payload: this prefix (key columns), then the rows' IPC.
-        prefix: Vec<u8>,
-        payload: bytes::Bytes,
-        reply: oneshot::Sender<Result<(u64, u64)>>,
-    },
+    Upsert(Pending),
     /// Freeze whatever is in the active memtable now.
     Freeze,
 }
@@ -334,14 +325,14 @@ impl MemWalTable {
             None => ipc::encode_stream(&schema, std::slice::from_ref(&batch))?.into(),
         };
         let (reply, rx) = oneshot::channel();
-        let job = Job::Upsert {
+        let job = Job::Upsert(Pending {
             prefix: wal::payload_prefix(&on),
             on,
             batch,
             keys,
             payload,
             reply,
-        };
+        });
         // The channel is bounded: a full queue makes this request wait
         // (backpressure), on a blocking thread so the runtime goes on.
         match self.tx.try_send(job) {
@@ -499,21 +490,7 @@ fn writer_loop(shared: Arc<Shared>, rx: mpsc::Receiver<Job>, mut segment: Segmen
         for j in jobs {
             match j {
                 Job::Freeze => force_freeze = true,
-                Job::Upsert {
-                    on,
-                    batch,
-                    keys,
-                    prefix,
-                    payload,
-                    reply,
-                } => upserts.push(Pending {
-                    on,
-                    batch,
-                    keys,
-                    prefix,
-                    payload,
-                    reply,
-                }),
+                Job::Upsert(p) => upserts.push(p),
             }
         }
         if !upserts.is_empty() {
@@ -560,10 +537,13 @@ fn preparer_loop(shared: Arc<Shared>, rx: mpsc::Receiver<u64>) {
     }
 }
 
+/// An upsert waiting for the writer.
 struct Pending {
     on: Vec<String>,
     batch: RecordBatch,
+    /// The batch's keys (encoded once, by the request).
     keys: Vec<Option<Key>>,
+    /// The WAL payload: this prefix (key columns), then the rows' IPC.
     prefix: Vec<u8>,
     payload: bytes::Bytes,
     reply: oneshot::Sender<Result<(u64, u64)>>,
