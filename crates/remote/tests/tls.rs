@@ -11,19 +11,28 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use tokio_rustls::rustls::ServerConfig;
 
-/// A one-route HTTPS server: answers every request with an empty table list.
+/// A one-route HTTPS server with a self-signed certificate for `localhost`;
+/// returns its port and the certificate (PEM).
 async fn https_server() -> (u16, String) {
     let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("cert");
     let cert_pem = ck.cert.pem();
     let cert = CertificateDer::from(ck.cert.der().to_vec());
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(ck.signing_key.serialize_der()));
-    let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
-    let cfg = ServerConfig::builder_with_provider(provider)
+    let cfg = ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .expect("versions")
         .with_no_client_auth()
         .with_single_cert(vec![cert], key)
         .expect("server config");
+    (serve_tls(cfg).await, cert_pem)
+}
+
+fn provider() -> Arc<tokio_rustls::rustls::crypto::CryptoProvider> {
+    Arc::new(tokio_rustls::rustls::crypto::ring::default_provider())
+}
+
+/// Serves every request with a one-table list over TLS; returns the port.
+async fn serve_tls(cfg: ServerConfig) -> u16 {
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(cfg));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -57,7 +66,7 @@ async fn https_server() -> (u16, String) {
             });
         }
     });
-    (port, cert_pem)
+    port
 }
 
 fn connect(port: u16, ca: Option<String>) -> RemoteDatabase {
@@ -149,4 +158,86 @@ async fn assert_hostname_false_accepts_a_certificate_for_another_name() {
         .await
         .expect_err("untrusted");
     assert!(e.to_string().contains("Hit retry limit"), "{e}");
+}
+
+#[tokio::test]
+async fn client_certificate_is_presented_when_configured() {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+    use tokio_rustls::rustls::server::WebPkiClientVerifier;
+    use tokio_rustls::rustls::RootCertStore;
+
+    // One CA signs the server's certificate and the client's.
+    let ca_key = KeyPair::generate().expect("key");
+    let mut ca_params = CertificateParams::new(vec![]).expect("params");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key).expect("ca");
+    let issuer = Issuer::from_params(&ca_params, &ca_key);
+    let srv_key = KeyPair::generate().expect("key");
+    let srv = CertificateParams::new(vec!["localhost".to_string()])
+        .expect("params")
+        .signed_by(&srv_key, &issuer)
+        .expect("server cert");
+    let cli_key = KeyPair::generate().expect("key");
+    let cli = CertificateParams::new(vec!["client".to_string()])
+        .expect("params")
+        .signed_by(&cli_key, &issuer)
+        .expect("client cert");
+
+    let mut roots = RootCertStore::empty();
+    roots.add(ca.der().clone()).expect("root");
+    let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider())
+        .build()
+        .expect("verifier");
+    let cfg = ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(
+            vec![srv.der().clone()],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(srv_key.serialize_der())),
+        )
+        .expect("server config");
+    let port = serve_tls(cfg).await;
+
+    let dir = tempfile::tempdir().expect("tmp");
+    let write = |name: &str, pem: String| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, pem).expect("write");
+        p.to_string_lossy().into_owned()
+    };
+    let ca_file = write("ca.pem", ca.pem());
+    let cert_file = write("client.pem", cli.pem());
+    let key_file = write("client.key", cli_key.serialize_pem());
+    let db = |with_cert: bool| {
+        let mut c = ClientConfig::default();
+        c.retry_config.connect_retries = 0;
+        c.retry_config.read_retries = 0;
+        c.tls_config = Some(TlsConfig {
+            ssl_ca_cert: Some(ca_file.clone()),
+            cert_file: with_cert.then(|| cert_file.clone()),
+            key_file: with_cert.then(|| key_file.clone()),
+            ..Default::default()
+        });
+        RemoteDatabase::connect(
+            "db://secure",
+            ConnectOptions {
+                api_key: Some("k".into()),
+                host_override: Some(format!("https://localhost:{port}")),
+                client_config: c,
+                ..Default::default()
+            },
+        )
+        .expect("connect")
+    };
+    assert_eq!(
+        db(true)
+            .table_names()
+            .await
+            .expect("client certificate accepted"),
+        vec!["secure"]
+    );
+    db(false)
+        .table_names()
+        .await
+        .expect_err("the server requires a client certificate");
 }
