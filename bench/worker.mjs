@@ -62,8 +62,9 @@ async function memwalDb(uri, opts) {
   return { m, db: await m.connect(uri, opts) };
 }
 
+/** memwal takes the Arrow IPC stream bytes (a Uint8Array, not copied); the peer an apache-arrow Table. */
 function input(t) {
-  return engine.startsWith("memwal") ? Buffer.from(tableToIPC(t, "stream")) : t;
+  return engine.startsWith("memwal") ? tableToIPC(t, "stream") : t;
 }
 
 async function openEngine(initial) {

@@ -127,11 +127,13 @@ export function rowsToTable(rows: ReadonlyArray<Record<string, unknown>>, schema
 
 /** Any accepted data form -> Arrow IPC bytes for the addon. */
 export function toBuffer(data: Data, schema?: Schema): Buffer {
+  // Buffers view the bytes; none of these copies them.
+  const view = (u8: Uint8Array) => Buffer.from(u8.buffer, u8.byteOffset, u8.byteLength);
   if (Buffer.isBuffer(data)) return data;
-  if (data instanceof Uint8Array) return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-  if (isTableLike(data)) return Buffer.from(tableToIPC(data as ArrowTable, "stream"));
-  if (isBatchLike(data)) return Buffer.from(tableToIPC(new ArrowTable(data as RecordBatch), "stream"));
-  if (Array.isArray(data)) return Buffer.from(tableToIPC(rowsToTable(data, schema), "stream"));
+  if (data instanceof Uint8Array) return view(data);
+  if (isTableLike(data)) return view(tableToIPC(data as ArrowTable, "stream"));
+  if (isBatchLike(data)) return view(tableToIPC(new ArrowTable(data as RecordBatch), "stream"));
+  if (Array.isArray(data)) return view(tableToIPC(rowsToTable(data, schema), "stream"));
   throw invalid(
     "data must be an Arrow IPC Buffer/Uint8Array, an apache-arrow Table or RecordBatch, or an array of objects",
   );

@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 
 use crate::error::{Error, Result};
-use crate::fragment::encode_ipc_file;
 use crate::manifest::{
     latest_version, now_ms, publish_manifest, FragmentMeta, Manifest, FORMAT_VERSION,
 };
@@ -128,10 +127,9 @@ impl NativeDatabase {
         if rows.num_rows() > 0 {
             let rel = format!("data/{}.arrow", uuid::Uuid::new_v4().simple());
             let path = format!("{name}/{rel}");
-            self.storage.put(
-                &path,
-                &encode_ipc_file(&schema, std::slice::from_ref(&rows))?,
-            )?;
+            self.storage.put_with(&path, &mut |w| {
+                crate::ipc::write_file(w, &schema, std::slice::from_ref(&rows))
+            })?;
             written = Some(path);
             fragments.push(FragmentMeta {
                 id: 0,

@@ -36,9 +36,6 @@ impl LoadedFragment {
     }
 }
 
-/// Serialises batches as one Arrow IPC file (the data file format).
-pub use crate::ipc::encode_file as encode_ipc_file;
-
 /// Reads a fragment data file back as one batch.
 pub fn read_data_file(
     storage: &dyn Storage,

@@ -82,14 +82,22 @@ pub fn encode_stream(schema: &Schema, batches: &[RecordBatch]) -> Result<Vec<u8>
 /// Encodes as an Arrow IPC file.
 pub fn encode_file(schema: &Schema, batches: &[RecordBatch]) -> Result<Vec<u8>> {
     let mut buf = Vec::new();
-    {
-        let mut w = FileWriter::try_new(&mut buf, schema)?;
-        for b in batches {
-            w.write(b)?;
-        }
-        w.finish()?;
-    }
+    write_file(&mut buf, schema, batches)?;
     Ok(buf)
+}
+
+/// Writes an Arrow IPC file to `out`.
+pub fn write_file(
+    out: &mut dyn std::io::Write,
+    schema: &Schema,
+    batches: &[RecordBatch],
+) -> Result<()> {
+    let mut w = FileWriter::try_new(out, schema)?;
+    for b in batches {
+        w.write(b)?;
+    }
+    w.finish()?;
+    Ok(())
 }
 
 /// A schema only (no batches), as a stream.

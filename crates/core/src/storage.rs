@@ -28,6 +28,18 @@ pub enum PutNew {
 pub trait Storage: Send + Sync + std::fmt::Debug {
     /// Writes an immutable file durably (overwrites if it exists).
     fn put(&self, path: &str, data: &[u8]) -> Result<()>;
+    /// Like [`Storage::put`], with the bytes produced by `write` (so a
+    /// large file need not be held in memory first where the storage can
+    /// stream it; the default gathers them and calls `put`).
+    fn put_with(
+        &self,
+        path: &str,
+        write: &mut dyn FnMut(&mut dyn std::io::Write) -> Result<()>,
+    ) -> Result<()> {
+        let mut buf = Vec::new();
+        write(&mut buf)?;
+        self.put(path, &buf)
+    }
     /// Publishes a file atomically with create-new semantics: readers see
     /// either no file or all of it, and an existing file is never replaced.
     fn put_new(&self, path: &str, data: &[u8]) -> Result<PutNew>;
@@ -107,6 +119,26 @@ impl Storage for LocalStorage {
         let full = self.full(path);
         self.ensure_parent(&full)?;
         write_synced(&full, data)
+    }
+
+    fn put_with(
+        &self,
+        path: &str,
+        write: &mut dyn FnMut(&mut dyn std::io::Write) -> Result<()>,
+    ) -> Result<()> {
+        let full = self.full(path);
+        self.ensure_parent(&full)?;
+        let io = |e| Error::io(full.display().to_string(), e);
+        let f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&full)
+            .map_err(io)?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+        write(&mut w)?;
+        let f = w.into_inner().map_err(|e| io(e.into_error()))?;
+        f.sync_data().map_err(io)
     }
 
     fn put_new(&self, path: &str, data: &[u8]) -> Result<PutNew> {

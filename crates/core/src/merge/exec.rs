@@ -136,7 +136,30 @@ fn plan(
     let mut deletions: HashMap<u64, RoaringBitmap> = HashMap::new();
     let mut new_parts: Vec<RecordBatch> = Vec::new();
 
-    if p.when_matched_update_all && !matched_src.is_empty() {
+    // A plain upsert (update all without a filter, insert all, every column
+    // given, no source row matching two target rows) puts every source row
+    // into the new fragment as it is: the source batch itself, no copies.
+    let plain_upsert = p.when_matched_update_all
+        && p.when_matched_update_all_filt.is_none()
+        && p.when_not_matched_insert_all
+        && present.iter().all(|h| *h)
+        && matched_src.windows(2).all(|w| w[0] != w[1]);
+    if plain_upsert {
+        for (&si, addr) in matched_src.iter().zip(&matched_addr) {
+            deletions.entry(addr.frag).or_default().insert(addr.row);
+            if let Some(k) = &keys[si] {
+                out.removed.push((k.clone(), *addr));
+            }
+        }
+        out.updated = matched_src.len() as u64;
+        out.inserted = unmatched.len() as u64;
+        out.new_keys = keys.clone();
+        if src.num_rows() > 0 {
+            new_parts.push(src.clone());
+        }
+    }
+
+    if !plain_upsert && p.when_matched_update_all && !matched_src.is_empty() {
         let target_rows = fetch_rows(snap, &schema, &matched_addr)?;
         let source_rows = take(src, &matched_src)?;
         let keep: Vec<usize> = match &p.when_matched_update_all_filt {
@@ -187,7 +210,7 @@ fn plan(
         }
     }
 
-    if p.when_not_matched_insert_all && !unmatched.is_empty() {
+    if !plain_upsert && p.when_not_matched_insert_all && !unmatched.is_empty() {
         new_parts.push(take(src, &unmatched)?);
         out.inserted = unmatched.len() as u64;
         out.new_keys
@@ -231,10 +254,10 @@ fn plan(
     if new_parts.is_empty() && deletions.is_empty() {
         return Ok((None, out));
     }
-    let new_rows = if new_parts.is_empty() {
-        None
-    } else {
-        Some(concat_batches(&schema, &new_parts)?)
+    let new_rows = match new_parts.len() {
+        0 => None,
+        1 => new_parts.pop(),
+        _ => Some(concat_batches(&schema, &new_parts)?),
     };
     let change = Change {
         new_rows,

@@ -12,7 +12,7 @@ use roaring::RoaringBitmap;
 
 use super::{lock, NativeTable, Snapshot, State};
 use crate::error::{Error, Result};
-use crate::fragment::{encode_deletions, encode_ipc_file};
+use crate::fragment::encode_deletions;
 use crate::keys::KeyIndex;
 use crate::manifest::{now_ms, publish_manifest, FragmentMeta, Manifest, FORMAT_VERSION};
 use crate::traits::Deadline;
@@ -103,10 +103,9 @@ impl NativeTable {
                     offset += len;
                     let rel = format!("data/{}.arrow", uuid::Uuid::new_v4().simple());
                     let path = format!("{dir}/{rel}");
-                    storage.put(
-                        &path,
-                        &encode_ipc_file(&schema, std::slice::from_ref(&part))?,
-                    )?;
+                    storage.put_with(&path, &mut |w| {
+                        crate::ipc::write_file(w, &schema, std::slice::from_ref(&part))
+                    })?;
                     written.push(path);
                     fragments.push(FragmentMeta {
                         id: next_id,

@@ -365,3 +365,36 @@ async fn memwal_rules_in_order_with_exact_messages() {
     );
     assert_eq!(t.count_rows(None).await.expect("count"), 1);
 }
+
+#[test]
+fn a_source_row_matching_two_target_rows_updates_both() {
+    // Keys need not be unique in the target (add() does not check); a plain
+    // upsert then replaces each matched row, as the general path does.
+    let dir = tempfile::tempdir().expect("tmp");
+    let (_db, t) = new_table(dir.path(), people(&[(1, 10), (2, 20)]));
+    t.add_sync(people(&[(1, 11)]), memwal_core::AddMode::Append)
+        .expect("add a second row with key 1");
+    let r = t
+        .merge_insert_sync(&upsert(), people(&[(1, 99), (3, 30)]))
+        .expect("merge");
+    assert_eq!((r.num_updated_rows, r.num_inserted_rows), (2, 1));
+    assert_eq!(
+        ages(&t),
+        vec![(1, Some(99)), (1, Some(99)), (2, Some(20)), (3, Some(30))]
+    );
+    // And a plain upsert (one match per key) leaves exactly the source's rows.
+    let r = t
+        .merge_insert_sync(&upsert(), people(&[(2, 21), (4, 40)]))
+        .expect("merge");
+    assert_eq!((r.num_updated_rows, r.num_inserted_rows), (1, 1));
+    assert_eq!(
+        ages(&t),
+        vec![
+            (1, Some(99)),
+            (1, Some(99)),
+            (2, Some(21)),
+            (3, Some(30)),
+            (4, Some(40))
+        ]
+    );
+}
