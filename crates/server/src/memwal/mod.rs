@@ -8,11 +8,10 @@
 //!                                                   (bounded: writers wait)    (one merge per memtable,
 //!                                                                              flushed seq in the same commit)
 //! ```
-//! A preparer thread keeps one preallocated spare WAL segment ready (see
-//! [`wal`]); the writer adopts it as soon as its current segment is full or
-//! was not preallocated. Segments and memtables are independent: a freeze
-//! does not rotate the WAL, and a segment is removed once every record in
-//! it is flushed.
+//! Segments and memtables are independent: the writer starts a new WAL
+//! segment once the current one holds [`SEGMENT_BYTES`], a freeze does not
+//! rotate the WAL, and a segment is removed once every record in it is
+//! flushed.
 //!
 //! Reads overlay the memtables (newest first) on the base; a memtable whose
 //! last sequence number is at most the base's committed `memwal.flushed_seq`
@@ -35,11 +34,10 @@ use tokio::sync::oneshot;
 
 use crate::error::{Error, Result};
 use memtable::Memtable;
-use wal::{PersistMode, Segment, Spare};
+use wal::{PersistMode, Segment};
 
-/// Smallest and largest preallocated WAL segment.
-const SPARE_MIN: u64 = 4 << 20;
-const SPARE_MAX: u64 = 64 << 20;
+/// A WAL segment is closed (and a new one started) past this size.
+pub const SEGMENT_BYTES: u64 = 64 << 20;
 
 /// Manifest metadata key holding the last WAL sequence merged into the base.
 pub const FLUSHED_SEQ_KEY: &str = "memwal.flushed_seq";
@@ -107,10 +105,6 @@ pub(crate) struct Shared {
     changed: Condvar,
     changed_lock: Mutex<()>,
     poisoned: Mutex<Option<String>>,
-    /// The preallocated segment the writer adopts next, once ready.
-    spare: Mutex<Option<Spare>>,
-    /// Asks the preparer for a spare of this many bytes.
-    prepare: Mutex<Option<mpsc::Sender<u64>>>,
     last_seq: AtomicU64,
     flushed_seq: AtomicU64,
     flushes: AtomicU64,
@@ -251,22 +245,11 @@ impl MemWalTable {
             changed: Condvar::new(),
             changed_lock: Mutex::new(()),
             poisoned: Mutex::new(None),
-            spare: Mutex::new(None),
-            prepare: Mutex::new(None),
             last_seq: AtomicU64::new(last_seq),
             flushed_seq: AtomicU64::new(flushed),
             flushes: AtomicU64::new(0),
             stop: std::sync::atomic::AtomicBool::new(false),
         });
-        let _ = std::fs::remove_file(shared.wal_dir.join(format!("{}.tmp", wal::SPARE)));
-        let _ = std::fs::remove_file(shared.wal_dir.join(wal::SPARE));
-        let (prep_tx, prep_rx) = mpsc::channel::<u64>();
-        let _ = prep_tx.send(SPARE_MIN);
-        *lock(&shared.prepare) = Some(prep_tx);
-        let p = shared.clone();
-        let preparer = std::thread::Builder::new()
-            .name(format!("memwal-prealloc-{name}"))
-            .spawn(move || preparer_loop(p, prep_rx))?;
         let (tx, rx) = mpsc::sync_channel::<Job>(4096);
         let w = shared.clone();
         let writer = std::thread::Builder::new()
@@ -279,7 +262,7 @@ impl MemWalTable {
         Ok(Arc::new(Self {
             shared,
             tx,
-            threads: Mutex::new(vec![writer, flusher, preparer]),
+            threads: Mutex::new(vec![writer, flusher]),
         }))
     }
 
@@ -409,7 +392,6 @@ impl MemWalTable {
     /// Stops the threads (the WAL keeps every acknowledged record).
     pub fn shutdown(&self) {
         self.shared.stop.store(true, Ordering::SeqCst);
-        lock(&self.shared.prepare).take();
         let _ = self.tx.try_send(Job::Freeze);
         self.shared.notify();
         let threads: Vec<_> = lock(&self.threads).drain(..).collect();
@@ -422,7 +404,6 @@ impl MemWalTable {
 impl Drop for MemWalTable {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::SeqCst);
-        lock(&self.shared.prepare).take();
         self.shared.notify();
     }
 }
@@ -497,41 +478,11 @@ fn writer_loop(shared: Arc<Shared>, rx: mpsc::Receiver<Job>, mut segment: Segmen
             commit_group(&shared, &mut segment, upserts);
         }
         maybe_freeze(&shared, force_freeze);
-        if segment.room() < SPARE_MIN / 4 {
-            // Full, or never preallocated: move to the spare once it is ready.
-            if let Some(spare) = lock(&shared.spare).take() {
-                match adopt(&shared, &segment, spare) {
-                    Ok(s) => segment = s,
-                    Err(e) => shared.poison(format!("cannot rotate the WAL: {e}")),
-                }
-            }
-        }
-    }
-}
-
-/// The segment after `current`, starting at the next sequence number: the
-/// spare, and the preparer is asked for the one after (four times what
-/// `current` took, within bounds, so that busy tables rotate rarely).
-fn adopt(shared: &Shared, current: &Segment, spare: Spare) -> std::io::Result<Segment> {
-    let next = shared.last_seq.load(Ordering::SeqCst) + 1;
-    let s = Segment::adopt(&shared.wal_dir, spare, next, shared.cfg.persist)?;
-    if let Some(p) = lock(&shared.prepare).as_ref() {
-        let _ = p.send((current.len * 4).clamp(SPARE_MIN, SPARE_MAX));
-    }
-    Ok(s)
-}
-
-/// Makes spares on request, off the writer's path. A failure only costs
-/// speed (the writer goes on with unpreallocated segments).
-fn preparer_loop(shared: Arc<Shared>, rx: mpsc::Receiver<u64>) {
-    while let Ok(bytes) = rx.recv() {
-        if shared.stop.load(Ordering::SeqCst) {
-            return;
-        }
-        match wal::prepare_spare(&shared.wal_dir, bytes) {
-            Ok(spare) => *lock(&shared.spare) = Some(spare),
-            Err(e) => {
-                tracing::warn!(table = %shared.name, error = %e, "could not preallocate a WAL segment")
+        if segment.len >= SEGMENT_BYTES {
+            let next = shared.last_seq.load(Ordering::SeqCst) + 1;
+            match Segment::create(&shared.wal_dir, next, cfg.persist) {
+                Ok(new) => segment = new,
+                Err(e) => shared.poison(format!("cannot start a new WAL segment: {e}")),
             }
         }
     }
