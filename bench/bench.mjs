@@ -9,9 +9,17 @@ const runs = [
   ["memwal", "A"], ["lancedb", "A"],
   ["memwal", "B"], ["lancedb", "B"],
   ["memwal", "C"], ["lancedb", "C"],
-  ["memwal-server", "D1"], ["memwal-server", "D8"], ["memwal-server", "Ddirect"], ["lancedb", "Dlsm"],
+  ["memwal-server", "D1"], ["memwal-server", "D8"], ["memwal-server", "D8proc"], ["memwal-server", "Ddirect"], ["lancedb", "Dlsm"],
 ];
 const only = process.argv[2];
+// D8proc runs the memwal-server binary: build it (incremental) where cargo puts it.
+if (!only || only.split(",").includes("D8proc")) {
+  const target = process.env.CARGO_TARGET_DIR ?? new URL("../target", import.meta.url).pathname;
+  process.stdout.write("building memwal-server (cargo build --release -p memwal-server) ... ");
+  execFileSync("cargo", ["build", "--release", "-p", "memwal-server", "--quiet"], { cwd: new URL("..", import.meta.url).pathname, stdio: ["ignore", "ignore", "inherit"] });
+  process.env.MEMWAL_SERVER_BIN = `${target}/release/memwal-server`;
+  console.log("done");
+}
 const results = {};
 for (const [engine, wl] of runs) {
   if (only && !only.split(",").includes(wl)) continue;
@@ -35,6 +43,7 @@ const rows = [
   ["C/B p50 (cost growth with table size)", f2(g("memwal:C", "p50_ms") / g("memwal:B", "p50_ms")), f2(g("lancedb:C", "p50_ms") / g("lancedb:B", "p50_ms")), ""],
   ["D: MemWAL 1 client p50 / p99 ms", `${f2(g("memwal-server:D1", "p50_ms"))} / ${f2(g("memwal-server:D1", "p99_ms"))}`, `LSM ${f2(g("lancedb:Dlsm", "p50_ms"))} / ${f2(g("lancedb:Dlsm", "p99_ms"))}`, ""],
   ["D: MemWAL 8 clients p50 / p99 ms", `${f2(g("memwal-server:D8", "p50_ms"))} / ${f2(g("memwal-server:D8", "p99_ms"))}`, "", ""],
+  ["D: same, server in its own process: p50 / p99 ms, upserts/s", `${f2(g("memwal-server:D8proc", "p50_ms"))} / ${f2(g("memwal-server:D8proc", "p99_ms"))}, ${f1(g("memwal-server:D8proc", "upserts_per_s"))}`, "", ""],
   ["D: MemWAL 8 clients upserts/s vs direct merge (same server)", f1(g("memwal-server:D8", "upserts_per_s")), `direct ${f1(1000 / g("memwal-server:Ddirect", "p50_ms"))}`, f2(g("memwal-server:D8", "upserts_per_s") / (1000 / g("memwal-server:Ddirect", "p50_ms"))) + "x"],
   ["D: 1-client MemWAL p50 vs disk fdatasync (4 KiB append)", f2(g("memwal-server:D1", "p50_ms")), `fdatasync ${f2(g("fsync:fsync", "fdatasync_ms"))} ms`, f2(g("memwal-server:D1", "p50_ms") / g("fsync:fsync", "fdatasync_ms")) + "x"],
   ["D: same vs fdatasync in place (over preallocated space: a floor for reference)", f2(g("memwal-server:D1", "p50_ms")), `fdatasync ${f2(g("fsync:fsync", "fdatasync_inplace_ms"))} ms`, f2(g("memwal-server:D1", "p50_ms") / g("fsync:fsync", "fdatasync_inplace_ms")) + "x"],

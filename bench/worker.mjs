@@ -107,6 +107,50 @@ async function sequential(tbl, count, size, existing, memWal = false) {
   };
 }
 
+/** 8 concurrent clients, 100 MemWAL upserts each, distinct new keys per client. */
+async function concurrent(tbl) {
+  const clients = 8, per = 100, size = 200;
+  const work = range(0, clients).map((c) => batches(per, size, 100_000, 10_000_000 + c * per * size).map((ids) => input(rows(ids))));
+  await upsert(tbl, input(rows([0])), true); // warm-up, not timed, adds no row
+  const lat = [];
+  let inserted = 0, updated = 0;
+  const t0 = now();
+  await Promise.all(work.map(async (list) => {
+    for (const d of list) {
+      const s = now();
+      const r = await upsert(tbl, d, true);
+      lat.push(now() - s);
+      inserted += r.numInsertedRows;
+      updated += r.numUpdatedRows;
+    }
+  }));
+  const secs = (now() - t0) / 1000;
+  const seen = await tbl.countRows();
+  return { clients, calls: clients * per, p50_ms: pct(lat, 0.5), p99_ms: pct(lat, 0.99), upserts_per_s: (clients * per) / secs,
+    rows_per_s: (clients * per * size) / secs,
+    // Each batch: size/2 ids that exist (updates), size/2 new ids distinct across clients (inserts).
+    counts_exact: inserted === clients * per * (size / 2) && updated === clients * per * (size / 2),
+    count_rows_sees_all: seen === 100_000 + clients * per * (size / 2) };
+}
+
+/** Starts the memwal-server binary (path in MEMWAL_SERVER_BIN, set by bench.mjs) on a free port. */
+async function spawnServer(dataDir) {
+  const bin = process.env.MEMWAL_SERVER_BIN;
+  if (!bin || !fs.existsSync(bin)) throw new Error(`memwal-server binary not found (${bin}); run bench.mjs, which builds it`);
+  const { spawn } = await import("node:child_process");
+  const child = spawn(bin, ["--data", dataDir, "--api-key", "k", "--port", "0"], { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, MEMWAL_LOG: "warn" } });
+  const url = await new Promise((resolve, reject) => {
+    let out = "";
+    child.stdout.on("data", (c) => {
+      out += c;
+      const m = /listening on (\S+)/.exec(out);
+      if (m) resolve(m[1]);
+    });
+    child.on("exit", (code) => reject(new Error(`memwal-server exited with ${code}`)));
+  });
+  return { url, close: async () => { child.kill("SIGINT"); } };
+}
+
 async function main() {
   let result = {};
   if (workload === "fsync") {
@@ -169,36 +213,16 @@ async function main() {
       }
     } else {
       const m = require("../dist/lib/index.js");
-      const server = await m.serve({ dataDir: path.join(dir, "server"), apiKey: "k", ...(process.env.FLUSH_ROWS ? { flushRows: Number(process.env.FLUSH_ROWS) } : {}) });
+      // D8proc: the same server as a separate process (the memwal-server binary), so that the clients
+      // do not share its process; every other D workload runs it in process with serve().
+      const server = workload === "D8proc"
+        ? await spawnServer(path.join(dir, "server"))
+        : await m.serve({ dataDir: path.join(dir, "server"), apiKey: "k", ...(process.env.FLUSH_ROWS ? { flushRows: Number(process.env.FLUSH_ROWS) } : {}) });
       const db = await m.connect("db://bench", { apiKey: "k", hostOverride: server.url });
       const tbl = await db.createTable("t", input(rows(range(0, 100_000))));
       if (workload === "D1") result = await sequential(tbl, 500, 200, 100_000, true);
       else if (workload === "Ddirect") result = await sequential(tbl, 100, 200, 100_000, false);
-      else {
-        // 8 concurrent clients, 100 upserts each, distinct new keys per client.
-        const clients = 8, per = 100, size = 200;
-        const work = range(0, clients).map((c) => batches(per, size, 100_000, 10_000_000 + c * per * size).map((ids) => input(rows(ids))));
-        await upsert(tbl, input(rows([0])), true); // warm-up, not timed, adds no row
-        const lat = [];
-        let inserted = 0, updated = 0;
-        const t0 = now();
-        await Promise.all(work.map(async (list) => {
-          for (const d of list) {
-            const s = now();
-            const r = await upsert(tbl, d, true);
-            lat.push(now() - s);
-            inserted += r.numInsertedRows;
-            updated += r.numUpdatedRows;
-          }
-        }));
-        const secs = (now() - t0) / 1000;
-        const seen = await tbl.countRows();
-        result = { clients, calls: clients * per, p50_ms: pct(lat, 0.5), p99_ms: pct(lat, 0.99), upserts_per_s: (clients * per) / secs,
-          rows_per_s: (clients * per * size) / secs,
-          // Each batch: size/2 ids that exist (updates), size/2 new ids distinct across clients (inserts).
-          counts_exact: inserted === clients * per * (size / 2) && updated === clients * per * (size / 2),
-          count_rows_sees_all: seen === 100_000 + clients * per * (size / 2) };
-      }
+      else result = await concurrent(tbl);
       await server.close();
     }
   }
