@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
-use arrow::datatypes::{DataType, Int64Type};
+use arrow::datatypes::{DataType, Int64Type, UInt64Type};
 use arrow::row::{RowConverter, SortField};
 use arrow_schema::Schema;
 use hashbrown::HashMap;
@@ -15,7 +15,10 @@ use crate::error::{Error, Result};
 /// The value of a row's key columns.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Key {
-    /// A single integer key column (any integer width).
+    /// A single integer key column (any width). Signed values are widened
+    /// to i64; unsigned ones are widened to u64 and stored with the same
+    /// 64 bits, so every value of every width keeps its own key (a key
+    /// column has one type, so the two never meet).
     Int(i64),
     /// Anything else: a single string key, or the arrow row encoding of a
     /// composite key.
@@ -25,6 +28,7 @@ pub enum Key {
 #[derive(Debug)]
 enum Encoding {
     Int,
+    UInt,
     Utf8,
     Rows(RowConverter),
 }
@@ -55,8 +59,9 @@ impl KeyEncoder {
             types.push(field.data_type().clone());
         }
         let encoding = match types.as_slice() {
-            [t] if t.is_integer() => Encoding::Int,
-            [DataType::Utf8] => Encoding::Utf8,
+            [t] if t.is_signed_integer() => Encoding::Int,
+            [t] if t.is_unsigned_integer() => Encoding::UInt,
+            [DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View] => Encoding::Utf8,
             _ => Encoding::Rows(RowConverter::new(
                 types.into_iter().map(SortField::new).collect(),
             )?),
@@ -89,19 +94,43 @@ impl KeyEncoder {
         let n = batch.num_rows();
         match &self.encoding {
             Encoding::Int => {
-                let c = arrow::compute::cast(&cols[0], &DataType::Int64)?;
+                let c = strict_cast(&cols[0], &DataType::Int64)?;
                 let a = c.as_primitive::<Int64Type>();
                 Ok((0..n)
                     .map(|i| a.is_valid(i).then(|| Key::Int(a.value(i))))
                     .collect())
             }
-            Encoding::Utf8 => {
-                let a = cols[0].as_string::<i32>();
+            Encoding::UInt => {
+                let c = strict_cast(&cols[0], &DataType::UInt64)?;
+                let a = c.as_primitive::<UInt64Type>();
                 Ok((0..n)
                     .map(|i| {
                         a.is_valid(i)
-                            .then(|| Key::Bytes(a.value(i).as_bytes().into()))
+                            .then(|| Key::Int(i64::from_ne_bytes(a.value(i).to_ne_bytes())))
                     })
+                    .collect())
+            }
+            Encoding::Utf8 => {
+                let c = &cols[0];
+                let bytes = |i: usize| -> &[u8] {
+                    match c.data_type() {
+                        DataType::LargeUtf8 => c.as_string::<i64>().value(i).as_bytes(),
+                        DataType::Utf8View => c.as_string_view().value(i).as_bytes(),
+                        _ => c.as_string::<i32>().value(i).as_bytes(),
+                    }
+                };
+                if !matches!(
+                    c.data_type(),
+                    DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+                ) {
+                    return Err(Error::invalid(format!(
+                        "key column '{}' holds {} where the table has a string",
+                        self.on[0],
+                        c.data_type()
+                    )));
+                }
+                Ok((0..n)
+                    .map(|i| c.is_valid(i).then(|| Key::Bytes(bytes(i).into())))
                     .collect())
             }
             Encoding::Rows(conv) => {
@@ -132,6 +161,15 @@ impl KeyEncoder {
             .collect();
         format!("({})", parts.join(", "))
     }
+}
+
+/// A cast that fails on a value the target type cannot hold (never a null).
+fn strict_cast(a: &ArrayRef, to: &DataType) -> Result<ArrayRef> {
+    let opts = arrow::compute::CastOptions {
+        safe: false,
+        ..Default::default()
+    };
+    Ok(arrow::compute::cast_with_options(a, to, &opts)?)
 }
 
 /// One value as SQL would write it (strings quoted).
@@ -281,6 +319,14 @@ impl KeyIndex {
             }
         }
         out
+    }
+
+    /// How many live rows hold `key`.
+    pub fn count(&self, key: &Key) -> u32 {
+        match self.map.get(key) {
+            None => 0,
+            Some(_) => 1 + self.dups.get(key).map_or(0, |d| d.len() as u32),
+        }
     }
 
     /// Whether any live row holds `key`.

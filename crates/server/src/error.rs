@@ -16,16 +16,27 @@ pub enum Error {
     /// Missing or wrong API key.
     #[error("invalid or missing API key (send it as the x-api-key header)")]
     Unauthorized,
-    /// A MemWAL writer is backed up; retry after the given seconds.
-    #[error("MemWAL is flushing; retry in {0} s")]
+    /// The table's MemWAL is behind (its flusher has not caught up with the
+    /// writes); retry after the given seconds.
+    #[error("the table's MemWAL is overloaded (merging buffered rows into the table is behind); retry in {0} s")]
     Busy(u64),
-    /// The WAL failed to persist; the table refuses writes until restart.
-    #[error("the write-ahead log of table '{table}' failed and the table refuses writes until restart: {message}")]
+    /// Something could not be made durable; the table refuses writes until
+    /// the server restarts (reads still see every acknowledged write).
+    #[error("table '{table}' refuses writes until the server restarts: {message}")]
     Poisoned {
         /// The table.
         table: String,
         /// The first failure.
         message: String,
+    },
+    /// The table cannot serve this request now (a damaged WAL found at
+    /// open, a flush that failed, shutdown).
+    #[error("table '{table}' is unavailable: {reason}")]
+    Unavailable {
+        /// The table.
+        table: String,
+        /// Why.
+        reason: String,
     },
     /// Binding or serving failed.
     #[error("server I/O error: {0}")]
@@ -49,7 +60,8 @@ impl Error {
             Error::BadRequest(_) => "InvalidInput",
             Error::Unauthorized => "Auth",
             Error::Busy(_) => "Busy",
-            Error::Poisoned { .. } => "Io",
+            Error::Poisoned { .. } => "Poisoned",
+            Error::Unavailable { .. } => "Unavailable",
             Error::Io(_) => "Io",
         }
     }
@@ -68,8 +80,10 @@ impl Error {
             },
             Error::BadRequest(_) => StatusCode::BAD_REQUEST,
             Error::Unauthorized => StatusCode::UNAUTHORIZED,
-            Error::Busy(_) => StatusCode::TOO_MANY_REQUESTS,
-            Error::Poisoned { .. } | Error::Io(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Error::Busy(_) | Error::Poisoned { .. } | Error::Unavailable { .. } => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            Error::Io(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 }
@@ -83,8 +97,12 @@ impl IntoResponse for Error {
             tracing::debug!(error = %self, %status, "request rejected");
         }
         let mut resp = (status, self.to_string()).into_response();
-        if let Error::Busy(s) = self {
-            if let Ok(v) = s.to_string().parse() {
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            let secs = match self {
+                Error::Busy(s) => s,
+                _ => crate::memwal::RETRY_AFTER_SECS,
+            };
+            if let Ok(v) = secs.to_string().parse() {
                 resp.headers_mut().insert("retry-after", v);
             }
         }

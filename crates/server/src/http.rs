@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 use subtle::ConstantTimeEq;
 
 use crate::error::{Error, Result};
-use crate::memwal::MemWalTable;
+use crate::served::ServedTable;
 use crate::state::AppState;
 
 const ARROW_STREAM: &str = "application/vnd.apache.arrow.stream";
@@ -150,16 +150,15 @@ async fn create_table(
         },
         Some(m) => return Err(Error::BadRequest(format!("unknown create mode {m:?}"))),
     };
-    let st = state.clone();
-    let t = blocking(move || Ok(st.db.create_table_sync(&name, data, opts)?)).await?;
-    Ok(Json(json!({ "version": t.version_sync()? })))
+    let version = state.create_table(&name, data, opts).await?;
+    Ok(Json(json!({ "version": version })))
 }
 
 async fn drop_table(
     State(state): State<Arc<AppState>>,
     Path(name): Path<String>,
 ) -> Result<Json<Value>> {
-    blocking(move || state.drop_table(&name)).await?;
+    state.drop_table(&name).await?;
     Ok(Json(json!({})))
 }
 
@@ -171,9 +170,9 @@ struct VersionBody {
 
 /// The base table checked out at `version`: older versions are served
 /// from the base alone (MemWAL rows are in no version until flushed).
-fn at_version(t: &MemWalTable, version: Option<u64>) -> Result<Option<NativeTable>> {
+fn at_version(t: &ServedTable, version: Option<u64>) -> Result<Option<NativeTable>> {
     Ok(version
-        .map(|v| t.base().checkout_sync(Some(v)))
+        .map(|v| t.memwal().base().checkout_sync(Some(v)))
         .transpose()?)
 }
 
@@ -186,7 +185,7 @@ async fn describe(
     let t = state.table(&name)?;
     let (m, rows) = blocking(move || match at_version(&t, b.version)? {
         Some(old) => Ok((old.manifest()?, old.count_rows_sync(None)?)),
-        None => Ok((t.base().manifest()?, t.count_rows(None)?)),
+        None => Ok((t.memwal().base().manifest()?, t.memwal().count_rows(None)?)),
     })
     .await?;
     Ok(Json(json!({
@@ -214,7 +213,7 @@ async fn count_rows(
     Ok(Json(
         blocking(move || match at_version(&t, b.version)? {
             Some(old) => Ok(old.count_rows_sync(b.predicate.as_deref())?),
-            None => t.count_rows(b.predicate.as_deref()),
+            None => t.memwal().count_rows(b.predicate.as_deref()),
         })
         .await?,
     ))
@@ -233,12 +232,7 @@ async fn insert(
         Some("overwrite") => AddMode::Overwrite,
         Some(m) => return Err(Error::BadRequest(format!("unknown insert mode {m:?}"))),
     };
-    let t = state.table(&name)?;
-    let v = blocking(move || {
-        t.drain()?;
-        Ok(t.base().add_sync(data, mode)?)
-    })
-    .await?;
+    let v = state.table(&name)?.add_rows(data, mode).await?;
     Ok(Json(json!({ "version": v })))
 }
 
@@ -287,18 +281,10 @@ async fn merge_insert(
     };
     p.mem_wal = header_true("x-lancedb-mem-wal-enabled") || header_true("x-use-wal");
     memwal_core::merge::validate(&p)?;
-    let data = arrow_body(&headers, &body)?;
-    let t = state.table(&name)?;
-    let r = if p.mem_wal {
-        // The WAL logs the body as received (no re-encoding).
-        t.upsert(p.on.clone(), data, Some(body)).await?
-    } else {
-        blocking(move || {
-            t.drain()?;
-            Ok(t.base().merge_insert_sync(&p, data)?)
-        })
-        .await?
-    };
+    let mut data = arrow_body(&headers, &body)?;
+    // The WAL logs the body as received (no re-encoding).
+    data.ipc = Some(body);
+    let r = state.table(&name)?.merge(p, data).await?;
     Ok(Json(json!({
         "version": r.version,
         "num_inserted_rows": r.num_inserted_rows,
@@ -318,12 +304,7 @@ async fn delete(
     let pred = b.predicate.ok_or_else(|| {
         Error::BadRequest("delete needs a JSON body {\"predicate\": \"...\"}".into())
     })?;
-    let t = state.table(&name)?;
-    let r = blocking(move || {
-        t.drain()?;
-        Ok(t.base().delete_sync(&pred)?)
-    })
-    .await?;
+    let r = state.table(&name)?.delete_rows(pred).await?;
     Ok(Json(
         json!({"num_deleted_rows": r.num_deleted_rows, "version": r.version}),
     ))
@@ -342,12 +323,10 @@ async fn update(
     body: Bytes,
 ) -> Result<Json<Value>> {
     let b: UpdateBody = json_body(&body)?;
-    let t = state.table(&name)?;
-    let r = blocking(move || {
-        t.drain()?;
-        Ok(t.base().update_sync(b.predicate.as_deref(), &b.updates)?)
-    })
-    .await?;
+    let r = state
+        .table(&name)?
+        .update_rows(b.predicate, b.updates)
+        .await?;
     Ok(Json(
         json!({"rows_updated": r.rows_updated, "version": r.version}),
     ))
@@ -403,12 +382,12 @@ async fn query(
     let (schema, batches) = blocking(move || {
         let batches = match at_version(&t, b.version)? {
             Some(old) => old.query_sync(&req)?,
-            None => t.query(&req)?,
+            None => t.memwal().query(&req)?,
         };
         let schema = match batches.first() {
             Some(b) => b.schema(),
             None => {
-                let s = t.base().schema_sync()?;
+                let s = t.memwal().base().schema_sync()?;
                 match &req.columns {
                     Some(c) => {
                         let idx: Vec<usize> = c.iter().filter_map(|n| s.index_of(n).ok()).collect();
@@ -430,7 +409,7 @@ async fn list_versions(
     Path(name): Path<String>,
 ) -> Result<Json<Value>> {
     let t = state.table(&name)?;
-    let v = t.base().list_versions_sync()?;
+    let v = t.memwal().base().list_versions_sync()?;
     Ok(Json(json!({"versions": v.iter().map(|v| json!({
         "version": v.version, "timestamp": rfc3339(v.timestamp_ms), "operation": v.operation, "metadata": v.metadata,
     })).collect::<Vec<_>>()})))
@@ -440,12 +419,7 @@ async fn optimize(
     State(state): State<Arc<AppState>>,
     Path(name): Path<String>,
 ) -> Result<Json<Value>> {
-    let t = state.table(&name)?;
-    let s = blocking(move || {
-        t.drain()?;
-        Ok(t.base().optimize_sync()?)
-    })
-    .await?;
+    let s = state.table(&name)?.compact().await?;
     Ok(Json(
         json!({"version": s.version, "fragments_removed": s.fragments_removed,
         "fragments_added": s.fragments_added, "deleted_rows_purged": s.deleted_rows_purged}),
@@ -456,8 +430,7 @@ async fn flush(
     State(state): State<Arc<AppState>>,
     Path(name): Path<String>,
 ) -> Result<(StatusCode, Json<Value>)> {
-    let t = state.table(&name)?;
-    blocking(move || t.drain()).await?;
+    state.table(&name)?.memwal().flush_all().await?;
     Ok((StatusCode::OK, Json(json!({}))))
 }
 

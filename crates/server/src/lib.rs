@@ -2,12 +2,15 @@
 //! MemWAL write path. [`start`] serves on a socket and returns a handle;
 //! the `memwal-server` binary and the addon's `serve()` both use it.
 //!
-//! Modules: [`http`] (endpoints), [`state`] (tables), [`memwal`] (WAL,
-//! memtables, flush, overlay reads), [`error`] (the one HTTP mapping).
+//! Modules: [`http`] (endpoints), [`state`] (the tables and the data
+//! folder's layout), [`served`] (the served table: one type, one order of
+//! writes), [`memwal`] (WAL, memtables, flush, overlay reads), [`error`]
+//! (the one HTTP mapping).
 
 pub mod error;
 pub mod http;
 pub mod memwal;
+pub mod served;
 pub mod state;
 
 use std::net::SocketAddr;
@@ -15,7 +18,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 pub use error::{Error, Result};
-pub use memwal::MemWalConfig;
+pub use memwal::{MemWalConfig, RecoveryMode};
+pub use served::ServedTable;
 
 /// Server settings.
 #[derive(Debug, Clone)]

@@ -1,15 +1,22 @@
-//! Server state: the native database and, per table, its MemWAL.
+//! Server state: the native database, the served tables, and where the
+//! server keeps its own files. Internals live under `DIR/.memwal/`, which
+//! no valid table name can reach (names never start with '.'); a data
+//! folder of the first layout (`DIR/_wal/{table}`) is moved there at start.
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use memwal_core::name::validate_table_name;
-use memwal_core::NativeDatabase;
+use memwal_core::{AddMode, CreateMode, CreateOptions, Data, NativeDatabase};
 
-use crate::error::Result;
-use crate::memwal::{Health, MemWalTable};
+use crate::error::{Error, Result};
+use crate::memwal::{Health, MemWalTable, Turn};
+use crate::served::ServedTable;
 use crate::ServerConfig;
+
+/// The server's own folder inside the data folder.
+pub const INTERNAL_DIR: &str = ".memwal";
 
 /// Shared by every request.
 pub struct AppState {
@@ -17,24 +24,53 @@ pub struct AppState {
     pub db: NativeDatabase,
     /// Settings.
     pub config: ServerConfig,
-    tables: Mutex<HashMap<String, Arc<MemWalTable>>>,
+    tables: Mutex<HashMap<String, ServedTable>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-impl MemWalTable {
-    /// Merges every memtable into the base before a direct write, so that
-    /// direct writes and MemWAL upserts apply in the order they were acknowledged.
-    pub fn drain(&self) -> Result<()> {
-        self.flush_all(Duration::from_secs(120))
+/// `DIR/.memwal/wal`: one folder of segments per table.
+pub fn wal_root(data_dir: &Path) -> PathBuf {
+    data_dir.join(INTERNAL_DIR).join("wal")
+}
+
+/// Moves WAL folders of the first layout (`DIR/_wal/{table}`) under
+/// [`wal_root`]. A table named `_wal` of that layout shares the folder:
+/// only subfolders holding `.wal` segments are WALs.
+fn upgrade_layout(data_dir: &Path) -> std::io::Result<()> {
+    let old = data_dir.join("_wal");
+    let Ok(entries) = std::fs::read_dir(&old) else {
+        return Ok(());
+    };
+    let root = wal_root(data_dir);
+    std::fs::create_dir_all(&root)?;
+    for e in entries {
+        let e = e?;
+        let path = e.path();
+        let is_wal = std::fs::read_dir(&path)
+            .map(|rd| {
+                rd.flatten()
+                    .any(|f| f.file_name().to_string_lossy().ends_with(".wal"))
+            })
+            .unwrap_or(false);
+        if is_wal && !root.join(e.file_name()).exists() {
+            tracing::info!(from = %path.display(), "moving a WAL folder of the first layout");
+            std::fs::rename(&path, root.join(e.file_name()))?;
+        }
     }
+    // Remove `_wal` itself unless it is a table (or holds anything else).
+    let _ = std::fs::remove_dir(&old);
+    memwal_core::storage::sync_dir(data_dir).map_err(|e| std::io::Error::other(e.to_string()))?;
+    Ok(())
 }
 
 impl AppState {
     /// Opens the data folder.
     pub fn new(config: ServerConfig) -> Result<Self> {
+        std::fs::create_dir_all(&config.data_dir)?;
+        upgrade_layout(&config.data_dir)?;
         let db = NativeDatabase::open(config.data_dir.to_str().unwrap_or_default())?;
         let state = Self {
             db,
@@ -51,47 +87,119 @@ impl AppState {
         Ok(state)
     }
 
+    fn wal_dir(&self, name: &str) -> PathBuf {
+        wal_root(&self.config.data_dir).join(name)
+    }
+
     /// The served table `name` (opening its MemWAL on first use).
-    pub fn table(&self, name: &str) -> Result<Arc<MemWalTable>> {
+    pub fn table(&self, name: &str) -> Result<ServedTable> {
         validate_table_name(name)?;
         let mut tables = lock(&self.tables);
         if let Some(t) = tables.get(name) {
             return Ok(t.clone());
         }
         let base = self.db.open_table_sync(name)?;
-        let wal_dir = self.config.data_dir.join("_wal").join(name);
-        let t = MemWalTable::open(name, base, wal_dir, self.config.memwal.clone())?;
+        let t = ServedTable::new(MemWalTable::open(
+            name,
+            base,
+            self.wal_dir(name),
+            self.config.memwal.clone(),
+        )?);
         tables.insert(name.to_string(), t.clone());
         Ok(t)
     }
 
-    /// Drops a table, its WAL and its memtables.
-    pub fn drop_table(&self, name: &str) -> Result<()> {
+    /// Creates a table; an overwrite of an existing one takes its turn
+    /// in the table's order of writes (buffered upserts are replaced too).
+    pub async fn create_table(
+        self: &Arc<Self>,
+        name: &str,
+        data: Data,
+        opts: CreateOptions,
+    ) -> Result<u64> {
         validate_table_name(name)?;
-        if let Some(t) = lock(&self.tables).remove(name) {
-            t.shutdown();
+        if opts.mode == CreateMode::Overwrite {
+            match self.table(name) {
+                Ok(t) => return t.add_rows(data, AddMode::Overwrite).await,
+                Err(Error::Core(memwal_core::Error::TableNotFound { .. })) => {}
+                Err(e) => return Err(e),
+            }
         }
-        self.db.drop_table_sync(name)?;
-        let wal_dir = self.config.data_dir.join("_wal").join(name);
-        match std::fs::remove_dir_all(&wal_dir) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(e.into()),
+        let me = self.clone();
+        let name = name.to_string();
+        blocking(move || {
+            let fresh = !me.db.table_names_sync()?.contains(&name);
+            if fresh {
+                // A WAL left by a drop that crashed half-way belongs to no table.
+                remove_dir(&me.wal_dir(&name))?;
+            }
+            let t = me.db.create_table_sync(&name, data, opts)?;
+            Ok(t.version_sync()?)
+        })
+        .await
+    }
+
+    /// Drops a table, its WAL and its memtables, in the table's order of
+    /// writes: upserts acknowledged before it are gone with it, and later
+    /// requests find no table.
+    pub async fn drop_table(self: &Arc<Self>, name: &str) -> Result<()> {
+        let t = self.table(name)?;
+        let me = self.clone();
+        let n = name.to_string();
+        let mem = t.memwal().clone();
+        let drop_files = move || -> Result<()> {
+            // The WAL first: a crash in between leaves a table without
+            // buffered rows, never buffered rows for a table to come.
+            remove_dir(&me.wal_dir(&n))?;
+            me.db.drop_table_sync(&n)?;
+            let mut tables = lock(&me.tables);
+            if tables
+                .get(&n)
+                .is_some_and(|cur| Arc::ptr_eq(cur.memwal(), &mem))
+            {
+                tables.remove(&n);
+            }
+            Ok(())
+        };
+        if t.memwal().failed().is_some() {
+            blocking(drop_files).await?;
+        } else {
+            t.memwal().direct(Turn::Drop, move |_| drop_files()).await?;
         }
+        let mem = t.memwal().clone();
+        blocking(move || {
+            mem.shutdown();
+            Ok(())
+        })
+        .await
     }
 
     /// Per-table MemWAL figures.
     pub fn health(&self) -> BTreeMap<String, Health> {
         lock(&self.tables)
             .iter()
-            .map(|(k, v)| (k.clone(), v.health()))
+            .map(|(k, v)| (k.clone(), v.memwal().health()))
             .collect()
     }
 
     /// Stops every table's MemWAL threads.
     pub fn shutdown(&self) {
         for (_, t) in lock(&self.tables).drain() {
-            t.shutdown();
+            t.memwal().shutdown();
         }
+    }
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::Core(memwal_core::Error::internal(e.to_string())))?
+}
+
+fn remove_dir(dir: &Path) -> Result<()> {
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e.into()),
     }
 }

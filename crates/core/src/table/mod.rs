@@ -256,18 +256,19 @@ impl NativeTable {
         Ok(self.index_read())
     }
 
-    /// For each row of `batch` (the table's key columns), whether the
-    /// latest version holds a row with that key. Uses (and builds) the key
-    /// index, so it costs O(rows of `batch`) once the index exists.
-    pub fn keys_exist(&self, on: &[String], batch: &RecordBatch) -> Result<Vec<bool>> {
+    /// For each row of `batch` (the table's key columns), how many live
+    /// rows of the latest version hold that key (a table written by `add`
+    /// may hold a key more than once; a merge updates each). Uses (and
+    /// builds) the key index, so it costs O(rows of `batch`) once it exists.
+    pub fn key_counts(&self, on: &[String], batch: &RecordBatch) -> Result<Vec<u32>> {
         let lookup =
-            |idx: &Option<KeyIndex>, keys: &[Option<crate::keys::Key>]| -> Result<Vec<bool>> {
+            |idx: &Option<KeyIndex>, keys: &[Option<crate::keys::Key>]| -> Result<Vec<u32>> {
                 let idx = idx
                     .as_ref()
                     .ok_or_else(|| Error::internal("index missing"))?;
                 Ok(keys
                     .iter()
-                    .map(|k| k.as_ref().is_some_and(|k| idx.contains(k)))
+                    .map(|k| k.as_ref().map_or(0, |k| idx.count(k)))
                     .collect())
             };
         let mut st = lock(&self.inner.state);

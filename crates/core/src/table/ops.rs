@@ -18,6 +18,17 @@ use crate::traits::{AddMode, Data, Deadline, DeleteResult, OptimizeStats, Update
 impl NativeTable {
     /// Adds rows; returns the new version.
     pub fn add_sync(&self, data: Data, mode: AddMode) -> Result<u64> {
+        self.add_with_metadata_sync(data, mode, &Default::default())
+    }
+
+    /// [`NativeTable::add_sync`], recording `metadata` in the new version's
+    /// manifest (the server records its WAL position this way).
+    pub fn add_with_metadata_sync(
+        &self,
+        data: Data,
+        mode: AddMode,
+        metadata: &std::collections::BTreeMap<String, String>,
+    ) -> Result<u64> {
         let (version, _, _) = self.write_with_retry(
             Deadline::new(None),
             |snap| {
@@ -25,6 +36,7 @@ impl NativeTable {
                     AddMode::Append => Change {
                         new_rows: Some(align_all(&data.batches, &snap.schema())?),
                         operation: "append",
+                        metadata: metadata.clone(),
                         ..Default::default()
                     },
                     AddMode::Overwrite => {
@@ -34,6 +46,7 @@ impl NativeTable {
                             replace_all: true,
                             schema: Some(schema),
                             operation: "overwrite",
+                            metadata: metadata.clone(),
                             ..Default::default()
                         }
                     }

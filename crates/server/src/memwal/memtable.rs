@@ -1,7 +1,9 @@
 //! An in-memory table of upserted rows: the latest row per key, in arrival
-//! batches. Each key remembers whether it was new when it first reached
-//! this memtable (not in an older memtable nor in the base), which makes
-//! exact counts O(1): rows = base rows + new keys of unflushed memtables.
+//! batches. Each key remembers how many rows held it before it first
+//! reached this memtable (in an older memtable or the base; 0 when new),
+//! which makes exact counts O(1): rows = base rows + new keys of unflushed
+//! memtables, and an upsert of a key the base holds twice updates two rows,
+//! as a native merge does.
 
 use std::time::Instant;
 
@@ -15,6 +17,8 @@ use memwal_core::keys::Key;
 struct Entry {
     batch: u32,
     row: u32,
+    /// Rows holding the key before this memtable (0: a new key).
+    before: u32,
 }
 
 /// Upserted rows not yet merged into the base table.
@@ -72,14 +76,19 @@ impl Memtable {
         self.map.contains_key(key)
     }
 
-    /// Applies one upsert. `existed(i)` tells whether row i's key existed
+    /// Rows that hold `key` once this memtable is merged (`None`: not here).
+    pub fn rows_of(&self, key: &Key) -> Option<u32> {
+        self.map.get(key).map(|e| e.before.max(1))
+    }
+
+    /// Applies one upsert. `before[i]` is how many rows held row i's key
     /// before this memtable; returns (inserted, updated).
     pub fn apply(
         &mut self,
         seq: u64,
         batch: RecordBatch,
         keys: &[Option<Key>],
-        existed: &[bool],
+        before: &[u32],
         bytes: usize,
     ) -> (u64, u64) {
         if self.batches.is_empty() {
@@ -103,16 +112,23 @@ impl Memtable {
                     Some(e) => {
                         e.batch = b;
                         e.row = row;
-                        upd += 1;
+                        upd += u64::from(e.before.max(1));
                     }
                     None => {
-                        let is_new = !existed[i];
-                        self.map.insert(k.clone(), Entry { batch: b, row });
-                        if is_new {
+                        let before = before[i];
+                        self.map.insert(
+                            k.clone(),
+                            Entry {
+                                batch: b,
+                                row,
+                                before,
+                            },
+                        );
+                        if before == 0 {
                             self.new_rows += 1;
                             ins += 1;
                         } else {
-                            upd += 1;
+                            upd += u64::from(before);
                         }
                     }
                 },
@@ -140,15 +156,18 @@ impl Memtable {
         interleave_record_batch(&refs, idx)
     }
 
-    /// Rows whose key is not in `seen` (which then gains them): the overlay
-    /// of newer memtables over older ones.
+    /// Rows whose key is not in `seen` (which then maps it to the row's
+    /// position in the returned batch, counted from `offset`): the overlay
+    /// of newer memtables over older ones. Unkeyed rows come last.
     pub fn rows_not_in(
         &self,
-        seen: &mut hashbrown::HashSet<Key>,
+        seen: &mut hashbrown::HashMap<Key, usize>,
+        offset: usize,
     ) -> Result<RecordBatch, arrow_schema::ArrowError> {
         let mut idx = Vec::new();
         for (k, e) in &self.map {
-            if seen.insert(k.clone()) {
+            if let hashbrown::hash_map::Entry::Vacant(v) = seen.entry(k.clone()) {
+                v.insert(offset + idx.len());
                 idx.push((e.batch as usize, e.row as usize));
             }
         }

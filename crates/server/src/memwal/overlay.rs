@@ -1,25 +1,29 @@
 //! Reads through a MemWAL: base rows overlaid by memtable rows, newest
 //! first, latest write wins. Memtables already merged into the base (their
-//! last sequence number is at most the base's flushed one) are skipped.
+//! last sequence number is at most the base's flushed one) are skipped. A
+//! base row whose key a memtable holds is replaced by the memtable's row
+//! (each such base row, as a native merge would update each), and a
+//! memtable row whose key the base does not hold is added once.
 
 use std::sync::Arc;
 
-use arrow::array::{BooleanArray, RecordBatch};
-use arrow::compute::{and, concat_batches, filter_record_batch};
-use hashbrown::HashSet;
+use arrow::array::{BooleanArray, RecordBatch, UInt32Array};
+use arrow::compute::{and, concat_batches, filter_record_batch, take_record_batch};
+use hashbrown::HashMap;
 use memwal_core::filter::{Predicate, Resolve};
 use memwal_core::keys::{Key, KeyEncoder};
 use memwal_core::table::scan::Pager;
 use memwal_core::{QueryRequest, Snapshot};
 
-use super::{MemWalTable, FLUSHED_SEQ_KEY};
+use super::{flushed_seq_in, MemWalTable};
 use crate::error::Result;
 
 /// A consistent view: memtable rows (one per key) and a base snapshot.
 struct View {
     snap: Snapshot,
     rows: Option<RecordBatch>,
-    keys: HashSet<Key>,
+    /// Key -> its row in `rows`.
+    keys: HashMap<Key, usize>,
     on: Vec<String>,
 }
 
@@ -29,22 +33,20 @@ impl MemWalTable {
         // The base snapshot is taken under the same lock the flusher pops
         // under, so every memtable is either in `o` or in the snapshot (or both).
         let snap = self.shared.base.snapshot()?;
-        let flushed: u64 = snap
-            .manifest
-            .metadata
-            .get(FLUSHED_SEQ_KEY)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        let mut keys = HashSet::new();
+        let flushed = flushed_seq_in(&snap.manifest);
+        let mut keys = HashMap::new();
         let mut parts = Vec::new();
         let mut on = Vec::new();
+        let mut offset = 0;
         let mems = std::iter::once(&o.active).chain(o.frozen.iter().rev().map(Arc::as_ref));
         for m in mems {
             if m.is_empty() || m.max_seq <= flushed {
                 continue;
             }
             on = m.on.clone();
-            parts.push(m.rows_not_in(&mut keys)?);
+            let part = m.rows_not_in(&mut keys, offset)?;
+            offset += part.num_rows();
+            parts.push(part);
         }
         let rows = if parts.is_empty() {
             None
@@ -61,16 +63,13 @@ impl MemWalTable {
 
     /// Rows (matching `filter`), as every acknowledged write left them.
     pub fn count_rows(&self, filter: Option<&str>) -> Result<u64> {
+        self.shared.check_readable()?;
         let filter = filter.filter(|f| !f.trim().is_empty());
         if filter.is_none() {
             // O(1): base rows + keys new since the base's flushed sequence.
             let o = self.shared.read();
             let m = self.shared.base.manifest()?;
-            let flushed: u64 = m
-                .metadata
-                .get(FLUSHED_SEQ_KEY)
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0);
+            let flushed = flushed_seq_in(&m);
             let extra: u64 = std::iter::once(&o.active)
                 .chain(o.frozen.iter().map(Arc::as_ref))
                 .filter(|m| !m.is_empty() && m.max_seq > flushed)
@@ -87,6 +86,7 @@ impl MemWalTable {
 
     /// A scan through the overlay.
     pub fn query(&self, req: &QueryRequest) -> Result<Vec<RecordBatch>> {
+        self.shared.check_readable()?;
         let v = self.view()?;
         let Some(mem_rows) = v.rows else {
             return Ok(memwal_core::table::scan::scan_snapshot(&v.snap, req)?);
@@ -100,16 +100,26 @@ impl MemWalTable {
             .transpose()?;
         let enc = KeyEncoder::new(&schema, &v.on)?;
         let mut out = Vec::new();
+        // Memtable rows standing in for base rows, and which were used.
+        let mut replaced: Vec<u32> = Vec::new();
+        let mut used = vec![false; mem_rows.num_rows()];
         for f in &v.snap.fragments {
             let keys = enc.encode(&f.batch)?;
             let keep: BooleanArray = keys
                 .iter()
                 .enumerate()
                 .map(|(i, k)| {
-                    Some(
-                        !f.deleted.contains(i as u32)
-                            && !k.as_ref().is_some_and(|k| v.keys.contains(k)),
-                    )
+                    if f.deleted.contains(i as u32) {
+                        return Some(false);
+                    }
+                    match k.as_ref().and_then(|k| v.keys.get(k)) {
+                        Some(&m) => {
+                            replaced.push(m as u32);
+                            used[m] = true;
+                            Some(false)
+                        }
+                        None => Some(true),
+                    }
                 })
                 .collect();
             let mask = match &pred {
@@ -121,9 +131,12 @@ impl MemWalTable {
                 out.push(b);
             }
         }
+        let mut idx = replaced;
+        idx.extend((0..used.len()).filter(|i| !used[*i]).map(|i| i as u32));
+        let m = take_record_batch(&mem_rows, &UInt32Array::from(idx))?;
         let m = match &pred {
-            Some(p) => filter_record_batch(&mem_rows, &p.mask(&mem_rows)?)?,
-            None => mem_rows,
+            Some(p) => filter_record_batch(&m, &p.mask(&m)?)?,
+            None => m,
         };
         if m.num_rows() > 0 {
             out.push(m);

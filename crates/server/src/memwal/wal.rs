@@ -12,12 +12,24 @@
 //! Segments of the first format ("MWALSEG1": payload = an Arrow IPC stream
 //! whose schema metadata `memwal.on` holds the key columns) are still read.
 //! A record is durable once the segment was fdatasync'ed after it (and,
-//! for a new segment, the folder fsync'ed). Recovery reads records in order
-//! and stops at the first that is short or fails its checksum: that is a
-//! torn tail (a crash mid-append, never acknowledged) and is cut off.
-//! An all-zero tail (blocks a crash left allocated but unwritten) is not a
-//! torn record: a zero header never passes the checksum, and recovery cuts
-//! it without reporting it as torn.
+//! for a new segment, the folder fsync'ed). Sequence numbers are consecutive
+//! across segments, and a segment's first record carries the number in its
+//! file name.
+//!
+//! Recovery ([`recover`]) reads records in order. What a crash can leave is
+//! a *torn tail*: the last segment ends in a record that is short or fails
+//! its checksum, with no intact record after it (and all-zero space, which
+//! is cut silently). That is cut off: it was never acknowledged. Anything
+//! else (a bad record followed by intact ones, damage in an earlier segment,
+//! a bad header, a gap in sequence numbers) is *damage*: under
+//! [`RecoveryMode::Strict`] (the default) recovery stops and reports the
+//! segment and offset, touching nothing; under
+//! [`RecoveryMode::CutAtFirstBad`] (an operator's choice) the segment is cut
+//! at the bad record and later segments are renamed `*.wal.cut`, kept as
+//! evidence but not read.
+//!
+//! Files are reached through [`WalIo`], so tests can inject a failed
+//! fsync, a short write or a full disk ([`FaultyWalIo`]).
 //!
 //! Not preallocated, on purpose: zero-filled spare segments made an
 //! in-place fdatasync cheaper (p50 -15% in the benchmark), but writing the
@@ -25,9 +37,11 @@
 //! segments would give the first without the second (not done yet).
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use memwal_core::storage::sync_dir;
 
@@ -104,34 +118,109 @@ pub fn encode_record(seq: u64, payload: &[u8], out: &mut Vec<u8>) {
     }
 }
 
-/// Decodes records from a segment's bytes (after the magic). Returns the
-/// records and the byte offset where valid data ends.
-pub fn decode_records(bytes: &[u8], format: u8) -> (Vec<Record>, usize) {
-    let mut out = Vec::new();
+/// How recovery treats a WAL that is damaged other than by a torn tail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RecoveryMode {
+    /// Cut only a torn tail of the last segment; any other damage, or a gap
+    /// in sequence numbers, fails the table and leaves every file as it is.
+    #[default]
+    Strict,
+    /// Cut at the first bad record (renaming later segments `*.wal.cut`),
+    /// losing the records after it: for an operator who accepts that loss.
+    CutAtFirstBad,
+}
+
+/// Why decoding a segment stopped before its end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stop {
+    /// Every byte was read (or only zeros were left).
+    Clean,
+    /// A short or failing record with no intact record after it.
+    Torn,
+    /// A bad record followed by intact data, or a record out of sequence.
+    Bad(String),
+}
+
+/// Records decoded from one segment's bytes (after the magic).
+#[derive(Debug)]
+pub struct Decoded {
+    /// Intact records, in order.
+    pub records: Vec<Record>,
+    /// Offset (after the magic) where intact data ends.
+    pub end: usize,
+    /// Why decoding stopped there.
+    pub stop: Stop,
+}
+
+fn header_at(bytes: &[u8], pos: usize) -> Option<(usize, u32, u64)> {
+    let h = bytes.get(pos..pos + HEADER_LEN)?;
+    let len = u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize;
+    let crc = u32::from_le_bytes([h[4], h[5], h[6], h[7]]);
+    let mut seq_b = [0u8; 8];
+    seq_b.copy_from_slice(&h[8..16]);
+    Some((len, crc, u64::from_le_bytes(seq_b)))
+}
+
+/// The record at `pos`, if its header and checksum are intact.
+fn record_at(bytes: &[u8], pos: usize) -> Option<(u64, &[u8])> {
+    let (len, crc, seq) = header_at(bytes, pos)?;
+    if len > MAX_RECORD {
+        return None;
+    }
+    let payload = bytes.get(pos + HEADER_LEN..pos + HEADER_LEN + len)?;
+    let want = crc32c::crc32c_append(crc32c::crc32c(&seq.to_le_bytes()), payload);
+    (want == crc).then_some((seq, payload))
+}
+
+/// Whether an intact record with a sequence number in `(after, after + 2^20]`
+/// starts anywhere past `pos`: if so, the failure at `pos` is damage, not a
+/// torn tail (a crash only tears the last record).
+fn intact_record_after(bytes: &[u8], pos: usize, after: u64) -> bool {
+    let end = bytes.len().saturating_sub(HEADER_LEN);
+    (pos + 1..=end).any(|q| {
+        header_at(bytes, q).is_some_and(|(_, _, seq)| seq > after && seq - after <= 1 << 20)
+            && record_at(bytes, q).is_some()
+    })
+}
+
+/// Decodes the records of a segment's bytes (after the magic); `first_seq`
+/// is the number the first record must carry.
+pub fn decode_records(bytes: &[u8], format: u8, first_seq: u64) -> Decoded {
+    let mut records = Vec::new();
     let mut pos = 0;
-    while bytes.len() - pos >= HEADER_LEN {
-        let h = &bytes[pos..pos + HEADER_LEN];
-        let len = u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize;
-        let crc = u32::from_le_bytes([h[4], h[5], h[6], h[7]]);
-        let mut seq_b = [0u8; 8];
-        seq_b.copy_from_slice(&h[8..16]);
-        let seq = u64::from_le_bytes(seq_b);
-        if len > MAX_RECORD || bytes.len() - pos - HEADER_LEN < len {
-            break;
+    let mut expect = first_seq;
+    let stop = loop {
+        if pos == bytes.len() || bytes[pos..].iter().all(|b| *b == 0) {
+            break Stop::Clean;
         }
-        let payload = &bytes[pos + HEADER_LEN..pos + HEADER_LEN + len];
-        let want = crc32c::crc32c_append(crc32c::crc32c(&seq_b), payload);
-        if want != crc {
-            break;
+        let Some((seq, payload)) = record_at(bytes, pos) else {
+            let last = expect.saturating_sub(1);
+            break if intact_record_after(bytes, pos, last) {
+                Stop::Bad(format!(
+                    "record {expect} is damaged (bad length or checksum) but intact records follow it"
+                ))
+            } else {
+                Stop::Torn
+            };
+        };
+        if seq != expect {
+            break Stop::Bad(format!(
+                "record {seq} where record {expect} was due (a gap or a reordering)"
+            ));
         }
-        out.push(Record {
+        records.push(Record {
             seq,
             payload: payload.to_vec(),
             format,
         });
-        pos += HEADER_LEN + len;
+        pos += HEADER_LEN + payload.len();
+        expect += 1;
+    };
+    Decoded {
+        records,
+        end: pos,
+        stop,
     }
-    (out, pos)
 }
 
 /// Segments of a WAL folder, ascending by first sequence number.
@@ -157,58 +246,294 @@ pub fn segments(dir: &Path) -> std::io::Result<Vec<(u64, PathBuf)>> {
     Ok(out)
 }
 
+/// Damage found by recovery: where, and what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Damage {
+    /// The segment file.
+    pub segment: PathBuf,
+    /// Byte offset in it of the first bad byte.
+    pub offset: u64,
+    /// What is wrong.
+    pub what: String,
+}
+
+impl std::fmt::Display for Damage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "WAL segment {} is damaged at byte {}: {}",
+            self.segment.display(),
+            self.offset,
+            self.what
+        )
+    }
+}
+
 /// What recovery found.
 #[derive(Debug, Default)]
 pub struct Recovered {
     /// Every intact record, in order.
     pub records: Vec<Record>,
-    /// Bytes cut off torn tails.
+    /// Bytes cut off a torn tail.
     pub torn_bytes: u64,
+    /// Damage that stopped a strict recovery (the records before it are in
+    /// `records`; no file was changed).
+    pub damage: Option<Damage>,
+    /// Records dropped by [`RecoveryMode::CutAtFirstBad`] (segments renamed).
+    pub cut: Vec<Damage>,
 }
 
-/// Reads every segment; cuts a torn tail off the segment where it is.
-pub fn recover(dir: &Path) -> std::io::Result<Recovered> {
+fn read_segment(path: &Path) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    File::open(path)?.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+fn cut_file(path: &Path, len: u64) -> std::io::Result<()> {
+    let f = OpenOptions::new().write(true).open(path)?;
+    f.set_len(len)?;
+    f.sync_all()
+}
+
+/// Reads every segment of `dir` (see the module doc for what is cut and
+/// what is damage). `flushed` is the last sequence number already in the
+/// base table: the first segment must start at or before `flushed + 1`.
+pub fn recover(dir: &Path, mode: RecoveryMode, flushed: u64) -> std::io::Result<Recovered> {
+    let segs = segments(dir)?;
     let mut rec = Recovered::default();
-    for (_, path) in segments(dir)? {
-        let mut bytes = Vec::new();
-        File::open(&path)?.read_to_end(&mut bytes)?;
-        let format = match bytes.get(..MAGIC.len()) {
-            Some(m) if m == MAGIC => 2,
-            Some(m) if m == MAGIC_V1 => 1,
-            _ => 0,
+    let mut expect: Option<u64> = None;
+    for (i, (first, path)) in segs.iter().enumerate() {
+        let last_segment = i + 1 == segs.len();
+        let bytes = read_segment(path)?;
+        let damage = |offset: usize, what: String| Damage {
+            segment: path.clone(),
+            offset: offset as u64,
+            what,
         };
-        if format == 0 {
-            // A segment whose header never became durable holds no acknowledged record.
-            tracing::warn!(path = %path.display(), "WAL segment without a valid header; removing it");
-            rec.torn_bytes += bytes.len() as u64;
-            fs::remove_file(&path)?;
-            continue;
-        }
-        let (records, end) = decode_records(&bytes[MAGIC.len()..], format);
-        let valid = MAGIC.len() + end;
-        if valid < bytes.len() {
-            // Zeros are preallocated space; anything else is a torn record.
-            if bytes[valid..].iter().any(|b| *b != 0) {
-                tracing::warn!(
-                    path = %path.display(),
-                    dropped = bytes.len() - valid,
-                    "torn or corrupt WAL tail dropped (it was never acknowledged)"
-                );
-                rec.torn_bytes += (bytes.len() - valid) as u64;
+        let found = match expect {
+            None if *first > flushed + 1 => Some(damage(
+                0,
+                format!("the WAL starts at record {first} but the base table holds records up to {flushed} only: records {} to {} are missing", flushed + 1, first - 1),
+            )),
+            Some(e) if *first != e => Some(damage(
+                0,
+                format!("the segment starts at record {first} where record {e} was due"),
+            )),
+            _ => None,
+        };
+        let found = found.or_else(|| {
+            let format = match bytes.get(..MAGIC.len()) {
+                Some(m) if m == MAGIC => 2,
+                Some(m) if m == MAGIC_V1 => 1,
+                _ => return Some(damage(0, "bad segment header (magic)".into())),
+            };
+            let d = decode_records(&bytes[MAGIC.len()..], format, *first);
+            let valid = MAGIC.len() + d.end;
+            expect = Some(*first + d.records.len() as u64);
+            rec.records.extend(d.records);
+            match d.stop {
+                Stop::Clean if valid < bytes.len() => {
+                    // Zeros: space a crash (or an old preallocation) left.
+                    let _ = cut_file(path, valid as u64);
+                    None
+                }
+                Stop::Clean => None,
+                Stop::Torn if last_segment => {
+                    tracing::warn!(path = %path.display(), dropped = bytes.len() - valid,
+                        "torn WAL tail cut (a crash mid-append; it was never acknowledged)");
+                    rec.torn_bytes += (bytes.len() - valid) as u64;
+                    cut_file(path, valid as u64)
+                        .err()
+                        .map(|e| damage(valid, format!("cannot cut the torn tail: {e}")))
+                }
+                Stop::Torn => Some(damage(
+                    valid,
+                    "a short or failing record ends a segment that is not the last".into(),
+                )),
+                Stop::Bad(what) => Some(damage(valid, what)),
             }
-            let f = OpenOptions::new().write(true).open(&path)?;
-            f.set_len(valid as u64)?;
-            f.sync_all()?;
+        });
+        // A segment whose header never became durable (a crash in create).
+        let found = match found {
+            Some(d)
+                if last_segment
+                    && d.offset == 0
+                    && bytes.len() < MAGIC.len()
+                    && expect.is_none_or(|e| e == *first) =>
+            {
+                fs::remove_file(path)?;
+                rec.torn_bytes += bytes.len() as u64;
+                None
+            }
+            f => f,
+        };
+        let Some(d) = found else { continue };
+        match mode {
+            RecoveryMode::Strict => {
+                rec.damage = Some(d);
+                return Ok(rec);
+            }
+            RecoveryMode::CutAtFirstBad => {
+                tracing::error!(damage = %d, "WAL cut at the first bad record (--recovery cut)");
+                cut_file(
+                    path,
+                    d.offset.max(MAGIC.len() as u64).min(bytes.len() as u64),
+                )?;
+                for (_, later) in &segs[i + 1..] {
+                    let mut to = later.clone().into_os_string();
+                    to.push(".cut");
+                    fs::rename(later, &to)?;
+                }
+                rec.cut.push(d);
+                return Ok(rec);
+            }
         }
-        rec.records.extend(records);
     }
     Ok(rec)
+}
+
+/// Opens WAL segment files; the indirection lets tests inject faults.
+pub trait WalIo: Send + Sync + std::fmt::Debug {
+    /// Opens `path` for reading and writing, creating it if missing.
+    fn open(&self, path: &Path) -> std::io::Result<Box<dyn WalFile>>;
+}
+
+/// An open segment file.
+pub trait WalFile: Send + std::fmt::Debug {
+    /// Current length in bytes.
+    fn size(&self) -> std::io::Result<u64>;
+    /// Writes all of `buf` at `offset`.
+    fn write_all_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()>;
+    /// fdatasync.
+    fn sync_data(&self) -> std::io::Result<()>;
+    /// fsync.
+    fn sync_all(&self) -> std::io::Result<()>;
+}
+
+/// Segment files on the local file system.
+#[derive(Debug, Default)]
+pub struct OsWalIo;
+
+impl WalIo for OsWalIo {
+    fn open(&self, path: &Path) -> std::io::Result<Box<dyn WalFile>> {
+        let f = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(path)?;
+        Ok(Box::new(OsFile(f)))
+    }
+}
+
+#[derive(Debug)]
+struct OsFile(File);
+
+impl WalFile for OsFile {
+    fn size(&self) -> std::io::Result<u64> {
+        Ok(self.0.metadata()?.len())
+    }
+    fn write_all_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()> {
+        FileExt::write_all_at(&self.0, buf, offset)
+    }
+    fn sync_data(&self) -> std::io::Result<()> {
+        self.0.sync_data()
+    }
+    fn sync_all(&self) -> std::io::Result<()> {
+        self.0.sync_all()
+    }
+}
+
+/// A fault [`FaultyWalIo`] injects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// fdatasync fails (EIO).
+    Sync,
+    /// A write stores half its bytes, then fails.
+    ShortWrite,
+    /// A write fails with ENOSPC.
+    NoSpace,
+}
+
+/// Local files whose writes or syncs start failing after a number of
+/// successful ones (for fault-injection tests).
+#[derive(Debug)]
+pub struct FaultyWalIo {
+    fault: Fault,
+    /// Operations of the fault's kind left before they fail.
+    left: Arc<AtomicU64>,
+}
+
+impl FaultyWalIo {
+    /// Fails the `after + 1`-th operation of `fault`'s kind and every later one.
+    pub fn new(fault: Fault, after: u64) -> Self {
+        Self {
+            fault,
+            left: Arc::new(AtomicU64::new(after)),
+        }
+    }
+}
+
+impl WalIo for FaultyWalIo {
+    fn open(&self, path: &Path) -> std::io::Result<Box<dyn WalFile>> {
+        let inner = OsWalIo.open(path)?;
+        Ok(Box::new(FaultyFile {
+            inner,
+            fault: self.fault,
+            left: self.left.clone(),
+        }))
+    }
+}
+
+#[derive(Debug)]
+struct FaultyFile {
+    inner: Box<dyn WalFile>,
+    fault: Fault,
+    left: Arc<AtomicU64>,
+}
+
+impl FaultyFile {
+    fn fails(&self, kind: Fault) -> bool {
+        kind == self.fault
+            && self
+                .left
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_err()
+    }
+}
+
+impl WalFile for FaultyFile {
+    fn size(&self) -> std::io::Result<u64> {
+        self.inner.size()
+    }
+    fn write_all_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()> {
+        if self.fails(Fault::NoSpace) {
+            return Err(std::io::Error::from_raw_os_error(28));
+        }
+        if self.fails(Fault::ShortWrite) {
+            self.inner.write_all_at(&buf[..buf.len() / 2], offset)?;
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::WriteZero,
+                "short write (injected)",
+            ));
+        }
+        self.inner.write_all_at(buf, offset)
+    }
+    fn sync_data(&self) -> std::io::Result<()> {
+        if self.fails(Fault::Sync) {
+            return Err(std::io::Error::from_raw_os_error(5));
+        }
+        self.inner.sync_data()
+    }
+    fn sync_all(&self) -> std::io::Result<()> {
+        self.inner.sync_all()
+    }
 }
 
 /// The open segment being appended to.
 #[derive(Debug)]
 pub struct Segment {
-    file: File,
+    file: Box<dyn WalFile>,
     /// Bytes written (magic and records); the next record goes here.
     pub len: u64,
     /// Its first sequence number.
@@ -219,22 +544,21 @@ pub struct Segment {
 impl Segment {
     /// Creates (or reopens) the segment starting at `first_seq` and makes
     /// it durable.
-    pub fn create(dir: &Path, first_seq: u64, mode: PersistMode) -> std::io::Result<Self> {
+    pub fn create(
+        io: &dyn WalIo,
+        dir: &Path,
+        first_seq: u64,
+        mode: PersistMode,
+    ) -> std::io::Result<Self> {
         fs::create_dir_all(dir)?;
         let path = dir.join(format!("{first_seq:020}.wal"));
-        let mut file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(&path)?;
-        let existing = file.metadata()?.len();
-        if existing == 0 {
-            file.write_all(MAGIC)?;
+        let file = io.open(&path)?;
+        if file.size()? == 0 {
+            file.write_all_at(MAGIC, 0)?;
             file.sync_all()?;
             sync_dir(dir).map_err(|e| std::io::Error::other(e.to_string()))?;
         }
-        let len = file.metadata()?.len();
+        let len = file.size()?;
         Ok(Self {
             file,
             len,
@@ -284,57 +608,64 @@ impl Segment {
 mod tests {
     use super::*;
 
+    fn seg(dir: &Path, first: u64) -> Segment {
+        Segment::create(&OsWalIo, dir, first, PersistMode::SyncData).expect("segment")
+    }
+
+    fn records(seqs: std::ops::RangeInclusive<u64>) -> Vec<u8> {
+        let mut buf = Vec::new();
+        for s in seqs {
+            encode_record(s, format!("payload-{s}").as_bytes(), &mut buf);
+        }
+        buf
+    }
+
+    fn seqs(r: &Recovered) -> Vec<u64> {
+        r.records.iter().map(|r| r.seq).collect()
+    }
+
+    fn strict(dir: &Path) -> Recovered {
+        recover(dir, RecoveryMode::Strict, 0).expect("recover")
+    }
+
     #[test]
     fn roundtrip_and_torn_tail() {
         let dir = tempfile::tempdir().expect("tmp");
-        let mut s = Segment::create(dir.path(), 1, PersistMode::SyncData).expect("seg");
-        let mut buf = Vec::new();
-        encode_record(1, b"hello", &mut buf);
-        encode_record(2, b"world!", &mut buf);
-        s.append(&buf).expect("append");
+        let mut s = seg(dir.path(), 1);
+        s.append(&records(1..=2)).expect("append");
         let mut torn = Vec::new();
         encode_record(3, b"never acknowledged", &mut torn);
         s.append(&torn[..torn.len() - 3]).expect("torn");
         drop(s);
-        let r = recover(dir.path()).expect("recover");
-        assert_eq!(
-            r.records.iter().map(|r| r.seq).collect::<Vec<_>>(),
-            vec![1, 2]
-        );
-        assert_eq!(r.records[1].payload, b"world!");
-        assert!(r.torn_bytes > 0);
+        let r = strict(dir.path());
+        assert_eq!(seqs(&r), vec![1, 2]);
+        assert_eq!(r.records[1].payload, b"payload-2");
+        assert!(r.torn_bytes > 0 && r.damage.is_none());
         // The tail was cut: a second recovery finds nothing torn, and appends continue cleanly.
-        let r = recover(dir.path()).expect("again");
+        let r = strict(dir.path());
         assert_eq!((r.records.len(), r.torn_bytes), (2, 0));
-        let mut s = Segment::create(dir.path(), 1, PersistMode::SyncData).expect("reopen");
-        let mut buf = Vec::new();
-        encode_record(3, b"x", &mut buf);
-        s.append(&buf).expect("append");
-        assert_eq!(recover(dir.path()).expect("r").records.len(), 3);
+        let mut s = seg(dir.path(), 1);
+        s.append(&records(3..=3)).expect("append");
+        assert_eq!(strict(dir.path()).records.len(), 3);
     }
 
     #[test]
     fn a_zero_tail_is_cut_but_not_torn() {
         let dir = tempfile::tempdir().expect("tmp");
-        let mut s = Segment::create(dir.path(), 5, PersistMode::SyncData).expect("seg");
-        let mut buf = Vec::new();
-        encode_record(5, b"five", &mut buf);
-        encode_record(6, b"six", &mut buf);
+        let mut s = seg(dir.path(), 5);
+        let mut buf = records(5..=6);
         buf.extend_from_slice(&[0u8; 4096]);
         s.append(&buf).expect("append");
         drop(s);
-        let r = recover(dir.path()).expect("recover");
-        assert_eq!(
-            r.records.iter().map(|r| r.seq).collect::<Vec<_>>(),
-            vec![5, 6]
-        );
+        let r = recover(dir.path(), RecoveryMode::Strict, 4).expect("recover");
+        assert_eq!(seqs(&r), vec![5, 6]);
         assert_eq!(r.torn_bytes, 0, "zeros are not a torn record");
     }
 
     #[test]
     fn records_from_parts_read_back_whole() {
         let dir = tempfile::tempdir().expect("tmp");
-        let mut s = Segment::create(dir.path(), 1, PersistMode::SyncData).expect("seg");
+        let mut s = seg(dir.path(), 1);
         let on = vec!["id".to_string(), "k".to_string()];
         let prefix = payload_prefix(&on);
         let n = s
@@ -342,7 +673,7 @@ mod tests {
             .expect("append");
         assert_eq!(s.len, MAGIC.len() as u64 + n);
         drop(s);
-        let r = recover(dir.path()).expect("recover");
+        let r = strict(dir.path());
         assert_eq!(r.records.len(), 2);
         assert_eq!(r.records[1].format, 2);
         let (got_on, rows) = split_payload(&r.records[1].payload).expect("payload");
@@ -355,14 +686,126 @@ mod tests {
 
     #[test]
     fn flipped_bit_is_detected() {
-        let mut buf = Vec::new();
-        encode_record(7, b"payload", &mut buf);
+        let mut buf = records(7..=7);
         let n = buf.len();
         buf[n - 2] ^= 0x10;
-        assert!(decode_records(&buf, 2).0.is_empty());
-        let mut buf2 = Vec::new();
-        encode_record(7, b"payload", &mut buf2);
+        assert!(decode_records(&buf, 2, 7).records.is_empty());
+        let mut buf2 = records(7..=7);
         buf2[10] ^= 1; // the seq
-        assert!(decode_records(&buf2, 2).0.is_empty());
+        assert!(decode_records(&buf2, 2, 7).records.is_empty());
+    }
+
+    /// Regression (served-table issue, item 6): one flipped byte in the
+    /// middle of the last segment lost every record after it.
+    #[test]
+    fn damage_in_the_middle_is_not_a_torn_tail() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let mut s = seg(dir.path(), 1);
+        s.append(&records(1..=20)).expect("append");
+        drop(s);
+        let path = dir.path().join(format!("{:020}.wal", 1));
+        let mut bytes = fs::read(&path).expect("read");
+        let size = bytes.len();
+        bytes[MAGIC.len() + 5 * 25 + 20] ^= 0xff; // inside record 6's payload
+        fs::write(&path, &bytes).expect("write");
+        let r = strict(dir.path());
+        let d = r.damage.clone().expect("damage reported");
+        assert_eq!(seqs(&r), (1..=5).collect::<Vec<_>>());
+        assert_eq!(d.segment, path);
+        assert!(d.what.contains("record 6"), "{d}");
+        assert_eq!(
+            fs::metadata(&path).expect("meta").len() as usize,
+            size,
+            "evidence kept"
+        );
+        // The operator's choice: cut there.
+        let r = recover(dir.path(), RecoveryMode::CutAtFirstBad, 0).expect("cut");
+        assert_eq!(seqs(&r), (1..=5).collect::<Vec<_>>());
+        assert_eq!(r.cut.len(), 1);
+        assert!(strict(dir.path()).damage.is_none());
+    }
+
+    /// Regression (item 6): a flipped magic byte deleted a whole segment.
+    #[test]
+    fn a_bad_magic_is_damage() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let mut s = seg(dir.path(), 1);
+        s.append(&records(1..=3)).expect("append");
+        drop(s);
+        let path = dir.path().join(format!("{:020}.wal", 1));
+        let mut bytes = fs::read(&path).expect("read");
+        bytes[2] ^= 1;
+        fs::write(&path, &bytes).expect("write");
+        let r = strict(dir.path());
+        assert!(r.damage.expect("damage").what.contains("magic"));
+        assert!(path.exists(), "the segment is kept");
+    }
+
+    /// Regression (item 6): damage in an earlier segment left a hole while
+    /// later records were replayed.
+    #[test]
+    fn damage_in_an_earlier_segment_stops_recovery() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let mut a = seg(dir.path(), 1);
+        a.append(&records(1..=11)).expect("a");
+        drop(a);
+        let mut b = seg(dir.path(), 12);
+        b.append(&records(12..=12)).expect("b");
+        drop(b);
+        let path = dir.path().join(format!("{:020}.wal", 1));
+        let mut bytes = fs::read(&path).expect("read");
+        let n = bytes.len();
+        bytes[n - 3] ^= 0x40; // the last record of the first segment
+        fs::write(&path, &bytes).expect("write");
+        let r = strict(dir.path());
+        assert_eq!(seqs(&r), (1..=10).collect::<Vec<_>>());
+        assert!(r
+            .damage
+            .expect("damage")
+            .segment
+            .ends_with(format!("{:020}.wal", 1)));
+        // Cutting renames the later segment instead of replaying past the hole.
+        let r = recover(dir.path(), RecoveryMode::CutAtFirstBad, 0).expect("cut");
+        assert_eq!(r.records.len(), 10);
+        assert!(dir.path().join(format!("{:020}.wal.cut", 12)).exists());
+    }
+
+    #[test]
+    fn a_gap_in_sequence_numbers_is_damage() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let mut a = seg(dir.path(), 1);
+        a.append(&records(1..=3)).expect("a");
+        drop(a);
+        let mut b = seg(dir.path(), 5);
+        b.append(&records(5..=6)).expect("b");
+        drop(b);
+        let d = strict(dir.path()).damage.expect("gap");
+        assert!(d.what.contains("record 4 was due"), "{d}");
+        // Records missing before the first segment, too.
+        let d = recover(dir.path(), RecoveryMode::Strict, 0)
+            .expect("r")
+            .damage
+            .expect("d");
+        assert!(d.what.contains("record 4"), "{d}");
+        let dir2 = tempfile::tempdir().expect("tmp");
+        let mut c = seg(dir2.path(), 9);
+        c.append(&records(9..=9)).expect("c");
+        drop(c);
+        let d = recover(dir2.path(), RecoveryMode::Strict, 3)
+            .expect("r")
+            .damage
+            .expect("d");
+        assert!(d.what.contains("records 4 to 8 are missing"), "{d}");
+    }
+
+    #[test]
+    fn injected_faults_fail_the_append() {
+        for fault in [Fault::Sync, Fault::ShortWrite, Fault::NoSpace] {
+            let dir = tempfile::tempdir().expect("tmp");
+            let io = FaultyWalIo::new(fault, if fault == Fault::Sync { 0 } else { 1 });
+            let mut s = Segment::create(&io, dir.path(), 1, PersistMode::SyncData).expect("seg");
+            let err = s.append(&records(1..=1)).expect_err("fault");
+            assert!(!err.to_string().is_empty());
+        }
     }
 }

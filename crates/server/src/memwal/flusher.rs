@@ -1,0 +1,99 @@
+//! Merging memtables into the base table: the flusher thread takes the
+//! oldest frozen memtable, merges it with one native merge insert that
+//! records its last sequence number in the same commit, then drops it and
+//! the WAL segments it no longer needs. The writer drains the same way, in
+//! its turn, before a direct write. A flush that fails
+//! `poison_after_failed_flushes` times in a row poisons the table.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use memwal_core::{Data, MergeInsertParams, NativeTable};
+
+use super::memtable::Memtable;
+use super::writer::freeze;
+use super::{lock, wal, Shared, FLUSHED_SEQ_KEY};
+use crate::error::{Error, Result};
+
+pub(crate) fn flusher_loop(shared: Arc<Shared>) {
+    loop {
+        if shared.stop.load(Ordering::SeqCst) {
+            return;
+        }
+        match flush_front(&shared) {
+            Ok(true) => {}
+            Ok(false) => shared.wait(Duration::from_millis(100)),
+            Err(_) if lock(&shared.poisoned).is_some() => shared.wait(Duration::from_secs(5)),
+            Err(_) => shared.wait(Duration::from_millis(500)),
+        }
+    }
+}
+
+/// Merges the oldest frozen memtable into the base; `Ok(false)` when
+/// there was none.
+pub(crate) fn flush_front(shared: &Shared) -> Result<bool> {
+    let _flushing = lock(&shared.flush_lock);
+    let Some(mt) = shared.read().frozen.front().cloned() else {
+        return Ok(false);
+    };
+    if let Err(e) = flush_memtable(&shared.name, &shared.base, &mt) {
+        let n = shared.flush_failures.fetch_add(1, Ordering::SeqCst) + 1;
+        tracing::error!(table = %shared.name, error = %e, failures = n, "MemWAL flush failed");
+        if n >= shared.cfg.poison_after_failed_flushes {
+            shared.poison(format!("{n} flushes in a row failed; the last: {e}"));
+        }
+        return Err(Error::Unavailable {
+            table: shared.name.clone(),
+            reason: format!("merging MemWAL rows into the table failed: {e}"),
+        });
+    }
+    shared.flush_failures.store(0, Ordering::SeqCst);
+    shared.write().frozen.pop_front();
+    shared.flushes.fetch_add(1, Ordering::Relaxed);
+    shared.flushed_seq.store(mt.max_seq, Ordering::SeqCst);
+    if let Err(e) = truncate_wal(shared, mt.max_seq) {
+        tracing::warn!(table = %shared.name, error = %e, "could not remove flushed WAL segments");
+    }
+    shared.notify();
+    Ok(true)
+}
+
+/// Freezes the active memtable and merges every frozen one into the base
+/// (the writer calls this in its turn, so nothing new arrives meanwhile).
+pub(crate) fn drain(shared: &Shared) -> Result<()> {
+    freeze(shared);
+    while flush_front(shared)? {}
+    Ok(())
+}
+
+/// One native merge insert of a memtable's rows, recording its last
+/// sequence number in the same commit.
+pub(crate) fn flush_memtable(name: &str, base: &NativeTable, mt: &Memtable) -> Result<()> {
+    let mut p = MergeInsertParams::new(mt.on.clone());
+    p.when_matched_update_all = true;
+    p.when_not_matched_insert_all = true;
+    p.commit_metadata = BTreeMap::from([(FLUSHED_SEQ_KEY.to_string(), mt.max_seq.to_string())]);
+    let rows = mt.rows()?;
+    let started = Instant::now();
+    let r = base.merge_insert_sync(&p, Data::new(mt.schema.clone(), vec![rows]))?;
+    tracing::info!(
+        table = %name, rows = mt.len(), seq = mt.max_seq, version = r.version,
+        ms = started.elapsed().as_millis() as u64, "flushed memtable into the base table"
+    );
+    Ok(())
+}
+
+/// Removes the segments every record of which is at most `flushed`.
+pub(crate) fn truncate_wal(shared: &Shared, flushed: u64) -> std::io::Result<()> {
+    let segs = wal::segments(&shared.wal_dir)?;
+    for w in segs.windows(2) {
+        let (_, path) = &w[0];
+        let (next_first, _) = w[1];
+        if next_first <= flushed + 1 {
+            std::fs::remove_file(path)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,164 @@
+//! Opening a table's MemWAL: recover the WAL, replay every record past the
+//! base's flushed sequence number into a memtable (merging it into the base
+//! first wherever the key columns change, as the writer did), then start
+//! the writer and flusher threads. Damage the recovery mode does not allow
+//! opens the table as failed instead.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
+use std::sync::{mpsc, Arc, Condvar, Mutex, RwLock};
+
+use memwal_core::{ipc, Data, NativeTable};
+
+use super::flusher::{flush_memtable, flusher_loop};
+use super::memtable::Memtable;
+use super::wal::{self, Record, Segment};
+use super::writer::{writer_loop, Job};
+use super::{apply_to, flushed_seq_in, MemWalConfig, MemWalTable, Overlay, Shared};
+use crate::error::Result;
+
+/// What replay rebuilt.
+struct Replayed {
+    active: Memtable,
+    last_seq: u64,
+}
+
+pub(crate) fn open(
+    name: &str,
+    base: NativeTable,
+    wal_dir: PathBuf,
+    cfg: MemWalConfig,
+) -> Result<Arc<MemWalTable>> {
+    let flushed = flushed_seq_in(base.manifest()?.as_ref());
+    let rec = wal::recover(&wal_dir, cfg.recovery, flushed)?;
+    let replayed = match &rec.damage {
+        Some(d) => Err(format!("{d}; the table is not served until an operator repairs the WAL or restarts with --recovery cut (which drops the records from there on)")),
+        None => replay(name, &base, rec.records, flushed),
+    };
+    let (active, last_seq, failed) = match replayed {
+        Ok(r) => (r.active, r.last_seq, None),
+        Err(why) => {
+            tracing::error!(table = name, reason = %why, "table failed to open");
+            (
+                Memtable::new(vec![], base.schema_sync()?),
+                flushed,
+                Some(why),
+            )
+        }
+    };
+    if rec.torn_bytes > 0 || !rec.cut.is_empty() {
+        tracing::warn!(
+            table = name,
+            torn_bytes = rec.torn_bytes,
+            cut = rec.cut.len(),
+            "WAL recovered with losses of unacknowledged or cut records"
+        );
+    }
+    let mut frozen = VecDeque::new();
+    let schema = active.schema.clone();
+    let mut active = active;
+    if !active.is_empty() {
+        let on = active.on.clone();
+        frozen.push_back(Arc::new(std::mem::replace(
+            &mut active,
+            Memtable::new(on, schema),
+        )));
+    }
+    let shared = Arc::new(Shared {
+        name: name.to_string(),
+        base,
+        wal_dir,
+        cfg: cfg.clone(),
+        overlay: RwLock::new(Overlay { active, frozen }),
+        changed: Condvar::new(),
+        changed_lock: Mutex::new(()),
+        poisoned: Mutex::new(None),
+        failed,
+        last_seq: AtomicU64::new(last_seq),
+        flushed_seq: AtomicU64::new(flushed),
+        flushes: AtomicU64::new(0),
+        flush_failures: AtomicU32::new(0),
+        flush_lock: Mutex::new(()),
+        stop: AtomicBool::new(false),
+        dropped: AtomicBool::new(false),
+    });
+    let (tx, rx) = mpsc::sync_channel::<Job>(4096);
+    let mut threads = Vec::new();
+    if shared.failed.is_none() {
+        let segment = Segment::create(cfg.io.as_ref(), &shared.wal_dir, last_seq + 1, cfg.persist)?;
+        let w = shared.clone();
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("memwal-writer-{name}"))
+                .spawn(move || writer_loop(w, rx, segment))?,
+        );
+        let f = shared.clone();
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("memwal-flusher-{name}"))
+                .spawn(move || flusher_loop(f))?,
+        );
+    }
+    Ok(Arc::new(MemWalTable {
+        shared,
+        tx,
+        threads: Mutex::new(threads),
+    }))
+}
+
+/// The key columns and rows of one record.
+fn decode(r: &Record) -> std::result::Result<(Vec<String>, Data), String> {
+    let bad = |what: String| format!("WAL record {} passed its checksum but {what}", r.seq);
+    if r.format == 1 {
+        let data = ipc::decode(&r.payload).map_err(|e| bad(format!("is not Arrow IPC: {e}")))?;
+        let on: Vec<String> = data
+            .schema
+            .metadata()
+            .get("memwal.on")
+            .and_then(|j| serde_json::from_str(j).ok())
+            .unwrap_or_default();
+        return Ok((on, data));
+    }
+    let (on, rows) =
+        wal::split_payload(&r.payload).ok_or_else(|| bad("has no key columns".into()))?;
+    let data = ipc::decode(rows).map_err(|e| bad(format!("is not Arrow IPC: {e}")))?;
+    Ok((on, data))
+}
+
+/// Applies the records past `flushed` in order. An error (a record that
+/// cannot be applied) fails the table: serving without it would hide an
+/// acknowledged write.
+fn replay(
+    name: &str,
+    base: &NativeTable,
+    records: Vec<Record>,
+    flushed: u64,
+) -> std::result::Result<Replayed, String> {
+    let schema = base.schema_sync().map_err(|e| e.to_string())?;
+    let mut active = Memtable::new(vec![], schema.clone());
+    let mut last_seq = flushed;
+    let mut replayed = 0usize;
+    for r in records {
+        last_seq = last_seq.max(r.seq);
+        if r.seq <= flushed {
+            continue;
+        }
+        let (on, data) = decode(&r)?;
+        let fail =
+            |e: &dyn std::fmt::Display| format!("replaying WAL record {} failed: {e}", r.seq);
+        if !active.is_empty() && active.on != on {
+            // The writer drained before a key change; so does replay.
+            flush_memtable(name, base, &active).map_err(|e| fail(&e))?;
+            active = Memtable::new(vec![], schema.clone());
+        }
+        active.on = on;
+        let b = memwal_core::schema::align_all(&data.batches, &schema).map_err(|e| fail(&e))?;
+        apply_to(base, &mut active, &VecDeque::new(), r.seq, b, None, 0).map_err(|e| fail(&e))?;
+        replayed += 1;
+    }
+    if replayed > 0 {
+        tracing::info!(table = name, replayed, "replayed MemWAL records");
+    }
+    Ok(Replayed { active, last_seq })
+}

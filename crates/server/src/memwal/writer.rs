@@ -1,0 +1,345 @@
+//! The writer thread of one table: takes upserts and direct writes from one
+//! queue, in order. Consecutive upserts on the table's key are logged as one
+//! group (one fdatasync) and applied to the active memtable; an upsert on
+//! another key first drains the memtables (so it gets the native result);
+//! a direct write runs in its turn (see [`super::Turn`]). Freezing the
+//! active memtable never blocks the writer: past `max_frozen` it grows, and
+//! past twice its limits upserts are refused as overloaded.
+
+use std::sync::atomic::Ordering;
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+use arrow::array::RecordBatch;
+use memwal_core::keys::{Key, KeyEncoder};
+use tokio::sync::oneshot;
+
+use super::flusher::{drain, truncate_wal};
+use super::memtable::Memtable;
+use super::wal::Segment;
+use super::{
+    apply_to, lock, Overlay, RunFn, Shared, Turn, TurnCtx, FLUSHED_SEQ_KEY, SEGMENT_BYTES,
+};
+use crate::error::{Error, Result};
+
+pub(crate) enum Job {
+    Upsert(Pending),
+    Direct(Turn, RunFn),
+    /// Freeze whatever is in the active memtable now.
+    Freeze,
+}
+
+/// An upsert waiting for the writer.
+pub(crate) struct Pending {
+    pub on: Vec<String>,
+    pub batch: RecordBatch,
+    /// The batch's keys (encoded once, by the request).
+    pub keys: Vec<Option<Key>>,
+    /// The WAL payload: this prefix (key columns), then the rows' IPC.
+    pub prefix: Vec<u8>,
+    pub payload: bytes::Bytes,
+    /// (inserted, updated, base version).
+    pub reply: oneshot::Sender<Result<(u64, u64, u64)>>,
+}
+
+/// Whether the writer goes on after a job.
+#[derive(PartialEq, Eq)]
+enum Next {
+    Continue,
+    Stop,
+}
+
+pub(crate) fn writer_loop(shared: Arc<Shared>, rx: mpsc::Receiver<Job>, mut segment: Segment) {
+    let cfg = shared.cfg.clone();
+    loop {
+        if shared.stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let first = match rx.recv_timeout(cfg.flush_interval.min(Duration::from_millis(200))) {
+            Ok(j) => Some(j),
+            Err(mpsc::RecvTimeoutError::Timeout) => None,
+            Err(mpsc::RecvTimeoutError::Disconnected) => return,
+        };
+        let mut jobs = Vec::new();
+        if let Some(j) = first {
+            jobs.push(j);
+            while jobs.len() < cfg.max_group {
+                match rx.try_recv() {
+                    Ok(j) => jobs.push(j),
+                    Err(_) => break,
+                }
+            }
+        }
+        let (next, force_freeze) = run_jobs(&shared, &mut segment, jobs);
+        if next == Next::Stop {
+            refuse_rest(&shared, rx);
+            return;
+        }
+        maybe_freeze(&shared, force_freeze);
+        if segment.len >= SEGMENT_BYTES {
+            let next = shared.last_seq.load(Ordering::SeqCst) + 1;
+            match Segment::create(shared.cfg.io.as_ref(), &shared.wal_dir, next, cfg.persist) {
+                Ok(new) => segment = new,
+                Err(e) => shared.poison(format!("cannot start a new WAL segment: {e}")),
+            }
+        }
+    }
+}
+
+/// Runs a batch of jobs in order; returns whether to go on and whether a
+/// freeze was asked for.
+fn run_jobs(shared: &Shared, segment: &mut Segment, jobs: Vec<Job>) -> (Next, bool) {
+    let mut group: Vec<Pending> = Vec::new();
+    let mut force_freeze = false;
+    for job in jobs {
+        match job {
+            Job::Freeze => force_freeze = true,
+            Job::Upsert(p) => {
+                let key_changes = match group.first() {
+                    Some(g) => g.on != p.on,
+                    None => memtables_key(shared).is_some_and(|on| on != p.on),
+                };
+                if key_changes {
+                    commit_group(shared, segment, std::mem::take(&mut group));
+                    if let Err(e) = drain(shared) {
+                        let _ = p.reply.send(Err(e));
+                        continue;
+                    }
+                }
+                group.push(p);
+            }
+            Job::Direct(turn, run) => {
+                commit_group(shared, segment, std::mem::take(&mut group));
+                if run_turn(shared, turn, run) == Next::Stop {
+                    return (Next::Stop, force_freeze);
+                }
+            }
+        }
+    }
+    commit_group(shared, segment, group);
+    (Next::Continue, force_freeze)
+}
+
+/// The key of the rows the memtables hold, if they hold any.
+fn memtables_key(shared: &Shared) -> Option<Vec<String>> {
+    let o = shared.read();
+    (!o.active.is_empty() || !o.frozen.is_empty()).then(|| o.active.on.clone())
+}
+
+/// After a drop: every job still queued answers "not found".
+fn refuse_rest(shared: &Shared, rx: mpsc::Receiver<Job>) {
+    while let Ok(job) = rx.try_recv() {
+        match job {
+            Job::Upsert(p) => {
+                let _ = p.reply.send(Err(shared.not_found()));
+            }
+            Job::Direct(_, run) => {
+                run(Err(shared.not_found()));
+            }
+            Job::Freeze => {}
+        }
+    }
+}
+
+/// A direct write in its turn.
+fn run_turn(shared: &Shared, turn: Turn, run: RunFn) -> Next {
+    let metadata = std::collections::BTreeMap::from([(
+        FLUSHED_SEQ_KEY.to_string(),
+        shared.last_seq.load(Ordering::SeqCst).to_string(),
+    )]);
+    match turn {
+        Turn::Drain => {
+            let ctx = drain(shared)
+                .and_then(|()| shared.check_writable())
+                .map(|()| TurnCtx {
+                    base: &shared.base,
+                    metadata,
+                });
+            run(ctx);
+            Next::Continue
+        }
+        Turn::Replace | Turn::Drop => {
+            // No flush may land after this write: hold the flusher off.
+            let _flushing = lock(&shared.flush_lock);
+            let ctx = shared.check_readable().map(|()| TurnCtx {
+                base: &shared.base,
+                metadata,
+            });
+            if !run(ctx) {
+                return Next::Continue;
+            }
+            supersede(shared, turn)
+        }
+    }
+}
+
+/// Discards the memtables after an overwrite (whose commit recorded the
+/// WAL position) or a drop.
+fn supersede(shared: &Shared, turn: Turn) -> Next {
+    let last = shared.last_seq.load(Ordering::SeqCst);
+    if turn == Turn::Drop {
+        shared.dropped.store(true, Ordering::SeqCst);
+        shared.stop.store(true, Ordering::SeqCst);
+    }
+    let schema = match shared.base.schema_sync() {
+        Ok(s) => s,
+        Err(_) if turn == Turn::Drop => shared.read().active.schema.clone(),
+        Err(e) => {
+            shared.poison(format!("cannot read the schema after an overwrite: {e}"));
+            shared.read().active.schema.clone()
+        }
+    };
+    {
+        let mut o = shared.write();
+        o.active = Memtable::new(Vec::new(), schema);
+        o.frozen.clear();
+    }
+    shared.flushed_seq.store(last, Ordering::SeqCst);
+    if turn == Turn::Drop {
+        shared.notify();
+        return Next::Stop;
+    }
+    if let Err(e) = truncate_wal(shared, last) {
+        tracing::warn!(table = %shared.name, error = %e, "could not remove superseded WAL segments");
+    }
+    shared.notify();
+    Next::Continue
+}
+
+/// An upsert's batch and keys for the memtable's schema (an overwrite
+/// queued ahead of it may have changed the schema since it was checked).
+fn fit(active: &Memtable, p: &mut Pending) -> Result<()> {
+    if p.batch.schema() == active.schema {
+        return Ok(());
+    }
+    p.batch = memwal_core::schema::align_batch(&p.batch, &active.schema)?;
+    p.keys = KeyEncoder::new(&active.schema, &p.on)?.encode(&p.batch)?;
+    Ok(())
+}
+
+fn commit_group(shared: &Shared, segment: &mut Segment, group: Vec<Pending>) {
+    if group.is_empty() {
+        return;
+    }
+    if let Err(e) = shared.check_writable() {
+        for p in group {
+            let _ = p.reply.send(Err(clone_err(&e)));
+        }
+        return;
+    }
+    let mut accepted = Vec::with_capacity(group.len());
+    {
+        let o = shared.read();
+        for mut p in group {
+            match fit(&o.active, &mut p) {
+                Ok(()) => accepted.push(p),
+                Err(e) => {
+                    let _ = p.reply.send(Err(e));
+                }
+            }
+        }
+    }
+    if accepted.is_empty() {
+        return;
+    }
+    let first = shared.last_seq.load(Ordering::SeqCst) + 1;
+    let records: Vec<(u64, [&[u8]; 2])> = accepted
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (first + i as u64, [&p.prefix[..], &p.payload[..]]))
+        .collect();
+    if let Err(e) = segment.append_records(&records) {
+        // Not durable: nothing is acknowledged, and the table refuses
+        // writes from now on rather than guess what the disk kept
+        // (fsync failures may drop dirty pages).
+        shared.poison(format!("WAL append failed: {e}"));
+        drop(records);
+        for p in accepted {
+            let _ = p.reply.send(Err(Error::Poisoned {
+                table: shared.name.clone(),
+                message: format!("WAL append failed: {e}"),
+            }));
+        }
+        return;
+    }
+    drop(records);
+    shared
+        .last_seq
+        .store(first + accepted.len() as u64 - 1, Ordering::SeqCst);
+    let version = shared.base.version_sync().unwrap_or(0);
+    let mut o = shared.write();
+    let Overlay { active, frozen } = &mut *o;
+    for (i, p) in accepted.into_iter().enumerate() {
+        if active.on != p.on {
+            // Only when no memtable holds rows (a key change drained them).
+            active.on = p.on;
+        }
+        let seq = first + i as u64;
+        let r = apply_to(
+            &shared.base,
+            active,
+            frozen,
+            seq,
+            p.batch,
+            Some(p.keys),
+            p.payload.len(),
+        );
+        if let Err(e) = &r {
+            // Durable but not applied: memory no longer matches the log.
+            shared.poison(format!("applying WAL record {seq} failed: {e}"));
+        }
+        let _ = p.reply.send(r.map(|(i, u)| (i, u, version)));
+    }
+}
+
+fn clone_err(e: &Error) -> Error {
+    match e {
+        Error::Poisoned { table, message } => Error::Poisoned {
+            table: table.clone(),
+            message: message.clone(),
+        },
+        Error::Unavailable { table, reason } => Error::Unavailable {
+            table: table.clone(),
+            reason: reason.clone(),
+        },
+        other => Error::Unavailable {
+            table: String::new(),
+            reason: other.to_string(),
+        },
+    }
+}
+
+/// Freezes the active memtable when it is due (or `force`d) and the
+/// flusher has room; never waits.
+fn maybe_freeze(shared: &Shared, force: bool) {
+    let cfg = &shared.cfg;
+    {
+        let o = shared.read();
+        let a = &o.active;
+        if a.is_empty() || o.frozen.len() >= cfg.max_frozen {
+            return;
+        }
+        let due = force
+            || a.len() >= cfg.flush_rows
+            || a.bytes >= cfg.flush_bytes
+            || a.created.elapsed() >= cfg.flush_interval;
+        if !due {
+            return;
+        }
+    }
+    freeze(shared);
+}
+
+/// Moves the active memtable to the frozen queue.
+pub(crate) fn freeze(shared: &Shared) {
+    {
+        let mut o = shared.write();
+        if o.active.is_empty() {
+            return;
+        }
+        let fresh = Memtable::new(o.active.on.clone(), o.active.schema.clone());
+        let full = std::mem::replace(&mut o.active, fresh);
+        o.frozen.push_back(Arc::new(full));
+    }
+    shared.notify();
+}

@@ -1,0 +1,180 @@
+//! The served table: the one type the HTTP handlers (and tests) use for a
+//! table of the server. It implements the core [`Table`] trait over a
+//! [`MemWalTable`], and it is where the order of writes is decided: every
+//! write goes through the table's writer queue (see [`crate::memwal::Turn`]),
+//! so whatever comes after an acknowledgement sees it.
+
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use arrow_schema::SchemaRef;
+use async_trait::async_trait;
+use memwal_core::{
+    AddMode, Data, DeleteResult, MergeInsertParams, MergeResult, OptimizeStats, QueryRequest,
+    Table, UpdateResult, VersionInfo,
+};
+
+use crate::error::Error;
+use crate::memwal::{MemWalTable, Turn};
+
+/// A table of the server: its base table with a MemWAL in front.
+#[derive(Debug, Clone)]
+pub struct ServedTable {
+    mem: Arc<MemWalTable>,
+}
+
+fn core(e: Error) -> memwal_core::Error {
+    match e {
+        Error::Core(e) => e,
+        other => memwal_core::Error::Remote {
+            code: other.code(),
+            message: other.to_string(),
+        },
+    }
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> crate::Result<T> + Send + 'static,
+) -> crate::Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::Core(memwal_core::Error::internal(e.to_string())))?
+}
+
+impl ServedTable {
+    /// Wraps an open MemWAL table.
+    pub fn new(mem: Arc<MemWalTable>) -> Self {
+        Self { mem }
+    }
+
+    /// The MemWAL under this table.
+    pub fn memwal(&self) -> &Arc<MemWalTable> {
+        &self.mem
+    }
+
+    /// Rows (matching `filter`), every acknowledged write included.
+    pub async fn count(&self, filter: Option<String>) -> crate::Result<u64> {
+        let mem = self.mem.clone();
+        blocking(move || mem.count_rows(filter.as_deref())).await
+    }
+
+    /// A scan through the overlay.
+    pub async fn scan(&self, req: QueryRequest) -> crate::Result<Vec<RecordBatch>> {
+        let mem = self.mem.clone();
+        blocking(move || mem.query(&req)).await
+    }
+
+    /// Adds rows (append, or overwrite: every row and the schema replaced,
+    /// buffered upserts included).
+    pub async fn add_rows(&self, data: Data, mode: AddMode) -> crate::Result<u64> {
+        match mode {
+            AddMode::Append => {
+                self.mem
+                    .direct(Turn::Drain, move |c| Ok(c.base.add_sync(data, mode)?))
+                    .await
+            }
+            AddMode::Overwrite => {
+                self.mem
+                    .direct(Turn::Replace, move |c| {
+                        Ok(c.base.add_with_metadata_sync(data, mode, &c.metadata)?)
+                    })
+                    .await
+            }
+        }
+    }
+
+    /// A merge insert: through the MemWAL when `params.mem_wal`, otherwise a
+    /// native merge in the writer's turn.
+    pub async fn merge(&self, params: MergeInsertParams, data: Data) -> crate::Result<MergeResult> {
+        memwal_core::merge::validate(&params)?;
+        if params.mem_wal {
+            let raw = data.ipc.clone();
+            return self.mem.upsert(params.on.clone(), data, raw).await;
+        }
+        self.mem
+            .direct(Turn::Drain, move |c| {
+                Ok(c.base.merge_insert_sync(&params, data)?)
+            })
+            .await
+    }
+
+    /// Deletes the rows matching `predicate`.
+    pub async fn delete_rows(&self, predicate: String) -> crate::Result<DeleteResult> {
+        self.mem
+            .direct(Turn::Drain, move |c| Ok(c.base.delete_sync(&predicate)?))
+            .await
+    }
+
+    /// Sets `column = SQL` on the rows matching `predicate`.
+    pub async fn update_rows(
+        &self,
+        predicate: Option<String>,
+        values: Vec<(String, String)>,
+    ) -> crate::Result<UpdateResult> {
+        self.mem
+            .direct(Turn::Drain, move |c| {
+                Ok(c.base.update_sync(predicate.as_deref(), &values)?)
+            })
+            .await
+    }
+
+    /// Compacts the base (after merging the memtables into it).
+    pub async fn compact(&self) -> crate::Result<OptimizeStats> {
+        self.mem
+            .direct(Turn::Drain, |c| Ok(c.base.optimize_sync()?))
+            .await
+    }
+}
+
+#[async_trait]
+impl Table for ServedTable {
+    fn name(&self) -> &str {
+        self.mem.base().table_name()
+    }
+    async fn schema(&self) -> memwal_core::Result<SchemaRef> {
+        self.mem.base().schema_sync()
+    }
+    async fn version(&self) -> memwal_core::Result<u64> {
+        self.mem.base().version_sync()
+    }
+    async fn list_versions(&self) -> memwal_core::Result<Vec<VersionInfo>> {
+        self.mem.base().list_versions_sync()
+    }
+    async fn checkout(&self, version: Option<u64>) -> memwal_core::Result<Arc<dyn Table>> {
+        match version {
+            None => Ok(Arc::new(self.clone())),
+            // Older versions are the base's alone (MemWAL rows belong to no
+            // version until flushed).
+            Some(v) => Ok(Arc::new(self.mem.base().checkout_sync(Some(v))?)),
+        }
+    }
+    async fn count_rows(&self, filter: Option<String>) -> memwal_core::Result<u64> {
+        self.count(filter).await.map_err(core)
+    }
+    async fn add(&self, data: Data, mode: AddMode) -> memwal_core::Result<u64> {
+        self.add_rows(data, mode).await.map_err(core)
+    }
+    async fn delete(&self, predicate: &str) -> memwal_core::Result<DeleteResult> {
+        self.delete_rows(predicate.to_string()).await.map_err(core)
+    }
+    async fn update(
+        &self,
+        predicate: Option<String>,
+        values: Vec<(String, String)>,
+    ) -> memwal_core::Result<UpdateResult> {
+        self.update_rows(predicate, values).await.map_err(core)
+    }
+    async fn query(&self, request: QueryRequest) -> memwal_core::Result<Vec<RecordBatch>> {
+        self.scan(request).await.map_err(core)
+    }
+    async fn optimize(&self) -> memwal_core::Result<OptimizeStats> {
+        self.compact().await.map_err(core)
+    }
+    async fn merge_insert(
+        &self,
+        params: MergeInsertParams,
+        data: Data,
+    ) -> memwal_core::Result<MergeResult> {
+        self.merge(params, data).await.map_err(core)
+    }
+}
