@@ -53,7 +53,14 @@ pub(crate) fn flush_front(shared: &Shared) -> Result<bool> {
     shared.write().frozen.pop_front();
     shared.flushes.fetch_add(1, Ordering::Relaxed);
     shared.flushed_seq.store(mt.max_seq, Ordering::SeqCst);
-    if let Err(e) = truncate_wal(shared, mt.max_seq) {
+    // Truncate only as far as the base records (never past a flush that
+    // committed nothing).
+    let recorded = shared
+        .base
+        .manifest()
+        .map(|m| super::flushed_seq_in(&m))
+        .unwrap_or(0);
+    if let Err(e) = truncate_wal(shared, recorded.min(mt.max_seq)) {
         tracing::warn!(table = %shared.name, error = %e, "could not remove flushed WAL segments");
     }
     shared.notify();

@@ -319,6 +319,16 @@ impl MemWalTable {
         let manifest = self.shared.base.manifest()?;
         let schema = Arc::new(manifest.schema.clone());
         let num_rows = data.num_rows() as u64;
+        if num_rows == 0 {
+            // Nothing to make durable; the columns are still checked.
+            memwal_core::schema::align_all(&data.batches, &schema)?;
+            KeyEncoder::new(&schema, &on)?;
+            return Ok(MergeResult {
+                version: manifest.version,
+                num_attempts: 1,
+                ..Default::default()
+            });
+        }
         let batch = memwal_core::schema::align_all(&data.batches, &schema)?;
         // Key checks before anything is logged: unknown key columns and
         // duplicate keys are the caller's error and must never reach the WAL.

@@ -1,0 +1,340 @@
+//! The MemWAL model test: random sequences of memWal upserts (over random
+//! keys and key types), direct merges, add, delete, update, overwrite, drop,
+//! flush, restart and crash, run against the served table and, as the
+//! reference, the same calls on a native table. After every step both hold
+//! the same rows, and every call returned the same counts (or both failed).
+//! Seeds are reproducible (proptest's persistence and `PROPTEST_CASES`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use arrow::array::{Array, AsArray, Int64Array, RecordBatch, StringArray, UInt64Array};
+use arrow::datatypes::{Int64Type, UInt64Type};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use memwal_core::{
+    AddMode, CreateMode, CreateOptions, Data, MergeInsertParams, NativeDatabase, NativeTable,
+    QueryRequest,
+};
+use memwal_server::memwal::PersistMode;
+use memwal_server::state::AppState;
+use memwal_server::ServerConfig;
+use proptest::prelude::*;
+
+type Row = (u64, Option<String>, i64);
+
+fn schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("id", DataType::UInt64, false),
+        Field::new("name", DataType::Utf8, true),
+        Field::new("v", DataType::Int64, true),
+    ]))
+}
+
+fn data(rows: &[Row]) -> Data {
+    let b = RecordBatch::try_new(
+        schema(),
+        vec![
+            Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.0))),
+            Arc::new(StringArray::from_iter(rows.iter().map(|r| r.1.clone()))),
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.2))),
+        ],
+    )
+    .expect("batch");
+    Data::new(schema(), vec![b])
+}
+
+fn rows_of(batches: &[RecordBatch]) -> Vec<Row> {
+    let mut out = Vec::new();
+    for b in batches {
+        let id = b.column(0).as_primitive::<UInt64Type>();
+        let name = b.column(1).as_string::<i32>();
+        let v = b.column(2).as_primitive::<Int64Type>();
+        for i in 0..b.num_rows() {
+            out.push((
+                id.value(i),
+                name.is_valid(i).then(|| name.value(i).to_string()),
+                v.value(i),
+            ));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[derive(Debug, Clone)]
+enum Step {
+    Upsert(Vec<String>, Vec<Row>),
+    Merge(Vec<String>, Vec<Row>),
+    Add(Vec<Row>),
+    Delete(i64),
+    Update(i64, i64),
+    Overwrite(Vec<Row>),
+    DropAndCreate(Vec<Row>),
+    Flush,
+    Restart,
+    Crash,
+    CountWhere(i64),
+}
+
+fn key() -> impl Strategy<Value = u64> {
+    // Small ids collide often; the big ones cover the top of the u64 range.
+    prop_oneof![
+        6 => 0u64..8,
+        1 => Just(1u64 << 63),
+        1 => Just((1u64 << 63) + 5),
+        1 => Just(u64::MAX),
+    ]
+}
+
+fn row() -> impl Strategy<Value = Row> {
+    (
+        key(),
+        prop_oneof![5 => "[a-d]".prop_map(Some), 1 => Just(None)],
+        0i64..100,
+    )
+}
+
+fn on() -> impl Strategy<Value = Vec<String>> {
+    prop_oneof![
+        4 => Just(vec!["id".to_string()]),
+        1 => Just(vec!["name".to_string()]),
+        1 => Just(vec!["id".to_string(), "name".to_string()]),
+    ]
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    let rows = || prop::collection::vec(row(), 0..6);
+    prop_oneof![
+        12 => (on(), rows()).prop_map(|(o, r)| Step::Upsert(o, r)),
+        2 => (on(), rows()).prop_map(|(o, r)| Step::Merge(o, r)),
+        2 => rows().prop_map(Step::Add),
+        2 => (0i64..100).prop_map(Step::Delete),
+        2 => (0i64..100, 0i64..100).prop_map(|(a, b)| Step::Update(a, b)),
+        1 => rows().prop_map(Step::Overwrite),
+        1 => rows().prop_map(Step::DropAndCreate),
+        2 => Just(Step::Flush),
+        1 => Just(Step::Restart),
+        1 => Just(Step::Crash),
+        2 => (0i64..100).prop_map(Step::CountWhere),
+    ]
+}
+
+struct Harness {
+    rt: tokio::runtime::Runtime,
+    cfg: ServerConfig,
+    state: Option<Arc<AppState>>,
+    native_db: NativeDatabase,
+    _dirs: (tempfile::TempDir, tempfile::TempDir),
+}
+
+fn upsert_params(on: &[String], mem_wal: bool) -> MergeInsertParams {
+    let mut p = MergeInsertParams::new(on.to_vec());
+    p.when_matched_update_all = true;
+    p.when_not_matched_insert_all = true;
+    p.mem_wal = mem_wal;
+    p
+}
+
+impl Harness {
+    fn new(initial: &[Row]) -> Self {
+        let served_dir = tempfile::tempdir().expect("tmp");
+        let native_dir = tempfile::tempdir().expect("tmp");
+        let mut cfg = ServerConfig::new(served_dir.path());
+        cfg.memwal.persist = PersistMode::Buffer;
+        cfg.memwal.flush_rows = 7; // background freezes and flushes happen mid-sequence
+        cfg.memwal.flush_interval = Duration::from_millis(30);
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let native_db = NativeDatabase::open(native_dir.path().to_str().expect("path")).expect("db");
+        let mut h = Self {
+            rt,
+            cfg,
+            state: None,
+            native_db,
+            _dirs: (served_dir, native_dir),
+        };
+        h.start();
+        h.create(initial);
+        h
+    }
+
+    fn start(&mut self) {
+        self.state = Some(Arc::new(AppState::new(self.cfg.clone()).expect("open state")));
+    }
+
+    fn state(&self) -> Arc<AppState> {
+        self.state.clone().expect("state")
+    }
+
+    fn native(&self) -> NativeTable {
+        self.native_db.open_table_sync("t").expect("native")
+    }
+
+    fn create(&self, rows: &[Row]) {
+        let st = self.state();
+        self.rt
+            .block_on(st.create_table("t", data(rows), CreateOptions::default()))
+            .expect("create served");
+        self.native_db
+            .create_table_sync("t", data(rows), CreateOptions::default())
+            .expect("create native");
+    }
+
+    /// Runs one step; returns a description of any difference.
+    fn run(&mut self, step: &Step) -> Result<(), String> {
+        let st = self.state();
+        let served = st.table("t").map_err(|e| format!("open served: {e}"))?;
+        let native = self.native();
+        let same = |what: &str, a: String, b: String| {
+            if a == b {
+                Ok(())
+            } else {
+                Err(format!("{what}: served {a} != native {b}"))
+            }
+        };
+        match step {
+            Step::Upsert(on, rows) | Step::Merge(on, rows) => {
+                let memwal = matches!(step, Step::Upsert(..));
+                let s = self
+                    .rt
+                    .block_on(served.merge(upsert_params(on, memwal), data(rows)))
+                    .map(|r| (r.num_inserted_rows, r.num_updated_rows));
+                let n = native
+                    .merge_insert_sync(&upsert_params(on, false), data(rows))
+                    .map(|r| (r.num_inserted_rows, r.num_updated_rows));
+                same(
+                    "merge counts",
+                    format!("{:?}", s.map_err(|_| "error")),
+                    format!("{:?}", n.map_err(|_| "error")),
+                )?;
+            }
+            Step::Add(rows) => {
+                self.rt
+                    .block_on(served.add_rows(data(rows), AddMode::Append))
+                    .map_err(|e| e.to_string())?;
+                native
+                    .add_sync(data(rows), AddMode::Append)
+                    .map_err(|e| e.to_string())?;
+            }
+            Step::Delete(x) => {
+                let p = format!("v < {x}");
+                let s = self.rt.block_on(served.delete_rows(p.clone()));
+                let n = native.delete_sync(&p);
+                same(
+                    "deleted",
+                    format!("{:?}", s.map(|r| r.num_deleted_rows).map_err(|e| e.to_string())),
+                    format!("{:?}", n.map(|r| r.num_deleted_rows).map_err(|e| e.to_string())),
+                )?;
+            }
+            Step::Update(x, y) => {
+                let p = Some(format!("v >= {x}"));
+                let vals = vec![("v".to_string(), y.to_string())];
+                let s = self.rt.block_on(served.update_rows(p.clone(), vals.clone()));
+                let n = native.update_sync(p.as_deref(), &vals);
+                same(
+                    "updated",
+                    format!("{:?}", s.map(|r| r.rows_updated).map_err(|e| e.to_string())),
+                    format!("{:?}", n.map(|r| r.rows_updated).map_err(|e| e.to_string())),
+                )?;
+            }
+            Step::Overwrite(rows) => {
+                let opts = CreateOptions {
+                    mode: CreateMode::Overwrite,
+                    exist_ok: false,
+                };
+                self.rt
+                    .block_on(st.create_table("t", data(rows), opts))
+                    .map_err(|e| e.to_string())?;
+                self.native_db
+                    .create_table_sync("t", data(rows), opts)
+                    .map_err(|e| e.to_string())?;
+            }
+            Step::DropAndCreate(rows) => {
+                self.rt
+                    .block_on(st.drop_table("t"))
+                    .map_err(|e| e.to_string())?;
+                self.native_db.drop_table_sync("t").map_err(|e| e.to_string())?;
+                self.create(rows);
+            }
+            Step::Flush => {
+                self.rt
+                    .block_on(served.memwal().flush_all())
+                    .map_err(|e| e.to_string())?;
+            }
+            Step::Restart => {
+                st.shutdown();
+                drop((st, served));
+                self.state = None;
+                self.start();
+            }
+            Step::Crash => {
+                // Process state dropped with nothing flushed or shut down.
+                drop((st, served));
+                self.state = None;
+                self.start();
+            }
+            Step::CountWhere(x) => {
+                let f = format!("v > {x}");
+                let s = self
+                    .rt
+                    .block_on(served.count(Some(f.clone())))
+                    .map_err(|e| e.to_string())?;
+                let n = native.count_rows_sync(Some(&f)).map_err(|e| e.to_string())?;
+                same("filtered count", s.to_string(), n.to_string())?;
+            }
+        }
+        self.check()
+    }
+
+    fn check(&self) -> Result<(), String> {
+        let served = self.state().table("t").map_err(|e| e.to_string())?;
+        let native = self.native();
+        let s = self
+            .rt
+            .block_on(served.scan(QueryRequest::default()))
+            .map_err(|e| e.to_string())?;
+        let n = native
+            .query_sync(&QueryRequest::default())
+            .map_err(|e| e.to_string())?;
+        let (s, n) = (rows_of(&s), rows_of(&n));
+        if s != n {
+            return Err(format!("rows differ:\n served {s:?}\n native {n:?}"));
+        }
+        let c = self
+            .rt
+            .block_on(served.count(None))
+            .map_err(|e| e.to_string())?;
+        if c != n.len() as u64 {
+            return Err(format!("count_rows {c} but {} rows", n.len()));
+        }
+        Ok(())
+    }
+}
+
+proptest! {
+    // 48 sequences of up to 40 steps: over 1,000 steps per CI run.
+    #![proptest_config(ProptestConfig {
+        cases: 48,
+        max_shrink_iters: 200,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn memwal_matches_native_merge(
+        initial in prop::collection::vec(row(), 0..6),
+        steps in prop::collection::vec(step(), 20..40),
+    ) {
+        let mut h = Harness::new(&initial);
+        if let Err(e) = h.check() {
+            return Err(TestCaseError::fail(format!("after create: {e}")));
+        }
+        for (i, s) in steps.iter().enumerate() {
+            if let Err(e) = h.run(s) {
+                return Err(TestCaseError::fail(format!("step {i} {s:?}: {e}")));
+            }
+        }
+    }
+}
