@@ -36,6 +36,9 @@ pub struct ServerConfig {
     pub max_body_bytes: usize,
     /// MemWAL tuning.
     pub memwal: MemWalConfig,
+    /// The tables' storage (default: the local folder `data_dir`); tests
+    /// inject faults here.
+    pub storage: Option<Arc<dyn memwal_core::storage::Storage>>,
 }
 
 impl ServerConfig {
@@ -48,6 +51,7 @@ impl ServerConfig {
             api_key: None,
             max_body_bytes: 256 << 20,
             memwal: MemWalConfig::default(),
+            storage: None,
         }
     }
 }

@@ -71,7 +71,11 @@ impl AppState {
     pub fn new(config: ServerConfig) -> Result<Self> {
         std::fs::create_dir_all(&config.data_dir)?;
         upgrade_layout(&config.data_dir)?;
-        let db = NativeDatabase::open(config.data_dir.to_str().unwrap_or_default())?;
+        let uri = config.data_dir.to_str().unwrap_or_default();
+        let db = match &config.storage {
+            Some(s) => NativeDatabase::with_storage(uri, s.clone()),
+            None => NativeDatabase::open(uri)?,
+        };
         let state = Self {
             db,
             config,

@@ -462,6 +462,8 @@ pub struct FaultyWalIo {
     fault: Fault,
     /// Operations of the fault's kind left before they fail.
     left: Arc<AtomicU64>,
+    /// Only files whose path contains this fail.
+    only: Option<String>,
 }
 
 impl FaultyWalIo {
@@ -470,6 +472,15 @@ impl FaultyWalIo {
         Self {
             fault,
             left: Arc::new(AtomicU64::new(after)),
+            only: None,
+        }
+    }
+
+    /// As [`FaultyWalIo::new`], for files whose path contains `part` only.
+    pub fn for_paths(fault: Fault, after: u64, part: &str) -> Self {
+        Self {
+            only: Some(part.to_string()),
+            ..Self::new(fault, after)
         }
     }
 }
@@ -477,6 +488,13 @@ impl FaultyWalIo {
 impl WalIo for FaultyWalIo {
     fn open(&self, path: &Path) -> std::io::Result<Box<dyn WalFile>> {
         let inner = OsWalIo.open(path)?;
+        if self
+            .only
+            .as_ref()
+            .is_some_and(|p| !path.to_string_lossy().contains(p.as_str()))
+        {
+            return Ok(inner);
+        }
         Ok(Box::new(FaultyFile {
             inner,
             fault: self.fault,

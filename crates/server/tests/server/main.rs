@@ -7,3 +7,4 @@ mod bad_input;
 mod durability;
 mod memwal;
 mod model;
+mod served;

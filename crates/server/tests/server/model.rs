@@ -148,7 +148,8 @@ impl Harness {
             .enable_all()
             .build()
             .expect("runtime");
-        let native_db = NativeDatabase::open(native_dir.path().to_str().expect("path")).expect("db");
+        let native_db =
+            NativeDatabase::open(native_dir.path().to_str().expect("path")).expect("db");
         let mut h = Self {
             rt,
             cfg,
@@ -162,7 +163,9 @@ impl Harness {
     }
 
     fn start(&mut self) {
-        self.state = Some(Arc::new(AppState::new(self.cfg.clone()).expect("open state")));
+        self.state = Some(Arc::new(
+            AppState::new(self.cfg.clone()).expect("open state"),
+        ));
     }
 
     fn state(&self) -> Arc<AppState> {
@@ -225,14 +228,22 @@ impl Harness {
                 let n = native.delete_sync(&p);
                 same(
                     "deleted",
-                    format!("{:?}", s.map(|r| r.num_deleted_rows).map_err(|e| e.to_string())),
-                    format!("{:?}", n.map(|r| r.num_deleted_rows).map_err(|e| e.to_string())),
+                    format!(
+                        "{:?}",
+                        s.map(|r| r.num_deleted_rows).map_err(|e| e.to_string())
+                    ),
+                    format!(
+                        "{:?}",
+                        n.map(|r| r.num_deleted_rows).map_err(|e| e.to_string())
+                    ),
                 )?;
             }
             Step::Update(x, y) => {
                 let p = Some(format!("v >= {x}"));
                 let vals = vec![("v".to_string(), y.to_string())];
-                let s = self.rt.block_on(served.update_rows(p.clone(), vals.clone()));
+                let s = self
+                    .rt
+                    .block_on(served.update_rows(p.clone(), vals.clone()));
                 let n = native.update_sync(p.as_deref(), &vals);
                 same(
                     "updated",
@@ -256,7 +267,9 @@ impl Harness {
                 self.rt
                     .block_on(st.drop_table("t"))
                     .map_err(|e| e.to_string())?;
-                self.native_db.drop_table_sync("t").map_err(|e| e.to_string())?;
+                self.native_db
+                    .drop_table_sync("t")
+                    .map_err(|e| e.to_string())?;
                 self.create(rows);
             }
             Step::Flush => {
@@ -265,13 +278,19 @@ impl Harness {
                     .map_err(|e| e.to_string())?;
             }
             Step::Restart => {
+                // A graceful restart: flush, stop, open again.
+                self.rt
+                    .block_on(served.memwal().flush_all())
+                    .map_err(|e| e.to_string())?;
                 st.shutdown();
                 drop((st, served));
                 self.state = None;
                 self.start();
             }
             Step::Crash => {
-                // Process state dropped with nothing flushed or shut down.
+                // Memory dropped with nothing flushed: the threads are
+                // joined (a dead process runs none), then the WAL replays.
+                st.shutdown();
                 drop((st, served));
                 self.state = None;
                 self.start();
@@ -282,7 +301,9 @@ impl Harness {
                     .rt
                     .block_on(served.count(Some(f.clone())))
                     .map_err(|e| e.to_string())?;
-                let n = native.count_rows_sync(Some(&f)).map_err(|e| e.to_string())?;
+                let n = native
+                    .count_rows_sync(Some(&f))
+                    .map_err(|e| e.to_string())?;
                 same("filtered count", s.to_string(), n.to_string())?;
             }
         }

@@ -129,8 +129,12 @@ impl Client {
         let data = ipc::decode(&bytes).expect("arrow");
         let mut out = Vec::new();
         for b in data.batches {
-            let id = b.column(0).as_primitive::<Int64Type>();
-            let v = b.column(1).as_primitive::<Int64Type>();
+            let col = |n: &str| b.column_by_name(n).expect("column").clone();
+            let (id, v) = (col("id"), col("v"));
+            let (id, v) = (
+                id.as_primitive::<Int64Type>(),
+                v.as_primitive::<Int64Type>(),
+            );
             for i in 0..b.num_rows() {
                 out.push((id.value(i), v.value(i)));
             }
