@@ -1,5 +1,5 @@
 //! `memwal-server --data DIR [--host 127.0.0.1] [--port N] [--api-key K]
-//! [--max-body-bytes N] [--flush-rows N] [--flush-interval-ms N]`
+//! [--max-body-bytes N] [--flush-rows N] [--flush-interval-ms N] [--recovery strict|cut]`
 //! Prints `memwal-server listening on http://HOST:PORT` once it accepts.
 
 use std::time::Duration;
@@ -9,7 +9,11 @@ use memwal_server::{start, ServerConfig};
 fn usage() -> ! {
     eprintln!(
         "usage: memwal-server --data DIR [--host 127.0.0.1] [--port 0] [--api-key KEY] \
-         [--max-body-bytes N] [--flush-rows N] [--flush-interval-ms N]\n\
+         [--max-body-bytes N] [--flush-rows N] [--flush-interval-ms N] [--recovery strict|cut]\n\
+         --recovery strict (default): a damaged WAL (anything but a torn tail of its last\n\
+           segment, or a gap in sequence numbers) fails its table with 503 and keeps the files;\n\
+         --recovery cut: cut each damaged WAL at its first bad record (later records are lost;\n\
+           later segments are renamed *.wal.cut)\n\
          log level: MEMWAL_LOG (e.g. info, debug; default info)"
     );
     std::process::exit(2)
@@ -31,6 +35,13 @@ fn parse_args() -> ServerConfig {
             "--flush-interval-ms" => {
                 cfg.memwal.flush_interval =
                     Duration::from_millis(val().parse().unwrap_or_else(|_| usage()))
+            }
+            "--recovery" => {
+                cfg.memwal.recovery = match val().as_str() {
+                    "strict" => memwal_server::RecoveryMode::Strict,
+                    "cut" => memwal_server::RecoveryMode::CutAtFirstBad,
+                    _ => usage(),
+                }
             }
             "-h" | "--help" => usage(),
             _ => usage(),

@@ -470,3 +470,119 @@ async fn wal_faults_poison_the_table_and_lose_no_acknowledged_row() {
         h.close().await;
     }
 }
+
+/// Every key type works on both paths (MemWAL and direct), with the extreme
+/// values of each integer width; null keys never match.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_key_type_matches_on_both_paths() {
+    use arrow::compute::cast;
+    use memwal_core::{CreateOptions, Data, MergeInsertParams};
+    let ints = |lo: &str, hi: &str| {
+        vec![
+            Some(lo.to_string()),
+            Some(hi.to_string()),
+            Some("7".into()),
+            Some("8".into()),
+        ]
+    };
+    let cases: Vec<(DataType, Vec<Option<String>>)> = vec![
+        (DataType::Int8, ints("-128", "127")),
+        (DataType::Int16, ints("-32768", "32767")),
+        (DataType::Int32, ints("-2147483648", "2147483647")),
+        (
+            DataType::Int64,
+            ints("-9223372036854775808", "9223372036854775807"),
+        ),
+        (DataType::UInt8, ints("0", "255")),
+        (DataType::UInt16, ints("0", "65535")),
+        (DataType::UInt32, ints("0", "4294967295")),
+        (
+            DataType::UInt64,
+            ints("9223372036854775813", "18446744073709551615"),
+        ),
+        (DataType::Utf8, ints("a", "b")),
+        (DataType::LargeUtf8, ints("a", "b")),
+        (DataType::Binary, ints("a", "b")),
+        (
+            DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
+            ints("a", "b"),
+        ),
+        (DataType::Date32, ints("1970-01-01", "2262-04-11")),
+        (
+            DataType::Timestamp(arrow_schema::TimeUnit::Microsecond, None),
+            ints("1970-01-01T00:00:00", "2262-04-11T23:47:16"),
+        ),
+    ];
+    let dir = tempfile::tempdir().expect("tmp");
+    let h = memwal_server::start(config(dir.path()))
+        .await
+        .expect("start");
+    let state = memwal_server::state::AppState::new({
+        let mut c = config(&dir.path().join("inproc"));
+        c.memwal.flush_interval = Duration::from_secs(3600);
+        c
+    })
+    .expect("state");
+    let state = Arc::new(state);
+    for (n, (ty, vals)) in cases.into_iter().enumerate() {
+        let mut vals = vals;
+        if matches!(ty, DataType::Date32) {
+            vals[2] = Some("2000-01-07".into());
+            vals[3] = Some("2000-01-08".into());
+        }
+        if matches!(ty, DataType::Timestamp(..)) {
+            vals[2] = Some("2000-01-07T00:00:00".into());
+            vals[3] = Some("2000-01-08T00:00:00".into());
+        }
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("k", ty.clone(), true),
+            Field::new("v", DataType::Int64, true),
+        ]));
+        let batch = |idx: &[usize], with_null: bool| {
+            let mut s: Vec<Option<String>> = idx.iter().map(|i| vals[*i].clone()).collect();
+            if with_null {
+                s.push(None);
+            }
+            let k = cast(
+                &(Arc::new(StringArray::from(s.clone())) as arrow::array::ArrayRef),
+                &ty,
+            )
+            .expect("cast");
+            let v = Int64Array::from_iter_values((0..s.len() as i64).map(|i| i + 100));
+            Data::new(
+                schema.clone(),
+                vec![RecordBatch::try_new(schema.clone(), vec![k, Arc::new(v)]).expect("batch")],
+            )
+        };
+        for memwal in [true, false] {
+            let name = format!("k{n}_{memwal}");
+            state
+                .create_table(&name, batch(&[0, 1, 2], true), CreateOptions::default())
+                .await
+                .expect("create");
+            let t = state.table(&name).expect("table");
+            let mut p = MergeInsertParams::new(vec!["k".into()]);
+            p.when_matched_update_all = true;
+            p.when_not_matched_insert_all = true;
+            p.mem_wal = memwal;
+            let r = t
+                .merge(p.clone(), batch(&[1, 0, 3], true))
+                .await
+                .expect("merge");
+            assert_eq!(
+                (r.num_inserted_rows, r.num_updated_rows),
+                (2, 2),
+                "{ty} memwal={memwal}: the null key is inserted, never matched"
+            );
+            assert_eq!(
+                t.count(None).await.expect("count"),
+                6,
+                "{ty} memwal={memwal}"
+            );
+            t.memwal().flush_all().await.expect("flush");
+            assert_eq!(t.count(None).await.expect("count"), 6, "{ty} after flush");
+        }
+    }
+    state.shutdown();
+    h.close().await;
+}
