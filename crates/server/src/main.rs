@@ -1,5 +1,6 @@
 //! `memwal-server --data DIR [--host 127.0.0.1] [--port N] [--api-key K]
-//! [--max-body-bytes N] [--flush-rows N] [--flush-interval-ms N] [--recovery strict|cut]`
+//! [--max-body-bytes N] [--flush-rows N] [--flush-interval-ms N] [--flush-bytes N]
+//! [--persist sync|buffer] [--recovery strict|cut]`
 //! Prints `memwal-server listening on http://HOST:PORT` once it accepts.
 
 use std::time::Duration;
@@ -9,7 +10,9 @@ use memwal_server::{start, ServerConfig};
 fn usage() -> ! {
     eprintln!(
         "usage: memwal-server --data DIR [--host 127.0.0.1] [--port 0] [--api-key KEY] \
-         [--max-body-bytes N] [--flush-rows N] [--flush-interval-ms N] [--recovery strict|cut]\n\
+         [--max-body-bytes N] [--flush-rows N] [--flush-interval-ms N] [--flush-bytes N]\n\
+         [--persist sync|buffer] [--recovery strict|cut]\n\
+         --persist buffer: acknowledge before the WAL is fsync'ed (measurements only: a crash loses writes)\n\
          --recovery strict (default): a damaged WAL (anything but a torn tail of its last\n\
            segment, or a gap in sequence numbers) fails its table with 503 and keeps the files;\n\
          --recovery cut: cut each damaged WAL at its first bad record (later records are lost;\n\
@@ -35,6 +38,14 @@ fn parse_args() -> ServerConfig {
             "--flush-interval-ms" => {
                 cfg.memwal.flush_interval =
                     Duration::from_millis(val().parse().unwrap_or_else(|_| usage()))
+            }
+            "--flush-bytes" => cfg.memwal.flush_bytes = val().parse().unwrap_or_else(|_| usage()),
+            "--persist" => {
+                cfg.memwal.persist = match val().as_str() {
+                    "sync" => memwal_server::memwal::PersistMode::SyncData,
+                    "buffer" => memwal_server::memwal::PersistMode::Buffer,
+                    _ => usage(),
+                }
             }
             "--recovery" => {
                 cfg.memwal.recovery = match val().as_str() {
