@@ -4,21 +4,28 @@
  * subclass with a stable `code` and the plain message.
  */
 
-export type ErrorCode =
-  | "InvalidInput"
-  | "NotSupported"
-  | "TableNotFound"
-  | "TableAlreadyExists"
-  | "VersionNotFound"
-  | "CommitConflict"
-  | "Timeout"
-  | "Corrupt"
-  | "Io"
-  | "Http"
-  | "Auth"
-  | "RetryLimit"
-  | "HeaderProvider"
-  | "Internal";
+/** Every error code, in the order of the Rust `ErrorCode` enum (a jest test keeps them equal). */
+export const ERROR_CODES = [
+  "InvalidInput",
+  "NotSupported",
+  "TableNotFound",
+  "TableAlreadyExists",
+  "VersionNotFound",
+  "CommitConflict",
+  "Timeout",
+  "Corrupt",
+  "Io",
+  "Http",
+  "Auth",
+  "RetryLimit",
+  "HeaderProvider",
+  "Busy",
+  "Poisoned",
+  "Unavailable",
+  "Internal",
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
 
 /** Base class of every error memwal throws. `code` is stable across versions. */
 export class MemwalError extends Error {
@@ -29,20 +36,60 @@ export class MemwalError extends Error {
     this.name = new.target.name;
   }
 }
+/** The caller passed something unusable. */
 export class InvalidInputError extends MemwalError {}
+/** The operation does not exist for this kind of table (or not yet). */
 export class NotSupportedError extends MemwalError {}
+/** No such table. */
 export class TableNotFoundError extends MemwalError {}
+/** The table name is taken. */
 export class TableAlreadyExistsError extends MemwalError {}
+/** No such version. */
+export class VersionNotFoundError extends MemwalError {}
+/** Another writer won every commit race. */
+export class CommitConflictError extends MemwalError {}
+/** Past the deadline; nothing was committed. */
 export class TimeoutError extends MemwalError {}
+/** Stored data failed to decode or verify. */
+export class CorruptError extends MemwalError {}
+/** The operating system refused a read or write. */
+export class IoError extends MemwalError {}
+/** The remote server answered an unexpected status. */
 export class HttpError extends MemwalError {}
+/** Missing or wrong API key. */
+export class AuthError extends MemwalError {}
+/** The remote client gave up retrying. */
+export class RetryLimitError extends MemwalError {}
+/** The header provider failed. */
+export class HeaderProviderError extends MemwalError {}
+/** The server's MemWAL for the table is behind: retry later. */
+export class BusyError extends MemwalError {}
+/** The table refuses writes after a failure to persist. */
+export class PoisonedError extends MemwalError {}
+/** The table cannot serve now (a damaged WAL, a failing flush, shutdown). */
+export class UnavailableError extends MemwalError {}
+/** A bug in memwal. */
+export class InternalError extends MemwalError {}
 
-const classes: Partial<Record<ErrorCode, typeof MemwalError>> = {
+/** The subclass of each code. */
+export const ERROR_CLASSES: Record<ErrorCode, typeof MemwalError> = {
   InvalidInput: InvalidInputError,
   NotSupported: NotSupportedError,
   TableNotFound: TableNotFoundError,
   TableAlreadyExists: TableAlreadyExistsError,
+  VersionNotFound: VersionNotFoundError,
+  CommitConflict: CommitConflictError,
   Timeout: TimeoutError,
+  Corrupt: CorruptError,
+  Io: IoError,
   Http: HttpError,
+  Auth: AuthError,
+  RetryLimit: RetryLimitError,
+  HeaderProvider: HeaderProviderError,
+  Busy: BusyError,
+  Poisoned: PoisonedError,
+  Unavailable: UnavailableError,
+  Internal: InternalError,
 };
 
 const PREFIX = /^\[memwal:([A-Za-z]+)\] /;
@@ -54,9 +101,10 @@ export function convertError(e: unknown): MemwalError {
   const raw = typeof e === "object" && e !== null ? (e as { message?: unknown }).message : undefined;
   const msg = typeof raw === "string" ? raw : String(e);
   const m = PREFIX.exec(msg);
-  const code = (m ? m[1] : "Internal") as ErrorCode;
+  const named = m ? m[1] : "Internal";
+  const code: ErrorCode = (ERROR_CODES as readonly string[]).includes(named) ? (named as ErrorCode) : "Internal";
   const text = m ? msg.slice(m[0].length) : msg;
-  const Cls = classes[code] ?? MemwalError;
+  const Cls = ERROR_CLASSES[code];
   return new Cls(code, text, { cause: e });
 }
 

@@ -18,12 +18,25 @@ export { rowsToTable } from "./arrow";
 export { serve } from "./server";
 export type { ServeOptions, Server } from "./server";
 export {
+  ERROR_CODES,
+  ERROR_CLASSES,
   MemwalError,
   InvalidInputError,
   NotSupportedError,
   TableNotFoundError,
   TableAlreadyExistsError,
+  VersionNotFoundError,
+  CommitConflictError,
   TimeoutError,
+  CorruptError,
+  IoError,
   HttpError,
+  AuthError,
+  RetryLimitError,
+  HeaderProviderError,
+  BusyError,
+  PoisonedError,
+  UnavailableError,
+  InternalError,
 } from "./errors";
 export type { ErrorCode } from "./errors";

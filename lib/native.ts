@@ -88,6 +88,8 @@ export interface NativeAddon {
   ): Promise<NativeConnection>;
   serve?(options: NativeServeOptions): Promise<NativeServer>;
   validateMergeInsert(options: NativeMergeInsertOptions): void;
+  /** The Rust `ErrorCode` list, in order. */
+  errorCodes(): string[];
 }
 
 function load(): NativeAddon {

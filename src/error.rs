@@ -4,7 +4,18 @@
 //! code travels as a `[memwal:Code] ` prefix of the reason; `lib/errors.ts`
 //! strips it into `err.code` (and a subclass per code) in one place too.
 
+use memwal_core::ErrorCode;
 use napi::{Error, Status};
+use napi_derive::napi;
+
+/// Every error code, as `lib/errors.ts` must list them (a jest test checks).
+#[napi]
+pub fn error_codes() -> Vec<String> {
+    ErrorCode::ALL
+        .iter()
+        .map(|c| c.as_str().to_string())
+        .collect()
+}
 
 /// Prefix marker parsed by lib/errors.ts.
 pub const CODE_PREFIX: &str = "[memwal:";
@@ -26,10 +37,10 @@ pub fn server(e: memwal_server::Error) -> Error {
 
 /// An InvalidInput error raised by the bindings themselves.
 pub fn invalid(msg: impl std::fmt::Display) -> Error {
-    coded("InvalidInput", &msg)
+    coded(ErrorCode::InvalidInput, &msg)
 }
 
-fn coded(code: &str, e: &dyn std::fmt::Display) -> Error {
+fn coded(code: ErrorCode, e: &dyn std::fmt::Display) -> Error {
     let mut msg = e.to_string();
     // Include the source chain the Display text does not already carry.
     Error::new(Status::GenericFailure, {

@@ -2,6 +2,107 @@
 //! returns [`Error`]; the napi layer maps each variant to a stable JS `code`
 //! and the server maps each to an HTTP status, both in one place.
 
+/// The stable code of an error, as JS sees it (`err.code`, a `MemwalError`
+/// subclass per code in `lib/errors.ts`) and as the server maps it to an
+/// HTTP status. One list for the engine, the remote client and the server;
+/// a jest test keeps the TypeScript list equal to [`ErrorCode::ALL`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// The caller passed something unusable.
+    InvalidInput,
+    /// The operation does not exist for this kind of table (or not yet).
+    NotSupported,
+    /// No such table.
+    TableNotFound,
+    /// The table name is taken.
+    TableAlreadyExists,
+    /// No such version.
+    VersionNotFound,
+    /// Another writer won every commit race.
+    CommitConflict,
+    /// Past the deadline; nothing committed.
+    Timeout,
+    /// Stored data failed to decode or verify.
+    Corrupt,
+    /// The operating system refused a read or write.
+    Io,
+    /// The remote server answered an unexpected status.
+    Http,
+    /// Missing or wrong API key.
+    Auth,
+    /// The remote client gave up retrying.
+    RetryLimit,
+    /// The header provider failed.
+    HeaderProvider,
+    /// The server's MemWAL for the table is behind: retry later.
+    Busy,
+    /// The table refuses writes after a failure to persist.
+    Poisoned,
+    /// The table cannot serve now (a damaged WAL, a failing flush, shutdown).
+    Unavailable,
+    /// A bug.
+    Internal,
+}
+
+impl ErrorCode {
+    /// Every code, in declaration order.
+    pub const ALL: &'static [ErrorCode] = &[
+        ErrorCode::InvalidInput,
+        ErrorCode::NotSupported,
+        ErrorCode::TableNotFound,
+        ErrorCode::TableAlreadyExists,
+        ErrorCode::VersionNotFound,
+        ErrorCode::CommitConflict,
+        ErrorCode::Timeout,
+        ErrorCode::Corrupt,
+        ErrorCode::Io,
+        ErrorCode::Http,
+        ErrorCode::Auth,
+        ErrorCode::RetryLimit,
+        ErrorCode::HeaderProvider,
+        ErrorCode::Busy,
+        ErrorCode::Poisoned,
+        ErrorCode::Unavailable,
+        ErrorCode::Internal,
+    ];
+
+    /// The code's name (`"InvalidInput"`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidInput => "InvalidInput",
+            ErrorCode::NotSupported => "NotSupported",
+            ErrorCode::TableNotFound => "TableNotFound",
+            ErrorCode::TableAlreadyExists => "TableAlreadyExists",
+            ErrorCode::VersionNotFound => "VersionNotFound",
+            ErrorCode::CommitConflict => "CommitConflict",
+            ErrorCode::Timeout => "Timeout",
+            ErrorCode::Corrupt => "Corrupt",
+            ErrorCode::Io => "Io",
+            ErrorCode::Http => "Http",
+            ErrorCode::Auth => "Auth",
+            ErrorCode::RetryLimit => "RetryLimit",
+            ErrorCode::HeaderProvider => "HeaderProvider",
+            ErrorCode::Busy => "Busy",
+            ErrorCode::Poisoned => "Poisoned",
+            ErrorCode::Unavailable => "Unavailable",
+            ErrorCode::Internal => "Internal",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for ErrorCode {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 /// Errors raised by the table engine.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -76,7 +177,7 @@ pub enum Error {
     #[error("{message}")]
     Remote {
         /// The remote client's error code (Http, Auth, RetryLimit, ...).
-        code: &'static str,
+        code: ErrorCode,
         /// The full message, request id included.
         message: String,
     },
@@ -118,19 +219,19 @@ impl Error {
         }
     }
     /// The stable code of this variant, as JS (`err.code`) and HTTP see it.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            Error::InvalidInput { .. } | Error::Arrow(_) => "InvalidInput",
-            Error::NotSupported { .. } => "NotSupported",
-            Error::TableNotFound { .. } => "TableNotFound",
-            Error::TableAlreadyExists { .. } => "TableAlreadyExists",
-            Error::VersionNotFound { .. } => "VersionNotFound",
-            Error::CommitConflict { .. } => "CommitConflict",
-            Error::Timeout { .. } => "Timeout",
-            Error::Corrupt { .. } => "Corrupt",
-            Error::Io { .. } => "Io",
-            Error::Internal { .. } => "Internal",
-            Error::Remote { code, .. } => code,
+            Error::InvalidInput { .. } | Error::Arrow(_) => ErrorCode::InvalidInput,
+            Error::NotSupported { .. } => ErrorCode::NotSupported,
+            Error::TableNotFound { .. } => ErrorCode::TableNotFound,
+            Error::TableAlreadyExists { .. } => ErrorCode::TableAlreadyExists,
+            Error::VersionNotFound { .. } => ErrorCode::VersionNotFound,
+            Error::CommitConflict { .. } => ErrorCode::CommitConflict,
+            Error::Timeout { .. } => ErrorCode::Timeout,
+            Error::Corrupt { .. } => ErrorCode::Corrupt,
+            Error::Io { .. } => ErrorCode::Io,
+            Error::Internal { .. } => ErrorCode::Internal,
+            Error::Remote { code, .. } => *code,
         }
     }
 }

@@ -18,13 +18,14 @@ pub mod keys;
 pub mod manifest;
 pub mod merge;
 pub mod name;
+pub mod protocol;
 pub mod schema;
 pub mod storage;
 pub mod table;
 pub mod traits;
 
 pub use db::{NativeDatabase, NativeDb};
-pub use error::{Error, Result};
+pub use error::{Error, ErrorCode, Result};
 pub use merge::{MergeInsertBuilder, MergeInsertParams, MergeResult};
 pub use table::{NativeTable, Snapshot};
 pub use traits::*;

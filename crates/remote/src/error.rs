@@ -100,18 +100,20 @@ pub enum Error {
     Core(#[from] memwal_core::Error),
 }
 
+use memwal_core::ErrorCode;
+
 impl Error {
     /// Stable code.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            Error::Config(_) | Error::InvalidInput { .. } => "InvalidInput",
-            Error::HeaderProvider { .. } => "HeaderProvider",
-            Error::Auth { .. } => "Auth",
-            Error::TableNotFound { .. } => "TableNotFound",
-            Error::TableAlreadyExists { .. } => "TableAlreadyExists",
-            Error::Http { .. } | Error::Response { .. } => "Http",
-            Error::RetryLimit { .. } => "RetryLimit",
-            Error::Timeout { .. } => "Timeout",
+            Error::Config(_) | Error::InvalidInput { .. } => ErrorCode::InvalidInput,
+            Error::HeaderProvider { .. } => ErrorCode::HeaderProvider,
+            Error::Auth { .. } => ErrorCode::Auth,
+            Error::TableNotFound { .. } => ErrorCode::TableNotFound,
+            Error::TableAlreadyExists { .. } => ErrorCode::TableAlreadyExists,
+            Error::Http { .. } | Error::Response { .. } => ErrorCode::Http,
+            Error::RetryLimit { .. } => ErrorCode::RetryLimit,
+            Error::Timeout { .. } => ErrorCode::Timeout,
             Error::Core(e) => e.code(),
         }
     }

@@ -7,8 +7,8 @@ use arrow::array::RecordBatch;
 use arrow_schema::SchemaRef;
 use async_trait::async_trait;
 use memwal_core::{
-    ipc, json_schema, AddMode, CreateMode, CreateOptions, Data, Database, DeleteResult,
-    MergeInsertParams, MergeResult, OptimizeStats, QueryRequest, Table, UpdateResult, VersionInfo,
+    ipc, json_schema, AddMode, CreateOptions, Data, Database, DeleteResult, MergeInsertParams,
+    MergeResult, OptimizeStats, QueryRequest, Table, UpdateResult, VersionInfo,
 };
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -17,7 +17,10 @@ use crate::client::RestClient;
 use crate::config::ConnectOptions;
 use crate::error::{Error, Result};
 
-const ARROW_STREAM: &str = "application/vnd.apache.arrow.stream";
+use memwal_core::protocol::{
+    self, header, DeleteResponse, MergeInsertResponse, OptimizeResponse, UpdateBody,
+    UpdateResponse, VersionResponse, ARROW_STREAM,
+};
 
 /// A database on LanceDB Cloud / Enterprise / a memwal server.
 #[derive(Debug, Clone)]
@@ -91,6 +94,15 @@ fn u(v: &Value, k: &str) -> u64 {
     v.get(k).and_then(Value::as_u64).unwrap_or(0)
 }
 
+/// A JSON answer read as one of the protocol's response structs (absent
+/// fields read as zeros; a field of the wrong type is an error).
+fn answer<T: serde::de::DeserializeOwned>(v: Value) -> Result<T> {
+    serde_json::from_value(v).map_err(|e| Error::Response {
+        message: format!("unexpected answer shape: {e}"),
+        request_id: String::new(),
+    })
+}
+
 #[async_trait]
 impl Database for RemoteDatabase {
     async fn table_names(&self) -> memwal_core::Result<Vec<String>> {
@@ -155,11 +167,7 @@ impl Database for RemoteDatabase {
     ) -> memwal_core::Result<Arc<dyn Table>> {
         let name = &self.id(namespace, name)?;
         let body = data.ipc_stream()?;
-        let mode = match (options.mode, options.exist_ok) {
-            (CreateMode::Overwrite, _) => "overwrite",
-            (CreateMode::Create, true) => "exist_ok",
-            (CreateMode::Create, false) => "create",
-        };
+        let mode = protocol::create_mode(options).unwrap_or("create");
         self.table(name)
             .post_arrow("create/", Some(mode), body)
             .await?;
@@ -364,17 +372,21 @@ impl Table for RemoteTable {
         self.ensure_writable()?;
         let body = data.ipc_stream()?;
         // An append sends no mode (as the official client).
-        let mode = (mode == AddMode::Overwrite).then_some("overwrite");
-        Ok(self.wrote(u(&self.post_arrow("insert/", mode, body).await?, "version")))
+        let r: VersionResponse = answer(
+            self.post_arrow("insert/", protocol::insert_mode(mode), body)
+                .await?,
+        )?;
+        Ok(self.wrote(r.version))
     }
     async fn delete(&self, predicate: &str) -> memwal_core::Result<DeleteResult> {
         self.ensure_writable()?;
         let v = self
             .post_json("delete/", json!({ "predicate": predicate }))
             .await?;
+        let r: DeleteResponse = answer(v)?;
         Ok(DeleteResult {
-            version: self.wrote(u(&v, "version")),
-            num_deleted_rows: u(&v, "num_deleted_rows"),
+            version: self.wrote(r.version),
+            num_deleted_rows: r.num_deleted_rows,
         })
     }
     async fn update(
@@ -383,15 +395,15 @@ impl Table for RemoteTable {
         values: Vec<(String, String)>,
     ) -> memwal_core::Result<UpdateResult> {
         self.ensure_writable()?;
-        let v = self
-            .post_json(
-                "update/",
-                json!({ "predicate": predicate, "updates": values }),
-            )
-            .await?;
+        let body = UpdateBody {
+            predicate,
+            updates: values,
+        };
+        let v = self.post_json("update/", json!(body)).await?;
+        let r: UpdateResponse = answer(v)?;
         Ok(UpdateResult {
-            version: self.wrote(u(&v, "version")),
-            rows_updated: u(&v, "rows_updated"),
+            version: self.wrote(r.version),
+            rows_updated: r.rows_updated,
         })
     }
     async fn query(&self, request: QueryRequest) -> memwal_core::Result<Vec<RecordBatch>> {
@@ -420,12 +432,12 @@ impl Table for RemoteTable {
     }
     async fn optimize(&self) -> memwal_core::Result<OptimizeStats> {
         self.ensure_writable()?;
-        let v = self.post_json("optimize/", json!({})).await?;
+        let r: OptimizeResponse = answer(self.post_json("optimize/", json!({})).await?)?;
         Ok(OptimizeStats {
-            version: self.wrote(u(&v, "version")),
-            fragments_removed: u(&v, "fragments_removed"),
-            fragments_added: u(&v, "fragments_added"),
-            deleted_rows_purged: u(&v, "deleted_rows_purged"),
+            version: self.wrote(r.version),
+            fragments_removed: r.fragments_removed,
+            fragments_added: r.fragments_added,
+            deleted_rows_purged: r.deleted_rows_purged,
         })
     }
     async fn merge_insert(
@@ -436,29 +448,7 @@ impl Table for RemoteTable {
         memwal_core::merge::validate(&p)?;
         self.ensure_writable()?;
         let body = data.ipc_stream()?;
-        let mut q: Vec<(String, String)> =
-            p.on.iter().map(|o| ("on".to_string(), o.clone())).collect();
-        q.push((
-            "when_matched_update_all".into(),
-            p.when_matched_update_all.to_string(),
-        ));
-        if let Some(f) = &p.when_matched_update_all_filt {
-            q.push(("when_matched_update_all_filt".into(), f.clone()));
-        }
-        q.push((
-            "when_not_matched_insert_all".into(),
-            p.when_not_matched_insert_all.to_string(),
-        ));
-        q.push((
-            "when_not_matched_by_source_delete".into(),
-            p.when_not_matched_by_source_delete.to_string(),
-        ));
-        if let Some(f) = &p.when_not_matched_by_source_delete_filt {
-            q.push(("when_not_matched_by_source_delete_filt".into(), f.clone()));
-        }
-        if !p.use_index {
-            q.push(("use_index".into(), "false".into()));
-        }
+        let q = protocol::merge_query(&p);
         let path = self.client.table_path(&self.name, "merge_insert/");
         let timeout = p.timeout.map(|t| t.as_millis().to_string());
         let (resp, rid, tries) = self
@@ -469,33 +459,25 @@ impl Table for RemoteTable {
                     .header("content-type", ARROW_STREAM)
                     .body(body.clone());
                 if let Some(t) = &timeout {
-                    r = r.header("x-request-timeout-ms", t);
+                    r = r.header(header::REQUEST_TIMEOUT_MS, t);
                 }
                 if p.mem_wal {
                     r = r
-                        .header("x-lancedb-mem-wal-enabled", "true")
-                        .header("x-use-wal", "true");
+                        .header(header::MEM_WAL_ENABLED, "true")
+                        .header(header::USE_WAL, "true");
                 }
                 r
             })
             .await?;
         let resp = self.client.check(resp, &rid, Some(&self.name)).await?;
-        let v = json_of(resp, &rid).await?;
+        let r: MergeInsertResponse = answer(json_of(resp, &rid).await?)?;
         Ok(MergeResult {
-            version: self.wrote(u(&v, "version")),
-            num_inserted_rows: u(&v, "num_inserted_rows"),
-            num_updated_rows: u(&v, "num_updated_rows"),
-            num_deleted_rows: u(&v, "num_deleted_rows"),
-            num_attempts: v
-                .get("num_attempts")
-                .and_then(Value::as_u64)
-                .map(|a| a as u32)
-                .unwrap_or(0)
-                .max(tries),
-            num_rows: v
-                .get("num_rows")
-                .and_then(Value::as_u64)
-                .unwrap_or(data.num_rows() as u64),
+            version: self.wrote(r.version),
+            num_inserted_rows: r.num_inserted_rows,
+            num_updated_rows: r.num_updated_rows,
+            num_deleted_rows: r.num_deleted_rows,
+            num_attempts: r.num_attempts.unwrap_or(0).max(tries),
+            num_rows: r.num_rows.unwrap_or(data.num_rows() as u64),
         })
     }
 }

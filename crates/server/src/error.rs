@@ -2,6 +2,7 @@
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use memwal_core::ErrorCode;
 
 /// Errors of the server.
 #[derive(Debug, thiserror::Error)]
@@ -54,37 +55,46 @@ impl From<arrow_schema::ArrowError> for Error {
 
 impl Error {
     /// Stable code (as JS sees it through `serve()`).
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
             Error::Core(e) => e.code(),
-            Error::BadRequest(_) => "InvalidInput",
-            Error::Unauthorized => "Auth",
-            Error::Busy(_) => "Busy",
-            Error::Poisoned { .. } => "Poisoned",
-            Error::Unavailable { .. } => "Unavailable",
-            Error::Io(_) => "Io",
+            Error::BadRequest(_) => ErrorCode::InvalidInput,
+            Error::Unauthorized => ErrorCode::Auth,
+            Error::Busy(_) => ErrorCode::Busy,
+            Error::Poisoned { .. } => ErrorCode::Poisoned,
+            Error::Unavailable { .. } => ErrorCode::Unavailable,
+            Error::Io(_) => ErrorCode::Io,
         }
     }
 
-    /// HTTP status of this error.
+    /// HTTP status of this error (by its code).
     pub fn status(&self) -> StatusCode {
-        match self {
-            Error::Core(e) => match e.code() {
-                "InvalidInput" => StatusCode::BAD_REQUEST,
-                "NotSupported" => StatusCode::BAD_REQUEST,
-                "TableNotFound" | "VersionNotFound" => StatusCode::NOT_FOUND,
-                "TableAlreadyExists" => StatusCode::BAD_REQUEST,
-                "CommitConflict" => StatusCode::CONFLICT,
-                "Timeout" => StatusCode::GATEWAY_TIMEOUT,
-                _ => StatusCode::INTERNAL_SERVER_ERROR,
-            },
-            Error::BadRequest(_) => StatusCode::BAD_REQUEST,
-            Error::Unauthorized => StatusCode::UNAUTHORIZED,
-            Error::Busy(_) | Error::Poisoned { .. } | Error::Unavailable { .. } => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
-            Error::Io(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        status_of(self.code())
+    }
+}
+
+/// The one mapping of codes to statuses. The official clients read 400 as
+/// InvalidInput (with the text), 404 as "table not found", and retry 409
+/// (merges), 429, 500, 502, 503 and 504.
+pub fn status_of(code: ErrorCode) -> StatusCode {
+    match code {
+        ErrorCode::InvalidInput | ErrorCode::NotSupported | ErrorCode::TableAlreadyExists => {
+            StatusCode::BAD_REQUEST
         }
+        ErrorCode::TableNotFound | ErrorCode::VersionNotFound => StatusCode::NOT_FOUND,
+        ErrorCode::CommitConflict => StatusCode::CONFLICT,
+        ErrorCode::Timeout => StatusCode::GATEWAY_TIMEOUT,
+        ErrorCode::Auth => StatusCode::UNAUTHORIZED,
+        ErrorCode::Busy | ErrorCode::Poisoned | ErrorCode::Unavailable => {
+            StatusCode::SERVICE_UNAVAILABLE
+        }
+        ErrorCode::Corrupt | ErrorCode::Io | ErrorCode::Internal => {
+            StatusCode::INTERNAL_SERVER_ERROR
+        }
+        ErrorCode::Http | ErrorCode::RetryLimit | ErrorCode::HeaderProvider => {
+            StatusCode::BAD_GATEWAY
+        }
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
 

@@ -12,10 +12,11 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use memwal_core::{
-    ipc, json_schema, AddMode, CreateMode, CreateOptions, MergeInsertParams, NativeTable,
-    QueryRequest,
+use memwal_core::protocol::{
+    self, DeleteResponse, MergeInsertResponse, OptimizeResponse, PredicateBody, UpdateBody,
+    UpdateResponse, VersionBody, VersionResponse, ARROW_FILE, ARROW_STREAM,
 };
+use memwal_core::{ipc, json_schema, NativeTable, QueryRequest};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use subtle::ConstantTimeEq;
@@ -23,9 +24,6 @@ use subtle::ConstantTimeEq;
 use crate::error::{Error, Result};
 use crate::served::ServedTable;
 use crate::state::AppState;
-
-const ARROW_STREAM: &str = "application/vnd.apache.arrow.stream";
-const ARROW_FILE: &str = "application/vnd.apache.arrow.file";
 
 /// The router over `state`.
 pub fn router(state: Arc<AppState>) -> Router {
@@ -91,17 +89,6 @@ fn json_body<T: for<'de> Deserialize<'de> + Default>(body: &Bytes) -> Result<T> 
     serde_json::from_slice(body).map_err(|e| Error::BadRequest(format!("malformed JSON body: {e}")))
 }
 
-fn flag(q: &HashMap<String, String>, name: &str) -> Result<bool> {
-    match q.get(name).map(|s| s.to_ascii_lowercase()) {
-        None => Ok(false),
-        Some(v) if v == "true" || v == "1" => Ok(true),
-        Some(v) if v == "false" || v == "0" => Ok(false),
-        Some(v) => Err(Error::BadRequest(format!(
-            "query parameter {name} must be true or false, got {v:?}"
-        ))),
-    }
-}
-
 async fn health(State(state): State<Arc<AppState>>) -> Result<Json<Value>> {
     Ok(Json(json!({"status": "ok", "tables": state.health()})))
 }
@@ -136,22 +123,11 @@ async fn create_table(
     Query(q): Query<HashMap<String, String>>,
     headers: HeaderMap,
     body: Bytes,
-) -> Result<Json<Value>> {
+) -> Result<Json<VersionResponse>> {
     let data = arrow_body(&headers, &body)?;
-    let opts = match q.get("mode").map(String::as_str) {
-        None | Some("create") => CreateOptions::default(),
-        Some("overwrite") => CreateOptions {
-            mode: CreateMode::Overwrite,
-            exist_ok: false,
-        },
-        Some("exist_ok") => CreateOptions {
-            mode: CreateMode::Create,
-            exist_ok: true,
-        },
-        Some(m) => return Err(Error::BadRequest(format!("unknown create mode {m:?}"))),
-    };
+    let opts = protocol::parse_create_mode(q.get("mode").map(String::as_str))?;
     let version = state.create_table(&name, data, opts).await?;
-    Ok(Json(json!({ "version": version })))
+    Ok(Json(VersionResponse { version }))
 }
 
 async fn drop_table(
@@ -160,12 +136,6 @@ async fn drop_table(
 ) -> Result<Json<Value>> {
     state.drop_table(&name).await?;
     Ok(Json(json!({})))
-}
-
-/// `{"version": N}` (describe): absent or null means the latest.
-#[derive(Deserialize, Default)]
-struct VersionBody {
-    version: Option<u64>,
 }
 
 /// The base table checked out at `version`: older versions are served
@@ -196,13 +166,6 @@ async fn describe(
     })))
 }
 
-/// `{"predicate": "...", "version": N}` (count_rows, delete).
-#[derive(Deserialize, Default)]
-struct PredicateBody {
-    predicate: Option<String>,
-    version: Option<u64>,
-}
-
 async fn count_rows(
     State(state): State<Arc<AppState>>,
     Path(name): Path<String>,
@@ -225,15 +188,11 @@ async fn insert(
     Query(q): Query<HashMap<String, String>>,
     headers: HeaderMap,
     body: Bytes,
-) -> Result<Json<Value>> {
+) -> Result<Json<VersionResponse>> {
     let data = arrow_body(&headers, &body)?;
-    let mode = match q.get("mode").map(String::as_str) {
-        None | Some("append") => AddMode::Append,
-        Some("overwrite") => AddMode::Overwrite,
-        Some(m) => return Err(Error::BadRequest(format!("unknown insert mode {m:?}"))),
-    };
-    let v = state.table(&name)?.add_rows(data, mode).await?;
-    Ok(Json(json!({ "version": v })))
+    let mode = protocol::parse_insert_mode(q.get("mode").map(String::as_str))?;
+    let version = state.table(&name)?.add_rows(data, mode).await?;
+    Ok(Json(VersionResponse { version }))
 }
 
 async fn merge_insert(
@@ -242,94 +201,52 @@ async fn merge_insert(
     Query(q): Query<Vec<(String, String)>>,
     headers: HeaderMap,
     body: Bytes,
-) -> Result<Json<Value>> {
-    let on: Vec<String> = q
-        .iter()
-        .filter(|(k, _)| k == "on")
-        .map(|(_, v)| v.clone())
-        .collect();
-    if on.is_empty() {
-        return Err(Error::BadRequest(
-            "merge_insert needs the query parameter `on` (the key column)".into(),
-        ));
-    }
-    let map: HashMap<String, String> = q.into_iter().filter(|(k, _)| k != "on").collect();
-    let mut p = MergeInsertParams::new(on);
-    p.when_matched_update_all = flag(&map, "when_matched_update_all")?;
-    p.when_matched_update_all_filt = map.get("when_matched_update_all_filt").cloned();
-    p.when_not_matched_insert_all = flag(&map, "when_not_matched_insert_all")?;
-    p.when_not_matched_by_source_delete = flag(&map, "when_not_matched_by_source_delete")?;
-    p.when_not_matched_by_source_delete_filt =
-        map.get("when_not_matched_by_source_delete_filt").cloned();
-    if map.contains_key("use_index") {
-        p.use_index = flag(&map, "use_index")?;
-    }
-    if let Some(ms) = headers
-        .get("x-request-timeout-ms")
-        .and_then(|v| v.to_str().ok())
-    {
-        let ms: u64 = ms
-            .parse()
-            .map_err(|_| Error::BadRequest(format!("bad x-request-timeout-ms {ms:?}")))?;
-        p.timeout = Some(std::time::Duration::from_millis(ms));
-    }
-    let header_true = |h: &str| {
+) -> Result<Json<MergeInsertResponse>> {
+    let header = |h: &str| {
         headers
             .get(h)
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+            .map(str::to_string)
     };
-    p.mem_wal = header_true("x-lancedb-mem-wal-enabled") || header_true("x-use-wal");
+    let p = protocol::parse_merge(&q, header)?;
     memwal_core::merge::validate(&p)?;
     let mut data = arrow_body(&headers, &body)?;
     // The WAL logs the body as received (no re-encoding).
     data.ipc = Some(body);
     let r = state.table(&name)?.merge(p, data).await?;
-    Ok(Json(json!({
-        "version": r.version,
-        "num_inserted_rows": r.num_inserted_rows,
-        "num_updated_rows": r.num_updated_rows,
-        "num_deleted_rows": r.num_deleted_rows,
-        "num_attempts": r.num_attempts,
-        "num_rows": r.num_rows,
-    })))
+    Ok(Json(MergeInsertResponse::from(&r)))
 }
 
 async fn delete(
     State(state): State<Arc<AppState>>,
     Path(name): Path<String>,
     body: Bytes,
-) -> Result<Json<Value>> {
+) -> Result<Json<DeleteResponse>> {
     let b: PredicateBody = json_body(&body)?;
     let pred = b.predicate.ok_or_else(|| {
         Error::BadRequest("delete needs a JSON body {\"predicate\": \"...\"}".into())
     })?;
     let r = state.table(&name)?.delete_rows(pred).await?;
-    Ok(Json(
-        json!({"num_deleted_rows": r.num_deleted_rows, "version": r.version}),
-    ))
-}
-
-#[derive(Deserialize, Default)]
-struct UpdateBody {
-    predicate: Option<String>,
-    #[serde(default)]
-    updates: Vec<(String, String)>,
+    Ok(Json(DeleteResponse {
+        num_deleted_rows: r.num_deleted_rows,
+        version: r.version,
+    }))
 }
 
 async fn update(
     State(state): State<Arc<AppState>>,
     Path(name): Path<String>,
     body: Bytes,
-) -> Result<Json<Value>> {
+) -> Result<Json<UpdateResponse>> {
     let b: UpdateBody = json_body(&body)?;
     let r = state
         .table(&name)?
         .update_rows(b.predicate, b.updates)
         .await?;
-    Ok(Json(
-        json!({"rows_updated": r.rows_updated, "version": r.version}),
-    ))
+    Ok(Json(UpdateResponse {
+        rows_updated: r.rows_updated,
+        version: r.version,
+    }))
 }
 
 #[derive(Deserialize, Default)]
@@ -418,12 +335,14 @@ async fn list_versions(
 async fn optimize(
     State(state): State<Arc<AppState>>,
     Path(name): Path<String>,
-) -> Result<Json<Value>> {
+) -> Result<Json<OptimizeResponse>> {
     let s = state.table(&name)?.compact().await?;
-    Ok(Json(
-        json!({"version": s.version, "fragments_removed": s.fragments_removed,
-        "fragments_added": s.fragments_added, "deleted_rows_purged": s.deleted_rows_purged}),
-    ))
+    Ok(Json(OptimizeResponse {
+        version: s.version,
+        fragments_removed: s.fragments_removed,
+        fragments_added: s.fragments_added,
+        deleted_rows_purged: s.deleted_rows_purged,
+    }))
 }
 
 async fn flush(
