@@ -3,7 +3,8 @@
 //! last sequence number is at most the base's flushed one) are skipped. A
 //! base row whose key a memtable holds is replaced by the memtable's row
 //! (each such base row, as a native merge would update each), and a
-//! memtable row whose key the base does not hold is added once.
+//! memtable row whose key the base does not hold is added once. No lock is
+//! held while the base is read.
 
 use std::sync::Arc;
 
@@ -28,18 +29,37 @@ struct View {
 }
 
 impl MemWalTable {
+    /// The memtables' rows, then the base snapshot, taken in that order
+    /// with no lock held across the snapshot's file I/O. Every memtable a
+    /// read must see is in the list (it was applied before the lock) or in
+    /// the snapshot (flushed since, and then skipped by its sequence number,
+    /// since flushes go oldest first and record the last one merged).
     fn view(&self) -> Result<View> {
-        let o = self.shared.read();
-        // The base snapshot is taken under the same lock the flusher pops
-        // under, so every memtable is either in `o` or in the snapshot (or both).
+        let mut keys = HashMap::new();
+        let (active, frozen) = {
+            let o = self.shared.read();
+            let active = (!o.active.is_empty())
+                .then(|| -> Result<_> {
+                    let rows = o.active.rows_not_in(&mut keys, 0)?;
+                    Ok((o.active.max_seq, o.active.on.clone(), rows))
+                })
+                .transpose()?;
+            (active, o.frozen.clone())
+        };
         let snap = self.shared.base.snapshot()?;
         let flushed = flushed_seq_in(&snap.manifest);
-        let mut keys = HashMap::new();
         let mut parts = Vec::new();
         let mut on = Vec::new();
         let mut offset = 0;
-        let mems = std::iter::once(&o.active).chain(o.frozen.iter().rev().map(Arc::as_ref));
-        for m in mems {
+        match active {
+            Some((max_seq, a_on, rows)) if max_seq > flushed => {
+                on = a_on;
+                offset = rows.num_rows();
+                parts.push(rows);
+            }
+            _ => keys.clear(),
+        }
+        for m in frozen.iter().rev() {
             if m.is_empty() || m.max_seq <= flushed {
                 continue;
             }
@@ -66,14 +86,22 @@ impl MemWalTable {
         self.shared.check_readable()?;
         let filter = filter.filter(|f| !f.trim().is_empty());
         if filter.is_none() {
-            // O(1): base rows + keys new since the base's flushed sequence.
-            let o = self.shared.read();
+            // O(1): base rows + keys new since the base's flushed sequence
+            // (memtables listed first, the manifest read after the lock).
+            let mems: Vec<(u64, u64)> = {
+                let o = self.shared.read();
+                std::iter::once(&o.active)
+                    .chain(o.frozen.iter().map(Arc::as_ref))
+                    .filter(|m| !m.is_empty())
+                    .map(|m| (m.max_seq, m.new_rows))
+                    .collect()
+            };
             let m = self.shared.base.manifest()?;
             let flushed = flushed_seq_in(&m);
-            let extra: u64 = std::iter::once(&o.active)
-                .chain(o.frozen.iter().map(Arc::as_ref))
-                .filter(|m| !m.is_empty() && m.max_seq > flushed)
-                .map(|m| m.new_rows)
+            let extra: u64 = mems
+                .iter()
+                .filter(|(seq, _)| *seq > flushed)
+                .map(|(_, n)| n)
                 .sum();
             return Ok(m.num_rows() + extra);
         }
