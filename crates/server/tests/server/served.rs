@@ -615,7 +615,7 @@ async fn concurrent_memwal_and_direct_writes_serialize() {
                 let keys: Vec<i64> = (0..20).filter(|k| (x >> k) & 1 == 1).take(6).collect();
                 let value = client * 1000 + i;
                 let rows: Vec<(i64, i64)> = keys.iter().map(|k| (*k, value)).collect();
-                let r = c.upsert("t", &rows, x % 3 != 0).await;
+                let r = c.upsert("t", &rows, !x.is_multiple_of(3)).await;
                 let ins = r["num_inserted_rows"].as_u64().expect("ins");
                 let upd = r["num_updated_rows"].as_u64().expect("upd");
                 calls.push((keys, value, ins, upd));
