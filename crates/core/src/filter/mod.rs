@@ -28,6 +28,7 @@ impl Predicate {
     /// The expression is also type-checked on an empty batch so a type error
     /// surfaces here, before any data is touched.
     pub fn parse(sql: &str, schema: &Schema, resolve: Resolve) -> Result<Self> {
+        check_size(sql)?;
         let dialect = sqlparser::dialect::GenericDialect {};
         let ast = sqlparser::parser::Parser::new(&dialect)
             .try_with_sql(sql)
@@ -82,6 +83,62 @@ impl Predicate {
         } else {
             arrow::compute::prep_null_mask_filter(b)
         })
+    }
+}
+
+/// Most operators (and opening parentheses) one expression may hold.
+/// Parsing, binding, evaluating and dropping an expression recurse once per
+/// level, and a chain of N operators is N levels deep: past this, a
+/// hostile filter could overflow the stack of the server or of the user's
+/// Node process (which no `try` catches).
+pub const MAX_OPERATORS: usize = 1000;
+
+/// Refuses an expression deeper than [`MAX_OPERATORS`] before any tree is
+/// built: the tokenizer is iterative, the parser is not.
+fn check_size(sql: &str) -> Result<()> {
+    use sqlparser::keywords::Keyword;
+    use sqlparser::tokenizer::{Token, Tokenizer};
+    let dialect = sqlparser::dialect::GenericDialect {};
+    let tokens = Tokenizer::new(&dialect, sql)
+        .tokenize()
+        .map_err(|e| Error::invalid(format!("cannot parse filter \"{}\": {e}", preview(sql))))?;
+    let operators = tokens
+        .iter()
+        .filter(|t| match t {
+            Token::Word(w) => matches!(
+                w.keyword,
+                Keyword::AND
+                    | Keyword::OR
+                    | Keyword::NOT
+                    | Keyword::IS
+                    | Keyword::IN
+                    | Keyword::LIKE
+                    | Keyword::ILIKE
+                    | Keyword::BETWEEN
+                    | Keyword::CASE
+                    | Keyword::CAST
+            ),
+            Token::Whitespace(_) | Token::Comma | Token::RParen | Token::EOF => false,
+            Token::Number(..) | Token::SingleQuotedString(_) | Token::DoubleQuotedString(_) => {
+                false
+            }
+            _ => true,
+        })
+        .count();
+    if operators > MAX_OPERATORS {
+        return Err(Error::invalid(format!(
+            "filter \"{}\" is too deep: {operators} operators and parentheses, more than the {MAX_OPERATORS} allowed; for many values of one column use `col IN (v1, v2, ...)`",
+            preview(sql)
+        )));
+    }
+    Ok(())
+}
+
+/// The first 80 characters of a long SQL text, for messages.
+fn preview(sql: &str) -> String {
+    match sql.char_indices().nth(80) {
+        Some((i, _)) => format!("{}...", &sql[..i]),
+        None => sql.to_string(),
     }
 }
 

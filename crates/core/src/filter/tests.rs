@@ -91,3 +91,43 @@ fn merge_resolution() {
     let e = Predicate::parse("source.id = 1", &schema, Resolve::Merge).expect_err("missing");
     assert!(e.to_string().contains("unknown column 'source.id'"), "{e}");
 }
+
+/// Regression (hostile-input issue, item 1): a flat chain of ~3,000 `OR`
+/// terms (also AND, +, ||) aborted the server with a stack overflow.
+#[test]
+fn regression_long_filters_do_not_overflow_the_stack() {
+    let s = batch().schema();
+    for (op, term) in [(" OR ", "id = 1"), (" AND ", "id = 1"), (" + ", "id"), (" || ", "name")] {
+        for n in [3_000usize, 100_000] {
+            let sql = vec![term; n].join(op);
+            let e = Predicate::parse(&sql, &s, Resolve::Plain).expect_err("too deep");
+            assert_eq!(e.code(), "InvalidInput");
+            assert!(e.to_string().contains("too deep"), "{op}: {e}");
+        }
+    }
+    let nested = format!("{}id = 1{}", "(".repeat(50_000), ")".repeat(50_000));
+    Predicate::parse(&nested, &s, Resolve::Plain).expect_err("nested");
+    // Long value lists are not deep: IN takes any number of values.
+    let list: Vec<String> = (0..20_000).map(|i| i.to_string()).collect();
+    let p = Predicate::parse(&format!("id IN ({})", list.join(", ")), &s, Resolve::Plain)
+        .expect("IN list");
+    assert!(p.mask(&batch()).is_ok());
+}
+
+/// The deepest expression allowed (one operator per level) parses, binds,
+/// evaluates and drops on a thread with half the stack of the threads it
+/// runs on (tokio's and the server's: 2 MiB).
+#[test]
+fn the_deepest_allowed_filter_runs_on_a_small_stack() {
+    let sql = format!("{} > 0", vec!["id"; MAX_OPERATORS].join(" + "));
+    let ok = std::thread::Builder::new()
+        .stack_size(1 << 20)
+        .spawn(move || {
+            let p = Predicate::parse(&sql, &batch().schema(), Resolve::Plain).expect("parse");
+            p.mask(&batch()).map(|m| m.len()).expect("eval")
+        })
+        .expect("thread")
+        .join()
+        .expect("no overflow");
+    assert_eq!(ok, batch().num_rows());
+}
