@@ -97,7 +97,12 @@ fn merge_resolution() {
 #[test]
 fn regression_long_filters_do_not_overflow_the_stack() {
     let s = batch().schema();
-    for (op, term) in [(" OR ", "id = 1"), (" AND ", "id = 1"), (" + ", "id"), (" || ", "name")] {
+    for (op, term) in [
+        (" OR ", "id = 1"),
+        (" AND ", "id = 1"),
+        (" + ", "id"),
+        (" || ", "name"),
+    ] {
         for n in [3_000usize, 100_000] {
             let sql = vec![term; n].join(op);
             let e = Predicate::parse(&sql, &s, Resolve::Plain).expect_err("too deep");

@@ -5,6 +5,7 @@ mod support;
 
 mod bad_input;
 mod crash;
+mod fuzz;
 mod merge;
 mod model;
 mod scale;
