@@ -61,17 +61,30 @@ function inferType(name: string, values: unknown[]): DataType {
   throw invalid(`cannot infer the type of column '${name}' from a value of type ${typeof v}; pass an Arrow table`);
 }
 
-function isInt64(t: DataType): boolean {
-  return t.typeId === Type.Int && (t as unknown as { bitWidth: number }).bitWidth === 64;
+/** Checks every value fits the integer type (a wrapped or truncated value would be a silent change). */
+function coerceInt(name: string, values: unknown[], type: DataType): unknown[] {
+  const { bitWidth, isSigned } = type as unknown as { bitWidth: number; isSigned: boolean };
+  const min = isSigned ? -(1n << BigInt(bitWidth - 1)) : 0n;
+  const max = isSigned ? (1n << BigInt(bitWidth - 1)) - 1n : (1n << BigInt(bitWidth)) - 1n;
+  return values.map((x) => {
+    if (x === null || x === undefined) return null;
+    let v: bigint;
+    if (typeof x === "bigint") v = x;
+    else if (typeof x === "number" && Number.isSafeInteger(x)) v = BigInt(x);
+    else throw invalid(`column '${name}' is ${type} but got ${typeof x === "number" ? String(x) : JSON.stringify(x) ?? String(x)}`);
+    if (v < min || v > max) throw invalid(`column '${name}' is ${type}: the value ${v} is out of its range (${min} to ${max})`);
+    return bitWidth === 64 ? v : Number(v);
+  });
 }
 
 /** Converts JS values into what apache-arrow's builders expect for `type`. */
 function coerce(name: string, values: unknown[], type: DataType): unknown[] {
-  if (isInt64(type)) {
+  if (type.typeId === Type.Int) return coerceInt(name, values, type);
+  if (type.typeId === Type.Float) {
     return values.map((x) => {
-      if (x === null || x === undefined || typeof x === "bigint") return x ?? null;
-      if (typeof x === "number" && Number.isInteger(x)) return BigInt(x);
-      throw invalid(`column '${name}' is ${type} but got ${JSON.stringify(x)}`);
+      if (x === null || x === undefined) return null;
+      if (typeof x === "number") return x;
+      throw invalid(`column '${name}' is ${type} but got ${typeof x === "bigint" ? `${x}n` : JSON.stringify(x)}`);
     });
   }
   if (type.typeId === Type.Timestamp || type.typeId === Type.Date) {

@@ -3,6 +3,7 @@
  * LanceDB Cloud / Enterprise / a memwal server.
  */
 import type { Schema } from "apache-arrow";
+import { optStr, str } from "./args";
 import { Table as ArrowTable } from "apache-arrow";
 
 import { Data, toBuffer } from "./arrow";
@@ -154,8 +155,19 @@ export async function connect(
 ): Promise<Connection> {
   const { headerProvider: fromConfig, ...clientConfig } = options?.clientConfig ?? {};
   const provider = providerFn(headerProvider ?? fromConfig);
-  const c = await call(() =>
-    native.connect(
+  const c = await call(async () => {
+    str("connect(uri)", uri);
+    const host = optStr("connect(options.hostOverride)", options?.hostOverride);
+    if (host !== undefined) {
+      let ok = false;
+      try {
+        ok = ["http:", "https:"].includes(new URL(host).protocol);
+      } catch {
+        ok = false;
+      }
+      if (!ok) throw invalid(`connect(options.hostOverride) must be an http:// or https:// URL, got ${JSON.stringify(host)}`);
+    }
+    return native.connect(
       uri,
       {
         apiKey: options?.apiKey,
@@ -165,7 +177,7 @@ export async function connect(
         clientConfigJson: options?.clientConfig ? JSON.stringify(clientConfig) : undefined,
       },
       provider,
-    ),
-  );
+    );
+  });
   return new Connection(c);
 }

@@ -5,6 +5,7 @@
  * before any data is read or any request is sent.
  */
 import { Data, toBuffer } from "./arrow";
+import { bool, count } from "./args";
 import { call } from "./errors";
 import { native, type NativeMergeInsertOptions, type NativeTable } from "./native";
 import type { Schema } from "apache-arrow";
@@ -78,7 +79,7 @@ export class MergeInsertBuilder {
 
   /** Give up after `ms` milliseconds. */
   timeout(ms: number): this {
-    this.opts.timeoutMs = ms;
+    this.opts.timeoutMs = count("timeout(ms)", ms, 2 ** 32 - 1);
     return this;
   }
 
@@ -91,8 +92,8 @@ export class MergeInsertBuilder {
   /** Runs the merge. */
   async execute(data: Data, options?: ExecuteOptions): Promise<MergeResult> {
     const opts: NativeMergeInsertOptions = { ...this.opts };
-    if (options?.timeoutMs !== undefined) opts.timeoutMs = options.timeoutMs;
-    if (options?.useIndex !== undefined) opts.useIndex = options.useIndex;
+    if (options?.timeoutMs !== undefined) opts.timeoutMs = count("execute(options.timeoutMs)", options.timeoutMs, 2 ** 32 - 1);
+    if (options?.useIndex !== undefined) opts.useIndex = bool("execute(options.useIndex)", options.useIndex);
     return call(async () => {
       native.validateMergeInsert(opts);
       const buf = Array.isArray(data) ? toBuffer(data, await this.schema()) : toBuffer(data);

@@ -4,7 +4,8 @@
 import type { Schema, Table as ArrowTable } from "apache-arrow";
 
 import { Data, fromBuffer, schemaFromBuffer, toBuffer } from "./arrow";
-import { call } from "./errors";
+import { count, optStr, str, strList } from "./args";
+import { call, invalid } from "./errors";
 import { MergeInsertBuilder } from "./merge";
 import type { NativeTable } from "./native";
 
@@ -32,10 +33,14 @@ export interface UpdateOptions {
 
 function sqlLiteral(v: unknown): string {
   if (v === null || v === undefined) return "NULL";
-  if (typeof v === "number" || typeof v === "bigint") return String(v);
+  if (typeof v === "number") {
+    if (!Number.isFinite(v)) throw invalid(`update values must be finite numbers, got ${v}`);
+    return String(v);
+  }
+  if (typeof v === "bigint") return String(v);
   if (typeof v === "boolean") return v ? "TRUE" : "FALSE";
   if (typeof v === "string") return `'${v.replace(/'/g, "''")}'`;
-  throw new TypeError(`update values must be numbers, strings, booleans or null; use valuesSql for ${typeof v}`);
+  throw invalid(`update values must be numbers, strings, booleans or null; use valuesSql for ${typeof v}`);
 }
 
 /** A scan with filter, projection and paging. */
@@ -50,22 +55,22 @@ export class Query {
 
   /** Only rows matching this SQL filter. */
   where(filter: string): this {
-    this.filter = filter;
+    this.filter = str("where(filter)", filter);
     return this;
   }
   /** Only these columns. */
   select(columns: string[]): this {
-    this.columns = [...columns];
+    this.columns = strList("select(columns)", columns);
     return this;
   }
   /** At most `n` rows. */
   limit(n: number): this {
-    this.lim = n;
+    this.lim = count("limit(n)", n);
     return this;
   }
   /** Skip `n` matching rows. */
   offset(n: number): this {
-    this.off = n;
+    this.off = count("offset(n)", n);
     return this;
   }
   /** Runs the scan. */
@@ -108,7 +113,8 @@ export class Table {
 
   /** A read-only view of `version`. */
   async checkout(version: number): Promise<Table> {
-    return new Table(await call(() => this.inner.checkout(version)));
+    const v = await call(async () => count("checkout(version)", version));
+    return new Table(await call(() => this.inner.checkout(v)));
   }
 
   /** The latest version, writable. */
@@ -118,27 +124,37 @@ export class Table {
 
   /** Rows, optionally only those matching `filter`. */
   countRows(filter?: string): Promise<number> {
-    return call(() => this.inner.countRows(filter ?? null));
+    return call(async () => this.inner.countRows(optStr("countRows(filter)", filter) ?? null));
   }
 
   /** Adds rows; returns the new version. */
   async add(data: Data, options?: AddOptions): Promise<number> {
     return call(async () => {
-      const buf = Array.isArray(data) && options?.mode !== "overwrite" ? toBuffer(data, await this.schema()) : toBuffer(data);
-      return this.inner.add(buf, options?.mode ?? "append");
+      const mode = options?.mode ?? "append";
+      if (mode !== "append" && mode !== "overwrite") {
+        throw invalid(`add(options.mode) must be "append" or "overwrite", got ${JSON.stringify(mode)}`);
+      }
+      const buf = Array.isArray(data) && mode !== "overwrite" ? toBuffer(data, await this.schema()) : toBuffer(data);
+      return this.inner.add(buf, mode);
     });
   }
 
   /** Deletes rows matching `predicate`. */
   delete(predicate: string): Promise<{ version: number; numDeletedRows: number }> {
-    return call(() => this.inner.delete(predicate));
+    return call(async () => this.inner.delete(str("delete(predicate)", predicate)));
   }
 
   /** Sets columns on rows matching `where`. */
   update(options: UpdateOptions): Promise<{ version: number; rowsUpdated: number }> {
-    const values: Record<string, string> = { ...(options.valuesSql ?? {}) };
-    for (const [k, v] of Object.entries(options.values ?? {})) values[k] = sqlLiteral(v);
-    return call(() => this.inner.update(options.where ?? null, values));
+    return call(async () => {
+      if (typeof options !== "object" || options === null) {
+        throw invalid(`update(options) must be { where?, values? | valuesSql? }, got ${String(options)}`);
+      }
+      const values: Record<string, string> = {};
+      for (const [k, v] of Object.entries(options.valuesSql ?? {})) values[k] = str(`update valuesSql.${k}`, v);
+      for (const [k, v] of Object.entries(options.values ?? {})) values[k] = sqlLiteral(v);
+      return this.inner.update(optStr("update(options.where)", options.where) ?? null, values);
+    });
   }
 
   /** A scan builder. */
@@ -158,6 +174,8 @@ export class Table {
 
   /** Starts a merge insert matching rows on `on` (one column or several). */
   mergeInsert(on: string | string[]): MergeInsertBuilder {
+    if (!Array.isArray(on)) str("mergeInsert(on)", on);
+    else strList("mergeInsert(on)", on);
     return new MergeInsertBuilder(this.inner, on, () => this.schema());
   }
 }

@@ -94,14 +94,14 @@ impl KeyEncoder {
         let n = batch.num_rows();
         match &self.encoding {
             Encoding::Int => {
-                let c = strict_cast(&cols[0], &DataType::Int64)?;
+                let c = crate::schema::strict_cast(&cols[0], &DataType::Int64)?;
                 let a = c.as_primitive::<Int64Type>();
                 Ok((0..n)
                     .map(|i| a.is_valid(i).then(|| Key::Int(a.value(i))))
                     .collect())
             }
             Encoding::UInt => {
-                let c = strict_cast(&cols[0], &DataType::UInt64)?;
+                let c = crate::schema::strict_cast(&cols[0], &DataType::UInt64)?;
                 let a = c.as_primitive::<UInt64Type>();
                 Ok((0..n)
                     .map(|i| {
@@ -161,15 +161,6 @@ impl KeyEncoder {
             .collect();
         format!("({})", parts.join(", "))
     }
-}
-
-/// A cast that fails on a value the target type cannot hold (never a null).
-fn strict_cast(a: &ArrayRef, to: &DataType) -> Result<ArrayRef> {
-    let opts = arrow::compute::CastOptions {
-        safe: false,
-        ..Default::default()
-    };
-    Ok(arrow::compute::cast_with_options(a, to, &opts)?)
 }
 
 /// One value as SQL would write it (strings quoted).

@@ -80,6 +80,20 @@ pub fn check_source_schema(source: &Schema, target: &Schema) -> Result<Vec<bool>
     Ok(present)
 }
 
+/// Casts a column being written: a value the target type cannot hold (a
+/// string that is no number, an integer out of range) is an error, never a
+/// silent null or a wrapped value.
+pub fn strict_cast(
+    a: &ArrayRef,
+    to: &DataType,
+) -> std::result::Result<ArrayRef, arrow_schema::ArrowError> {
+    let opts = arrow::compute::CastOptions {
+        safe: false,
+        ..Default::default()
+    };
+    arrow::compute::cast_with_options(a, to, &opts)
+}
+
 /// Rewrites `batch` into the table's schema: columns in table order, cast
 /// where compatible, missing (nullable) columns filled with nulls.
 pub fn align_batch(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBatch> {
@@ -89,7 +103,7 @@ pub fn align_batch(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBatc
     for t in target.fields() {
         let col = match batch.column_by_name(t.name()) {
             Some(c) if c.data_type() == t.data_type() => c.clone(),
-            Some(c) => arrow::compute::cast(c, t.data_type()).map_err(|e| {
+            Some(c) => strict_cast(c, t.data_type()).map_err(|e| {
                 Error::invalid(format!(
                     "column '{}' cannot be converted to {}: {e}",
                     t.name(),

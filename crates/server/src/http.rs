@@ -13,8 +13,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use memwal_core::protocol::{
-    self, DeleteResponse, MergeInsertResponse, OptimizeResponse, PredicateBody, UpdateBody,
-    UpdateResponse, VersionBody, VersionResponse, ARROW_FILE, ARROW_STREAM,
+    self, DeleteResponse, MergeInsertResponse, OptimizeResponse, PredicateBody, QueryBody,
+    UpdateBody, UpdateResponse, VersionBody, VersionResponse, ARROW_FILE, ARROW_STREAM,
 };
 use memwal_core::{ipc, json_schema, NativeTable, QueryRequest};
 use serde::Deserialize;
@@ -43,6 +43,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/table/{name}/version/list/", post(list_versions))
         .route("/v1/table/{name}/optimize/", post(optimize))
         .route("/v1/table/{name}/flush/", post(flush))
+        .fallback(not_implemented)
         .layer(middleware::from_fn_with_state(state.clone(), auth))
         .layer(DefaultBodyLimit::max(max))
         .with_state(state)
@@ -87,6 +88,19 @@ fn json_body<T: for<'de> Deserialize<'de> + Default>(body: &Bytes) -> Result<T> 
         return Ok(T::default());
     }
     serde_json::from_slice(body).map_err(|e| Error::BadRequest(format!("malformed JSON body: {e}")))
+}
+
+/// Every route we do not serve: 501 naming it (an empty 404 reads as
+/// "table not found" in both official clients).
+async fn not_implemented(method: axum::http::Method, uri: axum::http::Uri) -> Response {
+    (
+        StatusCode::NOT_IMPLEMENTED,
+        format!(
+            "memwal-server does not implement {method} {} (see the README for what it serves)",
+            uri.path()
+        ),
+    )
+        .into_response()
 }
 
 async fn health(State(state): State<Arc<AppState>>) -> Result<Json<Value>> {
@@ -249,52 +263,20 @@ async fn update(
     }))
 }
 
-#[derive(Deserialize, Default)]
-struct QueryBody {
-    filter: Option<String>,
-    columns: Option<Value>,
-    k: Option<usize>,
-    limit: Option<usize>,
-    offset: Option<usize>,
-    vector: Option<Value>,
-    version: Option<u64>,
-}
-
 async fn query(
     State(state): State<Arc<AppState>>,
     Path(name): Path<String>,
     body: Bytes,
 ) -> Result<Response> {
     let b: QueryBody = json_body(&body)?;
-    if b.vector
-        .as_ref()
-        .is_some_and(|v| !v.is_null() && v.as_array().is_none_or(|a| !a.is_empty()))
-    {
-        return Err(memwal_core::Error::not_supported(
-            "vector search is not supported by memwal-server yet",
-        )
-        .into());
-    }
-    let columns = match b.columns {
-        None | Some(Value::Null) => None,
-        Some(Value::Array(a)) => Some(
-            a.into_iter()
-                .map(|v| {
-                    v.as_str()
-                        .map(str::to_string)
-                        .ok_or_else(|| Error::BadRequest("columns must be strings".into()))
-                })
-                .collect::<Result<Vec<_>>>()?,
-        ),
-        Some(Value::Object(o)) => Some(o.keys().cloned().collect()),
-        Some(_) => return Err(Error::BadRequest("columns must be a list of names".into())),
-    };
+    b.check_plain()?;
+    let columns = b.column_names()?;
     let t = state.table(&name)?;
     let req = QueryRequest {
         filter: b.filter,
         columns,
-        limit: b.limit.or(b.k),
-        offset: b.offset,
+        limit: b.limit.or(b.k).map(|k| k.min(usize::MAX as u64) as usize),
+        offset: b.offset.map(|o| o.min(usize::MAX as u64) as usize),
     };
     let (schema, batches) = blocking(move || {
         let batches = match at_version(&t, b.version)? {

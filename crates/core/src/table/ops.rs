@@ -136,7 +136,7 @@ impl NativeTable {
                     let mut cols: Vec<ArrayRef> = rows.columns().to_vec();
                     for (i, e) in &exprs {
                         let field = schema.field(*i);
-                        let v = arrow::compute::cast(&e.values(&rows)?, field.data_type())
+                        let v = crate::schema::strict_cast(&e.values(&rows)?, field.data_type())
                             .map_err(|err| {
                                 Error::invalid(format!(
                                     "cannot set column '{}' to \"{}\": {err}",

@@ -94,3 +94,87 @@ async fn bad_requests_get_4xx_and_the_server_keeps_serving() {
     assert!(!dir.path().join("x").exists());
     h.close().await;
 }
+
+/// Regression (hostile-input issue, item 7): the server ignored what it
+/// does not implement (a full-text query returned unfiltered rows, missing
+/// routes answered an empty 404 that clients read as "table not found").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_what_is_not_implemented_says_so() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let h = memwal_server::start(config(dir.path()))
+        .await
+        .expect("start");
+    let c = Client::new(&h.url());
+    c.create("t", &[(1, 10)]).await;
+    let json = "application/json";
+    let cases: Vec<(&str, &str, u16, &str)> = vec![
+        (
+            "/v1/table/t/create_index/",
+            r#"{"column":"v"}"#,
+            501,
+            "does not implement POST /v1/table/t/create_index/",
+        ),
+        ("/v1/table/t/index/list/", "{}", 501, "index/list"),
+        (
+            "/v1/namespace/$/table/list",
+            "{}",
+            501,
+            "does not implement",
+        ),
+        (
+            "/v1/table/t/query/",
+            r#"{"vector":[],"k":10,"full_text_query":{"query":"x"}}"#,
+            400,
+            "full_text_query",
+        ),
+        (
+            "/v1/table/t/query/",
+            r#"{"vector":[],"k":10,"with_row_id":true}"#,
+            400,
+            "with_row_id",
+        ),
+        (
+            "/v1/table/t/query/",
+            r#"{"vector":[],"k":10,"order_by":[{"column_name":"id"}]}"#,
+            400,
+            "order_by",
+        ),
+        (
+            "/v1/table/t/query/",
+            r#"{"vector":[],"k":10,"bogus":1}"#,
+            400,
+            "bogus",
+        ),
+        (
+            "/v1/table/t/query/",
+            r#"{"vector":[],"columns":{"x":"id + 1"}}"#,
+            400,
+            "SQL expressions",
+        ),
+        (
+            "/v1/table/t/count_rows/",
+            r#"{"predicate":"id > 0","extra":true}"#,
+            400,
+            "extra",
+        ),
+        (
+            "/v1/table/t/merge_insert/?on=id&when_matched_update_all=true&bogus_param=1",
+            "",
+            400,
+            "bogus_param",
+        ),
+    ];
+    for (path, body, status, text) in cases {
+        let (s, b) = c.post(path, json, body.as_bytes().to_vec(), &[]).await;
+        assert_eq!(s, status, "{path} {body}: {b}");
+        assert!(b.contains(text), "{path} {body}: {b}");
+    }
+    // The official default plain query still works.
+    let body = r#"{"vector":[],"k":10,"prefilter":true,"version":null,"nprobes":20,"minimum_nprobes":20,"maximum_nprobes":20,"lower_bound":null,"upper_bound":null,"ef":null,"refine_factor":null,"columns":{"id":"id"}}"#;
+    let (s, b) = c
+        .post("/v1/table/t/query/", json, body.as_bytes().to_vec(), &[])
+        .await;
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(c.count("t", None).await, 1);
+    h.close().await;
+}

@@ -1,0 +1,48 @@
+/**
+ * Checks of JS arguments before they reach the addon: a wrong type or a
+ * number that makes no sense (NaN, Infinity, negative, fractional) is an
+ * InvalidInputError naming the argument, never a napi conversion error
+ * or a silently different call.
+ */
+import { invalid } from "./errors";
+
+function show(v: unknown): string {
+  if (typeof v === "bigint") return `${v}n`;
+  if (typeof v === "number" || v === undefined) return String(v);
+  try {
+    return JSON.stringify(v) ?? String(v);
+  } catch {
+    return String(v);
+  }
+}
+
+/** A string argument. */
+export function str(name: string, v: unknown): string {
+  if (typeof v !== "string") throw invalid(`${name} must be a string, got ${show(v)}`);
+  return v;
+}
+
+/** An optional string argument (undefined or null: absent). */
+export function optStr(name: string, v: unknown): string | undefined {
+  return v === undefined || v === null ? undefined : str(name, v);
+}
+
+/** A list of strings. */
+export function strList(name: string, v: unknown): string[] {
+  if (!Array.isArray(v)) throw invalid(`${name} must be an array of strings, got ${show(v)}`);
+  return v.map((x, i) => str(`${name}[${i}]`, x));
+}
+
+/** A whole number in 0..=max (counts, offsets, versions, milliseconds). */
+export function count(name: string, v: unknown, max = Number.MAX_SAFE_INTEGER): number {
+  if (typeof v !== "number" || !Number.isInteger(v) || v < 0 || v > max) {
+    throw invalid(`${name} must be a whole number from 0 to ${max}, got ${show(v)}`);
+  }
+  return v;
+}
+
+/** A boolean argument. */
+export function bool(name: string, v: unknown): boolean {
+  if (typeof v !== "boolean") throw invalid(`${name} must be true or false, got ${show(v)}`);
+  return v;
+}
