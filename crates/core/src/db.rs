@@ -127,8 +127,12 @@ impl NativeDatabase {
         if rows.num_rows() > 0 {
             let rel = format!("data/{}.arrow", uuid::Uuid::new_v4().simple());
             let path = format!("{name}/{rel}");
+            let mut crc = 0;
             self.storage.put_with(&path, &mut |w| {
-                crate::ipc::write_file(w, &schema, std::slice::from_ref(&rows))
+                let mut w = crate::fragment::CrcWriter::new(w);
+                crate::ipc::write_file(&mut w, &schema, std::slice::from_ref(&rows))?;
+                crc = w.crc;
+                Ok(())
             })?;
             written = Some(path);
             fragments.push(FragmentMeta {
@@ -139,6 +143,8 @@ impl NativeDatabase {
                 deletion_offset: 0,
                 deletion_len: 0,
                 num_deleted: 0,
+                crc32c: Some(crc),
+                deletion_crc32c: None,
             });
         }
         let m = Manifest {

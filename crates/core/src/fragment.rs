@@ -36,16 +36,58 @@ impl LoadedFragment {
     }
 }
 
-/// Reads a fragment data file back as one batch.
+/// A writer that computes the crc32c of what passes through it.
+pub struct CrcWriter<'a> {
+    inner: &'a mut dyn std::io::Write,
+    /// crc32c of the bytes written so far.
+    pub crc: u32,
+}
+
+impl<'a> CrcWriter<'a> {
+    /// Wraps `inner`.
+    pub fn new(inner: &'a mut dyn std::io::Write) -> Self {
+        Self { inner, crc: 0 }
+    }
+}
+
+impl std::io::Write for CrcWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.crc = crc32c::crc32c_append(self.crc, &buf[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// A `Corrupt` error when `bytes` do not have the recorded checksum.
+fn verify(path: &str, bytes: &[u8], want: Option<u32>) -> Result<()> {
+    match want {
+        Some(want) if crc32c::crc32c(bytes) != want => Err(Error::Corrupt {
+            path: path.to_string(),
+            message: format!(
+                "checksum mismatch (crc32c {:08x}, the manifest recorded {want:08x}): the file changed on disk after it was written",
+                crc32c::crc32c(bytes)
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Reads a fragment data file back as one batch, checking its crc32c
+/// when the manifest recorded one.
 pub fn read_data_file(
     storage: &dyn Storage,
     path: &str,
     schema: &SchemaRef,
+    crc: Option<u32>,
 ) -> Result<RecordBatch> {
     let bytes = storage.get(path)?.ok_or_else(|| Error::Corrupt {
         path: path.to_string(),
         message: "data file referenced by the manifest is missing".into(),
     })?;
+    verify(path, &bytes, crc)?;
     let corrupt = |e: arrow_schema::ArrowError| Error::Corrupt {
         path: path.to_string(),
         message: e.to_string(),
@@ -65,6 +107,7 @@ pub fn read_deletions(
     path: &str,
     offset: u64,
     len: u64,
+    crc: Option<u32>,
 ) -> Result<RoaringBitmap> {
     let bytes = storage.get(path)?.ok_or_else(|| Error::Corrupt {
         path: path.to_string(),
@@ -82,6 +125,7 @@ pub fn read_deletions(
             bytes.len()
         ),
     })?;
+    verify(path, slice, crc)?;
     RoaringBitmap::deserialize_from(slice).map_err(|e| Error::Corrupt {
         path: path.to_string(),
         message: e.to_string(),

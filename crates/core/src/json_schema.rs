@@ -54,6 +54,23 @@ fn type_json(t: &DataType) -> Result<Value> {
         DataType::Struct(fs) => {
             json!({"type": "struct", "fields": fs.iter().map(|f| field_json(f)).collect::<Result<Vec<_>>>()?})
         }
+        // Lance's logical type strings for the rest (what the clients parse).
+        DataType::Decimal128(p, sc) => simple(&format!("decimal:128:{p}:{sc}")),
+        DataType::Decimal256(p, sc) => simple(&format!("decimal:256:{p}:{sc}")),
+        DataType::Time32(u) => simple(&format!("time32:{}", unit(u))),
+        DataType::Time64(u) => simple(&format!("time64:{}", unit(u))),
+        DataType::Duration(u) => simple(&format!("duration:{}", unit(u))),
+        DataType::Dictionary(k, v) => {
+            let name = |t: &DataType| -> Result<String> {
+                match type_json(t)?.get("type").and_then(Value::as_str) {
+                    Some(n) if !n.contains(':') || n.starts_with("date") => Ok(n.to_string()),
+                    _ => Err(Error::not_supported(format!(
+                        "dictionary of {t} has no JSON schema encoding"
+                    ))),
+                }
+            };
+            simple(&format!("dict:{}:{}:false", name(v)?, name(k)?))
+        }
         other => {
             return Err(Error::not_supported(format!(
                 "type {other} has no JSON schema encoding"
@@ -119,6 +136,9 @@ fn parse_type(t: &Value) -> Result<DataType> {
             .map(|t| Arc::from(t.to_string()));
         return Ok(DataType::Timestamp(u, tz));
     }
+    if let Some(t) = parse_logical(&lower)? {
+        return Ok(t);
+    }
     // Lance's names first, then the lance-namespace spellings.
     Ok(match lower.as_str() {
         "halffloat" => DataType::Float16,
@@ -178,6 +198,45 @@ fn parse_type(t: &Value) -> Result<DataType> {
     })
 }
 
+fn time_unit(u: &str) -> Result<TimeUnit> {
+    match u {
+        "s" => Ok(TimeUnit::Second),
+        "ms" => Ok(TimeUnit::Millisecond),
+        "us" => Ok(TimeUnit::Microsecond),
+        "ns" => Ok(TimeUnit::Nanosecond),
+        other => Err(bad(format!("unknown time unit {other:?}"))),
+    }
+}
+
+/// Lance logical type strings with parameters (`decimal:128:10:2`,
+/// `dict:string:int32:false`, `time64:us`, `duration:ms`).
+fn parse_logical(name: &str) -> Result<Option<DataType>> {
+    let parts: Vec<&str> = name.split(':').collect();
+    let num = |s: &str| {
+        s.parse::<i64>()
+            .map_err(|_| bad(format!("bad number in '{name}'")))
+    };
+    Ok(Some(match parts.as_slice() {
+        ["decimal", bits, p, sc] => {
+            let p = u8::try_from(num(p)?).map_err(bad)?;
+            let sc = i8::try_from(num(sc)?).map_err(bad)?;
+            match *bits {
+                "128" => DataType::Decimal128(p, sc),
+                "256" => DataType::Decimal256(p, sc),
+                other => return Err(bad(format!("decimal of {other} bits"))),
+            }
+        }
+        ["time32", u] => DataType::Time32(time_unit(u)?),
+        ["time64", u] => DataType::Time64(time_unit(u)?),
+        ["duration", u] => DataType::Duration(time_unit(u)?),
+        ["dict", value, index, _ordered] => DataType::Dictionary(
+            Box::new(parse_type(&json!({ "type": index }))?),
+            Box::new(parse_type(&json!({ "type": value }))?),
+        ),
+        _ => return Ok(None),
+    }))
+}
+
 /// Decodes a schema.
 pub fn from_json(v: &Value) -> Result<Schema> {
     let fields = v
@@ -222,5 +281,36 @@ mod tests {
             &DataType::Float64
         );
         assert_eq!(from_json(&j).expect("dec"), s);
+    }
+
+    /// Regression (hostile-input issue, item 8): tables with dictionary or
+    /// Decimal128 columns could be created but never described again.
+    #[test]
+    fn regression_every_creatable_type_has_an_encoding() {
+        let dict = |k: DataType, v: DataType| DataType::Dictionary(Box::new(k), Box::new(v));
+        let types = vec![
+            dict(DataType::Int32, DataType::Utf8),
+            dict(DataType::Int8, DataType::LargeUtf8),
+            dict(DataType::UInt16, DataType::Int64),
+            DataType::Decimal128(38, 10),
+            DataType::Decimal256(76, -3),
+            DataType::Time32(TimeUnit::Millisecond),
+            DataType::Time64(TimeUnit::Nanosecond),
+            DataType::Duration(TimeUnit::Second),
+            DataType::Date32,
+            DataType::FixedSizeBinary(16),
+            DataType::LargeList(Arc::new(Field::new("item", DataType::Int16, true))),
+        ];
+        let s = Schema::new(
+            types
+                .iter()
+                .enumerate()
+                .map(|(i, t)| Field::new(format!("c{i}"), t.clone(), true))
+                .collect::<Vec<_>>(),
+        );
+        let j = to_json(&s).expect("every type encodes");
+        assert_eq!(j["fields"][0]["type"]["type"], "dict:string:int32:false");
+        assert_eq!(j["fields"][3]["type"]["type"], "decimal:128:38:10");
+        assert_eq!(from_json(&j).expect("and decodes"), s);
     }
 }

@@ -45,6 +45,13 @@ pub struct FragmentMeta {
     /// Rows marked deleted in `deletion_file`.
     #[serde(default)]
     pub num_deleted: u64,
+    /// crc32c of the data file, checked when it is first loaded (absent in
+    /// manifests written before checksums: not checked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crc32c: Option<u32>,
+    /// crc32c of this fragment's deletion vector bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_crc32c: Option<u32>,
 }
 
 impl FragmentMeta {

@@ -20,6 +20,10 @@ pub fn compatible(from: &DataType, to: &DataType) -> bool {
     }
     match (from, to) {
         (Null, _) => true,
+        // Dictionary-encoded data is taken wherever its values are (and
+        // the other way round): apache-arrow makes string columns dictionaries.
+        (Dictionary(_, v), _) => compatible(v, to),
+        (_, Dictionary(_, v)) => compatible(from, v),
         (Int8 | Int16 | Int32 | Int64 | UInt8 | UInt16 | UInt32, Int64) => true,
         (Int8 | Int16 | UInt8 | UInt16, Int32) => true,
         (Int8 | UInt8, Int16) => true,

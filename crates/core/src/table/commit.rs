@@ -83,6 +83,7 @@ impl NativeTable {
                         f.deletion_file = Some(del_rel.clone());
                         f.deletion_offset = del_bytes.len() as u64;
                         f.deletion_len = enc.len() as u64;
+                        f.deletion_crc32c = Some(crc32c::crc32c(&enc));
                         f.num_deleted = all.len();
                         del_bytes.extend_from_slice(&enc);
                     }
@@ -103,8 +104,12 @@ impl NativeTable {
                     offset += len;
                     let rel = format!("data/{}.arrow", uuid::Uuid::new_v4().simple());
                     let path = format!("{dir}/{rel}");
+                    let mut crc = 0;
                     storage.put_with(&path, &mut |w| {
-                        crate::ipc::write_file(w, &schema, std::slice::from_ref(&part))
+                        let mut w = crate::fragment::CrcWriter::new(w);
+                        crate::ipc::write_file(&mut w, &schema, std::slice::from_ref(&part))?;
+                        crc = w.crc;
+                        Ok(())
                     })?;
                     written.push(path);
                     fragments.push(FragmentMeta {
@@ -115,6 +120,8 @@ impl NativeTable {
                         deletion_offset: 0,
                         deletion_len: 0,
                         num_deleted: 0,
+                        crc32c: Some(crc),
+                        deletion_crc32c: None,
                     });
                     new_fragments.push((next_id, part));
                     next_id += 1;

@@ -167,6 +167,7 @@ impl NativeTable {
                         self.storage(),
                         &format!("{}/{}", self.dir(), f.file),
                         &schema,
+                        f.crc32c,
                     )?;
                     st.batches.insert(f.id, b.clone());
                     b
@@ -185,6 +186,7 @@ impl NativeTable {
                                 &full,
                                 f.deletion_offset,
                                 f.deletion_len,
+                                f.deletion_crc32c,
                             )?);
                             st.deletions.insert(key, d.clone());
                             d

@@ -650,3 +650,76 @@ async fn concurrent_memwal_and_direct_writes_serialize() {
     }
     h.close().await;
 }
+
+/// Regression (hostile-input issue, item 8): a memWal upsert of
+/// dictionary-encoded strings into a utf8 column was refused while the
+/// native path took it (apache-arrow's `tableFromArrays` makes strings
+/// dictionaries), and a table with dictionary or decimal columns could not
+/// be described.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_dictionary_strings_and_decimals_on_both_paths() {
+    use arrow::array::{Decimal128Array, DictionaryArray};
+    use arrow::datatypes::Int32Type;
+    let dir = tempfile::tempdir().expect("tmp");
+    let h = memwal_server::start(config(dir.path()))
+        .await
+        .expect("start");
+    let c = Client::new(&h.url());
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("name", DataType::Utf8, false),
+        Field::new("price", DataType::Decimal128(10, 2), true),
+    ]));
+    let plain = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(StringArray::from(vec!["a", "b"])),
+            Arc::new(
+                Decimal128Array::from(vec![100, 250])
+                    .with_precision_and_scale(10, 2)
+                    .expect("dec"),
+            ),
+        ],
+    )
+    .expect("batch");
+    ok(
+        &c,
+        "/v1/table/t/create/",
+        STREAM,
+        ipc::encode_stream(&schema, &[plain]).expect("ipc"),
+        &[],
+    )
+    .await;
+    let (s, b) = c
+        .post("/v1/table/t/describe/", "application/json", vec![], &[])
+        .await;
+    assert_eq!(s, 200, "{b}");
+    assert!(b.contains("decimal:128:10:2"), "{b}");
+    let dschema = Arc::new(Schema::new(vec![
+        Field::new(
+            "name",
+            DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
+            false,
+        ),
+        Field::new("price", DataType::Decimal128(10, 2), true),
+    ]));
+    let names: DictionaryArray<Int32Type> = vec!["b", "c"].into_iter().collect();
+    let dict = RecordBatch::try_new(
+        dschema.clone(),
+        vec![
+            Arc::new(names),
+            Arc::new(
+                Decimal128Array::from(vec![300, 400])
+                    .with_precision_and_scale(10, 2)
+                    .expect("dec"),
+            ),
+        ],
+    )
+    .expect("batch");
+    let body = ipc::encode_stream(&dschema, &[dict]).expect("ipc");
+    for memwal in [MEMWAL, &[][..]] {
+        let b = ok(&c, &merge_path("t", "name"), STREAM, body.clone(), memwal).await;
+        assert!(b.contains("\"num_updated_rows\""), "{b}");
+    }
+    assert_eq!(c.count("t", None).await, 3);
+    h.close().await;
+}
