@@ -100,6 +100,20 @@ pub fn read_data_file(
     Ok(batch)
 }
 
+/// Checks a loaded data file against the manifest's row count.
+pub fn check_rows(path: &str, batch: &RecordBatch, physical_rows: u64) -> Result<()> {
+    if batch.num_rows() as u64 != physical_rows {
+        return Err(Error::Corrupt {
+            path: path.to_string(),
+            message: format!(
+                "the file holds {} rows where the manifest records {physical_rows}",
+                batch.num_rows()
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// Reads one deletion vector: `len` bytes at `offset` of a deletion file
 /// (`len == 0`: the whole file).
 pub fn read_deletions(
@@ -116,7 +130,11 @@ pub fn read_deletions(
     let (start, end) = if len == 0 {
         (0, bytes.len())
     } else {
-        (offset as usize, (offset + len) as usize)
+        let end = offset.checked_add(len).unwrap_or(u64::MAX);
+        (
+            usize::try_from(offset).unwrap_or(usize::MAX),
+            usize::try_from(end).unwrap_or(usize::MAX),
+        )
     };
     let slice = bytes.get(start..end).ok_or_else(|| Error::Corrupt {
         path: path.to_string(),

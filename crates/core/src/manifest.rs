@@ -115,7 +115,34 @@ pub fn read_manifest(storage: &dyn Storage, table: &str, version: u64) -> Result
             ),
         });
     }
+    check_manifest(&m, version).map_err(|message| Error::Corrupt { path, message })?;
     Ok(Some(m))
+}
+
+/// A manifest read back must describe its own version and name only files
+/// inside its table's `data/` and `_deletions/` folders.
+fn check_manifest(m: &Manifest, version: u64) -> std::result::Result<(), String> {
+    if m.version != version {
+        return Err(format!("the manifest of version {version} says version {}", m.version));
+    }
+    let inside = |p: &str, dir: &str| {
+        p.strip_prefix(dir)
+            .is_some_and(|rest| !rest.is_empty() && !rest.contains('/') && !rest.contains(".."))
+    };
+    for f in &m.fragments {
+        if !inside(&f.file, "data/") {
+            return Err(format!("fragment {} names the file {:?}, outside data/", f.id, f.file));
+        }
+        if let Some(d) = &f.deletion_file {
+            if !inside(d, "_deletions/") {
+                return Err(format!("fragment {} names the deletion file {d:?}, outside _deletions/", f.id));
+            }
+        }
+        if f.deletion_offset.checked_add(f.deletion_len).is_none() {
+            return Err(format!("fragment {} has a deletion range past 2^64", f.id));
+        }
+    }
+    Ok(())
 }
 
 /// Publishes `m` as its version; `Ok(false)` if that version exists already

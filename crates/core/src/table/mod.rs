@@ -163,12 +163,9 @@ impl NativeTable {
             let batch = match st.batches.get(&f.id) {
                 Some(b) => b.clone(),
                 None => {
-                    let b = read_data_file(
-                        self.storage(),
-                        &format!("{}/{}", self.dir(), f.file),
-                        &schema,
-                        f.crc32c,
-                    )?;
+                    let path = format!("{}/{}", self.dir(), f.file);
+                    let b = read_data_file(self.storage(), &path, &schema, f.crc32c)?;
+                    crate::fragment::check_rows(&path, &b, f.physical_rows)?;
                     st.batches.insert(f.id, b.clone());
                     b
                 }

@@ -231,3 +231,41 @@ fn regression_a_patched_buffer_length_is_invalid_input() {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// The manifest reader on mutated manifests: opening and reading the
+    /// table answers rows or an error, never a panic.
+    #[test]
+    fn manifest_reader_never_panics(muts in prop::collection::vec(mutation(), 1..4)) {
+        let dir = tempfile::tempdir().expect("tmp");
+        let (_db, t) = new_table(dir.path(), people(&[(1, 10), (2, 20)]));
+        t.delete_sync("id = 1").expect("delete");
+        let path = dir.path().join("t/_versions").join(format!("{:020}.manifest", 2));
+        let bytes = std::fs::read(&path).expect("manifest");
+        std::fs::write(&path, apply(bytes, &muts)).expect("write");
+        let db = memwal_core::NativeDatabase::open(dir.path().to_str().expect("p")).expect("db");
+        if let Ok(t) = db.open_table_sync("t") {
+            let _ = t.count_rows_sync(None);
+            let _ = t.query_sync(&memwal_core::QueryRequest::default());
+            let _ = t.count_rows_sync(Some("age > 1"));
+        }
+    }
+}
+
+/// A manifest naming a file outside the table is Corrupt (never read).
+#[test]
+fn a_manifest_naming_a_file_outside_the_table_is_corrupt() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let (_db, _t) = new_table(dir.path(), people(&[(1, 10)]));
+    let path = dir.path().join("t/_versions").join(format!("{:020}.manifest", 1));
+    let text = std::fs::read_to_string(&path).expect("manifest");
+    let v: serde_json::Value = serde_json::from_str(&text).expect("json");
+    let file = v["fragments"][0]["file"].as_str().expect("file").to_string();
+    std::fs::write(&path, text.replace(&file, "data/../../../../etc/passwd")).expect("write");
+    let db = memwal_core::NativeDatabase::open(dir.path().to_str().expect("p")).expect("db");
+    let e = db.open_table_sync("t").and_then(|t| t.count_rows_sync(None)).expect_err("corrupt");
+    assert_eq!(e.code(), "Corrupt", "{e}");
+    assert!(e.to_string().contains("outside data/"), "{e}");
+}
