@@ -259,11 +259,16 @@ pub fn write_file(
     schema: &Schema,
     batches: &[RecordBatch],
 ) -> Result<()> {
-    let mut w = FileWriter::try_new(out, schema)?;
+    // An I/O failure while writing (a full disk) is the system's, not bad input.
+    let io = |e: arrow_schema::ArrowError| match e {
+        arrow_schema::ArrowError::IoError(m, e) => Error::io(m, e),
+        other => Error::Arrow(other),
+    };
+    let mut w = FileWriter::try_new(out, schema).map_err(io)?;
     for b in batches {
-        w.write(b)?;
+        w.write(b).map_err(io)?;
     }
-    w.finish()?;
+    w.finish().map_err(io)?;
     Ok(())
 }
 

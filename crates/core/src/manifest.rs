@@ -123,7 +123,10 @@ pub fn read_manifest(storage: &dyn Storage, table: &str, version: u64) -> Result
 /// inside its table's `data/` and `_deletions/` folders.
 fn check_manifest(m: &Manifest, version: u64) -> std::result::Result<(), String> {
     if m.version != version {
-        return Err(format!("the manifest of version {version} says version {}", m.version));
+        return Err(format!(
+            "the manifest of version {version} says version {}",
+            m.version
+        ));
     }
     let inside = |p: &str, dir: &str| {
         p.strip_prefix(dir)
@@ -131,11 +134,17 @@ fn check_manifest(m: &Manifest, version: u64) -> std::result::Result<(), String>
     };
     for f in &m.fragments {
         if !inside(&f.file, "data/") {
-            return Err(format!("fragment {} names the file {:?}, outside data/", f.id, f.file));
+            return Err(format!(
+                "fragment {} names the file {:?}, outside data/",
+                f.id, f.file
+            ));
         }
         if let Some(d) = &f.deletion_file {
             if !inside(d, "_deletions/") {
-                return Err(format!("fragment {} names the deletion file {d:?}, outside _deletions/", f.id));
+                return Err(format!(
+                    "fragment {} names the deletion file {d:?}, outside _deletions/",
+                    f.id
+                ));
             }
         }
         if f.deletion_offset.checked_add(f.deletion_len).is_none() {

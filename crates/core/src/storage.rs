@@ -306,6 +306,8 @@ pub enum Op {
 pub struct FaultyStorage {
     inner: Arc<dyn Storage>,
     fail: FaultFn,
+    /// Fail as a full disk (ENOSPC) rather than with a generic error.
+    no_space: bool,
 }
 
 /// Decides which operations a [`FaultyStorage`] fails.
@@ -328,14 +330,28 @@ impl FaultyStorage {
         Self {
             inner,
             fail: Box::new(fail),
+            no_space: false,
+        }
+    }
+
+    /// As [`FaultyStorage::new`], failing like a full disk (ENOSPC).
+    pub fn no_space(
+        inner: Arc<dyn Storage>,
+        fail: impl Fn(Op, &str) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            no_space: true,
+            ..Self::new(inner, fail)
         }
     }
     fn check(&self, op: Op, path: &str) -> Result<()> {
         if (self.fail)(op, path) {
-            return Err(Error::io(
-                path,
-                std::io::Error::other("injected fault (simulated crash)"),
-            ));
+            let e = if self.no_space {
+                std::io::Error::from_raw_os_error(28)
+            } else {
+                std::io::Error::other("injected fault (simulated crash)")
+            };
+            return Err(Error::io(path, e));
         }
         Ok(())
     }

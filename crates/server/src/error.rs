@@ -67,8 +67,17 @@ impl Error {
         }
     }
 
-    /// HTTP status of this error (by its code).
+    /// HTTP status of this error (by its code; a full disk is 507).
     pub fn status(&self) -> StatusCode {
+        let no_space = match self {
+            Error::Core(memwal_core::Error::Io { source, .. }) | Error::Io(source) => {
+                source.raw_os_error() == Some(28)
+            }
+            _ => false,
+        };
+        if no_space {
+            return StatusCode::INSUFFICIENT_STORAGE;
+        }
         status_of(self.code())
     }
 }

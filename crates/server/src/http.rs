@@ -44,6 +44,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/table/{name}/optimize/", post(optimize))
         .route("/v1/table/{name}/flush/", post(flush))
         .fallback(not_implemented)
+        .layer(middleware::from_fn_with_state(state.clone(), read_body))
         .layer(middleware::from_fn_with_state(state.clone(), auth))
         .layer(DefaultBodyLimit::max(max))
         .with_state(state)
@@ -62,6 +63,51 @@ async fn auth(State(state): State<Arc<AppState>>, req: Request, next: Next) -> R
         }
     }
     next.run(req).await
+}
+
+/// Reads the whole body before the handler runs: a declared length over
+/// the limit is refused with 413 before anything is read, and a body that
+/// does not arrive within `body_timeout` gets 408 (a slow sender cannot
+/// hold a connection and its memory for ever).
+async fn read_body(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+    let limit = state.config.max_body_bytes;
+    let too_large = |n: String| {
+        (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("request body of {n} bytes is over the server's {limit}-byte limit"),
+        )
+            .into_response()
+    };
+    let declared = req
+        .headers()
+        .get("content-length")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if let Some(n) = declared.filter(|n| *n > limit as u64) {
+        return too_large(n.to_string());
+    }
+    let (parts, body) = req.into_parts();
+    let wait = state.config.body_timeout;
+    match tokio::time::timeout(wait, axum::body::to_bytes(body, limit)).await {
+        Err(_) => (
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the request body did not arrive within {} ms",
+                wait.as_millis()
+            ),
+        )
+            .into_response(),
+        Ok(Err(e)) if e.to_string().contains("length limit") => too_large("more".into()),
+        Ok(Err(e)) => (
+            StatusCode::BAD_REQUEST,
+            format!("could not read the request body: {e}"),
+        )
+            .into_response(),
+        Ok(Ok(bytes)) => {
+            next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+                .await
+        }
+    }
 }
 
 fn arrow_body(headers: &HeaderMap, body: &Bytes) -> Result<memwal_core::Data> {

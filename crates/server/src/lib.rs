@@ -32,8 +32,11 @@ pub struct ServerConfig {
     pub port: u16,
     /// Required `x-api-key` (none: any request is accepted).
     pub api_key: Option<String>,
-    /// Largest request body (413 beyond).
+    /// Largest request body (413 beyond, before any of it is read when the
+    /// request declares its length).
     pub max_body_bytes: usize,
+    /// Time a request body has to arrive in whole (408 after).
+    pub body_timeout: std::time::Duration,
     /// MemWAL tuning.
     pub memwal: MemWalConfig,
     /// The tables' storage (default: the local folder `data_dir`); tests
@@ -50,6 +53,7 @@ impl ServerConfig {
             port: 0,
             api_key: None,
             max_body_bytes: 256 << 20,
+            body_timeout: std::time::Duration::from_secs(30),
             memwal: MemWalConfig::default(),
             storage: None,
         }

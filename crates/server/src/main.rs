@@ -10,7 +10,7 @@ use memwal_server::{start, ServerConfig};
 fn usage() -> ! {
     eprintln!(
         "usage: memwal-server --data DIR [--host 127.0.0.1] [--port 0] [--api-key KEY] \
-         [--max-body-bytes N] [--flush-rows N] [--flush-interval-ms N] [--flush-bytes N]\n\
+         [--max-body-bytes N] [--flush-rows N] [--flush-interval-ms N] [--flush-bytes N] [--body-timeout-ms N]\n\
          [--persist sync|buffer] [--recovery strict|cut]\n\
          --persist buffer: acknowledge before the WAL is fsync'ed (measurements only: a crash loses writes)\n\
          --recovery strict (default): a damaged WAL (anything but a torn tail of its last\n\
@@ -38,6 +38,9 @@ fn parse_args() -> ServerConfig {
             "--flush-interval-ms" => {
                 cfg.memwal.flush_interval =
                     Duration::from_millis(val().parse().unwrap_or_else(|_| usage()))
+            }
+            "--body-timeout-ms" => {
+                cfg.body_timeout = Duration::from_millis(val().parse().unwrap_or_else(|_| usage()))
             }
             "--flush-bytes" => cfg.memwal.flush_bytes = val().parse().unwrap_or_else(|_| usage()),
             "--persist" => {

@@ -259,13 +259,22 @@ proptest! {
 fn a_manifest_naming_a_file_outside_the_table_is_corrupt() {
     let dir = tempfile::tempdir().expect("tmp");
     let (_db, _t) = new_table(dir.path(), people(&[(1, 10)]));
-    let path = dir.path().join("t/_versions").join(format!("{:020}.manifest", 1));
+    let path = dir
+        .path()
+        .join("t/_versions")
+        .join(format!("{:020}.manifest", 1));
     let text = std::fs::read_to_string(&path).expect("manifest");
     let v: serde_json::Value = serde_json::from_str(&text).expect("json");
-    let file = v["fragments"][0]["file"].as_str().expect("file").to_string();
+    let file = v["fragments"][0]["file"]
+        .as_str()
+        .expect("file")
+        .to_string();
     std::fs::write(&path, text.replace(&file, "data/../../../../etc/passwd")).expect("write");
     let db = memwal_core::NativeDatabase::open(dir.path().to_str().expect("p")).expect("db");
-    let e = db.open_table_sync("t").and_then(|t| t.count_rows_sync(None)).expect_err("corrupt");
+    let e = db
+        .open_table_sync("t")
+        .and_then(|t| t.count_rows_sync(None))
+        .expect_err("corrupt");
     assert_eq!(e.code(), "Corrupt", "{e}");
     assert!(e.to_string().contains("outside data/"), "{e}");
 }

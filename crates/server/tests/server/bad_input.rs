@@ -178,3 +178,73 @@ async fn regression_what_is_not_implemented_says_so() {
     assert_eq!(c.count("t", None).await, 1);
     h.close().await;
 }
+
+/// Regression (hostile-input issue, item 10): slowly sent bodies were never
+/// timed out, a declared Content-Length over the limit was read first, and
+/// a full disk during create answered 400 "arrow error: Io error".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_slow_large_bodies_and_a_full_disk() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().expect("tmp");
+    let full = Arc::new(AtomicBool::new(false));
+    let f = full.clone();
+    let local = Arc::new(memwal_core::storage::LocalStorage::new(dir.path()).expect("storage"));
+    let mut cfg = config(dir.path());
+    cfg.max_body_bytes = 1 << 20;
+    cfg.body_timeout = std::time::Duration::from_millis(300);
+    cfg.storage = Some(Arc::new(memwal_core::storage::FaultyStorage::no_space(
+        local,
+        move |_, _| f.load(Ordering::SeqCst),
+    )));
+    let h = memwal_server::start(cfg).await.expect("start");
+    let raw = |head: String, body: Vec<u8>| {
+        let addr = h.addr;
+        async move {
+            let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+            s.write_all(head.as_bytes()).await.expect("head");
+            s.write_all(&body).await.expect("body");
+            let started = std::time::Instant::now();
+            let mut out = Vec::new();
+            let _ =
+                tokio::time::timeout(std::time::Duration::from_secs(5), s.read_to_end(&mut out))
+                    .await;
+            (String::from_utf8_lossy(&out).to_string(), started.elapsed())
+        }
+    };
+    // Declares 1 GB: 413 at once, nothing read.
+    let (resp, took) = raw(
+        "POST /v1/table/t/create/ HTTP/1.1\r\nhost: x\r\nx-api-key: k\r\ncontent-length: 1000000000\r\nconnection: close\r\n\r\n".into(),
+        vec![],
+    )
+    .await;
+    assert!(resp.starts_with("HTTP/1.1 413"), "{resp}");
+    assert!(resp.contains("over the server's"), "{resp}");
+    assert!(took < std::time::Duration::from_secs(2));
+    // Sends 10 of 100 declared bytes, then stalls: 408 after the timeout.
+    let (resp, took) = raw(
+        "POST /v1/table/t/create/ HTTP/1.1\r\nhost: x\r\nx-api-key: k\r\ncontent-length: 100\r\nconnection: close\r\n\r\n".into(),
+        vec![0; 10],
+    )
+    .await;
+    assert!(resp.starts_with("HTTP/1.1 408"), "{resp}");
+    assert!(took < std::time::Duration::from_secs(3), "{took:?}");
+    // A full disk during create: 507 naming the condition, not 400.
+    let c = Client::new(&h.url());
+    full.store(true, Ordering::SeqCst);
+    let (s, b) = c
+        .post(
+            "/v1/table/t/create/",
+            "application/vnd.apache.arrow.stream",
+            ipc_rows(&[(1, 1)]),
+            &[],
+        )
+        .await;
+    assert_eq!(s, 507, "{b}");
+    assert!(b.contains("No space left"), "{b}");
+    full.store(false, Ordering::SeqCst);
+    c.create("t", &[(1, 1)]).await;
+    assert_eq!(c.count("t", None).await, 1);
+    h.close().await;
+}
