@@ -130,7 +130,7 @@ pub fn read_deletions(
     let (start, end) = if len == 0 {
         (0, bytes.len())
     } else {
-        let end = offset.checked_add(len).unwrap_or(u64::MAX);
+        let end = offset.saturating_add(len);
         (
             usize::try_from(offset).unwrap_or(usize::MAX),
             usize::try_from(end).unwrap_or(usize::MAX),
