@@ -5,6 +5,7 @@ mod support;
 
 mod bad_input;
 mod durability;
+mod fuzz;
 mod memwal;
 mod model;
 mod served;
