@@ -36,115 +36,123 @@ fn guarded(f: impl FnOnce() -> Result<Data>) -> Result<Data> {
 /// its compressed length (LZ4 and ZSTD top out near 255:1).
 const MAX_COMPRESSION_RATIO: u64 = 300;
 
+fn bad(what: &str) -> Error {
+    Error::invalid(format!("malformed Arrow IPC data: {what}"))
+}
+
 /// Checks the declared uncompressed length of every compressed buffer
 /// before arrow-ipc allocates it: a patched length asks for an allocation
 /// the process cannot make, which aborts (no panic to catch).
 fn check_compressed_lengths(bytes: &[u8]) -> Result<()> {
-    let bad = |what: &str| Error::invalid(format!("malformed Arrow IPC data: {what}"));
-    let check_message = |meta: &[u8], body: &[u8]| -> Result<()> {
-        let msg =
-            arrow_ipc::root_as_message(meta).map_err(|_| bad("a message header is not valid"))?;
-        let rb = match (
-            msg.header_as_record_batch(),
-            msg.header_as_dictionary_batch(),
-        ) {
-            (Some(rb), _) => rb,
-            (None, Some(d)) => match d.data() {
-                Some(rb) => rb,
-                None => return Ok(()),
-            },
-            _ => return Ok(()),
-        };
-        if rb.compression().is_none() {
-            return Ok(());
-        }
-        for b in rb.buffers().into_iter().flatten() {
-            let (off, len) = (b.offset(), b.length());
-            if len < 8 {
-                continue;
-            }
-            let start = usize::try_from(off).map_err(|_| bad("a buffer offset is negative"))?;
-            let head = body
-                .get(start..start + 8)
-                .ok_or_else(|| bad("a buffer lies outside the message body"))?;
-            let declared = i64::from_le_bytes(head.try_into().unwrap_or([0; 8]));
-            if declared > 0 && declared as u64 > MAX_COMPRESSION_RATIO * len as u64 + 4096 {
-                return Err(bad(&format!(
-                    "a compressed buffer of {len} bytes declares {declared} bytes uncompressed"
-                )));
-            }
-        }
-        Ok(())
-    };
-    let message_at = |pos: usize| -> Result<Option<(usize, usize)>> {
-        // (metadata start, metadata length) of the message at `pos`.
-        let word = |p: usize| -> Result<i32> {
-            let w = bytes
-                .get(p..p + 4)
-                .ok_or_else(|| bad("the data ends inside a message"))?;
-            Ok(i32::from_le_bytes([w[0], w[1], w[2], w[3]]))
-        };
-        let (start, len) = match word(pos)? {
-            -1 => (pos + 8, word(pos + 4)?),
-            n => (pos + 4, n),
-        };
-        if len == 0 {
-            return Ok(None);
-        }
-        let len = usize::try_from(len).map_err(|_| bad("a message length is negative"))?;
-        Ok(Some((start, len)))
-    };
-    let body_of = |meta: &[u8], start: usize| -> Result<(usize, &[u8])> {
-        let msg =
-            arrow_ipc::root_as_message(meta).map_err(|_| bad("a message header is not valid"))?;
-        let n = usize::try_from(msg.bodyLength()).map_err(|_| bad("a body length is negative"))?;
-        let body = bytes
-            .get(
-                start
-                    ..start
-                        .checked_add(n)
-                        .ok_or_else(|| bad("a body length overflows"))?,
-            )
-            .ok_or_else(|| bad("a message body runs past the end of the data"))?;
-        Ok((n, body))
-    };
     if bytes.starts_with(FILE_MAGIC) {
-        let n = bytes.len();
-        let flen = bytes
-            .get(n.saturating_sub(10)..n.saturating_sub(6))
-            .map(|w| i32::from_le_bytes([w[0], w[1], w[2], w[3]]))
-            .ok_or_else(|| bad("the file has no footer"))?;
-        let flen = usize::try_from(flen).map_err(|_| bad("the footer length is negative"))?;
-        let footer = bytes
-            .get(n.saturating_sub(10 + flen)..n.saturating_sub(10))
-            .ok_or_else(|| bad("the footer lies outside the file"))?;
-        let footer =
-            arrow_ipc::root_as_footer(footer).map_err(|_| bad("the footer is not valid"))?;
-        let blocks = footer.recordBatches().into_iter().flatten();
-        for b in blocks.chain(footer.dictionaries().into_iter().flatten()) {
-            let pos = usize::try_from(b.offset()).map_err(|_| bad("a block offset is negative"))?;
-            let Some((start, len)) = message_at(pos)? else {
-                continue;
-            };
-            let meta = bytes
-                .get(start..start + len)
-                .ok_or_else(|| bad("a block lies outside the file"))?;
-            let (_, body) = body_of(meta, pos + b.metaDataLength().max(0) as usize)?;
-            check_message(meta, body)?;
-        }
+        check_file(bytes)
+    } else {
+        check_stream(bytes)
+    }
+}
+
+/// One message: its record batch's compressed buffers against their body.
+fn check_message(meta: &[u8], body: &[u8]) -> Result<()> {
+    let msg = arrow_ipc::root_as_message(meta).map_err(|_| bad("a message header is not valid"))?;
+    let rb = match (
+        msg.header_as_record_batch(),
+        msg.header_as_dictionary_batch(),
+    ) {
+        (Some(rb), _) => rb,
+        (None, Some(d)) => match d.data() {
+            Some(rb) => rb,
+            None => return Ok(()),
+        },
+        _ => return Ok(()),
+    };
+    if rb.compression().is_none() {
         return Ok(());
     }
+    for b in rb.buffers().into_iter().flatten() {
+        let (off, len) = (b.offset(), b.length());
+        if len < 8 {
+            continue;
+        }
+        let start = usize::try_from(off).map_err(|_| bad("a buffer offset is negative"))?;
+        let head = body
+            .get(start..start.saturating_add(8))
+            .ok_or_else(|| bad("a buffer lies outside the message body"))?;
+        let declared = i64::from_le_bytes(head.try_into().unwrap_or([0; 8]));
+        if declared > 0 && declared as u64 > MAX_COMPRESSION_RATIO * len as u64 + 4096 {
+            return Err(bad(&format!(
+                "a compressed buffer of {len} bytes declares {declared} bytes uncompressed"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// (metadata start, metadata length) of the message at `pos`; `None` at
+/// the end-of-stream marker.
+fn message_at(bytes: &[u8], pos: usize) -> Result<Option<(usize, usize)>> {
+    let word = |p: usize| -> Result<i32> {
+        let w = bytes
+            .get(p..p.saturating_add(4))
+            .ok_or_else(|| bad("the data ends inside a message"))?;
+        Ok(i32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+    };
+    let (start, len) = match word(pos)? {
+        -1 => (pos + 8, word(pos + 4)?),
+        n => (pos + 4, n),
+    };
+    if len == 0 {
+        return Ok(None);
+    }
+    let len = usize::try_from(len).map_err(|_| bad("a message length is negative"))?;
+    Ok(Some((start, len)))
+}
+
+/// The metadata at `start..start + len` and the body that follows at `body_at`.
+fn message(bytes: &[u8], start: usize, len: usize, body_at: usize) -> Result<(&[u8], &[u8])> {
+    let meta = bytes
+        .get(start..start.saturating_add(len))
+        .ok_or_else(|| bad("the data ends inside a message"))?;
+    let msg = arrow_ipc::root_as_message(meta).map_err(|_| bad("a message header is not valid"))?;
+    let n = usize::try_from(msg.bodyLength()).map_err(|_| bad("a body length is negative"))?;
+    let body = bytes
+        .get(body_at..body_at.saturating_add(n))
+        .ok_or_else(|| bad("a message body runs past the end of the data"))?;
+    Ok((meta, body))
+}
+
+fn check_stream(bytes: &[u8]) -> Result<()> {
     let mut pos = 0;
     while pos < bytes.len() {
-        let Some((start, len)) = message_at(pos)? else {
+        let Some((start, len)) = message_at(bytes, pos)? else {
             break;
         };
-        let meta = bytes
-            .get(start..start + len)
-            .ok_or_else(|| bad("the data ends inside a message"))?;
-        let (n, body) = body_of(meta, start + len)?;
+        let (meta, body) = message(bytes, start, len, start + len)?;
         check_message(meta, body)?;
-        pos = start + len + n;
+        pos = start + len + body.len();
+    }
+    Ok(())
+}
+
+fn check_file(bytes: &[u8]) -> Result<()> {
+    let n = bytes.len();
+    let flen = bytes
+        .get(n.saturating_sub(10)..n.saturating_sub(6))
+        .map(|w| i32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+        .ok_or_else(|| bad("the file has no footer"))?;
+    let flen = usize::try_from(flen).map_err(|_| bad("the footer length is negative"))?;
+    let footer = bytes
+        .get(n.saturating_sub(10 + flen)..n.saturating_sub(10))
+        .ok_or_else(|| bad("the footer lies outside the file"))?;
+    let footer = arrow_ipc::root_as_footer(footer).map_err(|_| bad("the footer is not valid"))?;
+    let blocks = footer.recordBatches().into_iter().flatten();
+    for b in blocks.chain(footer.dictionaries().into_iter().flatten()) {
+        let pos = usize::try_from(b.offset()).map_err(|_| bad("a block offset is negative"))?;
+        let Some((start, len)) = message_at(bytes, pos)? else {
+            continue;
+        };
+        let body_at = pos.saturating_add(b.metaDataLength().max(0) as usize);
+        let (meta, body) = message(bytes, start, len, body_at)?;
+        check_message(meta, body)?;
     }
     Ok(())
 }

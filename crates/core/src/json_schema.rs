@@ -176,6 +176,14 @@ fn parse_type(t: &Value) -> Result<DataType> {
         "timestamp[ms]" => DataType::Timestamp(TimeUnit::Millisecond, None),
         "timestamp" | "timestamp[us]" => DataType::Timestamp(TimeUnit::Microsecond, None),
         "timestamp[ns]" => DataType::Timestamp(TimeUnit::Nanosecond, None),
+        "fixed_size_list" | "list" | "large_list" | "struct" => parse_nested(&lower, t)?,
+        other => return Err(bad(format!("unknown type '{other}'"))),
+    })
+}
+
+/// List, fixed-size list and struct types (with child fields).
+fn parse_nested(name: &str, t: &Value) -> Result<DataType> {
+    Ok(match name {
         "fixed_size_list" => {
             let n = t
                 .get("length")
@@ -185,7 +193,7 @@ fn parse_type(t: &Value) -> Result<DataType> {
         }
         "list" => DataType::List(child(t)?),
         "large_list" => DataType::LargeList(child(t)?),
-        "struct" => DataType::Struct(
+        _ => DataType::Struct(
             t.get("fields")
                 .and_then(Value::as_array)
                 .ok_or_else(|| bad("struct without fields"))?
@@ -194,7 +202,6 @@ fn parse_type(t: &Value) -> Result<DataType> {
                 .collect::<Result<Vec<_>>>()?
                 .into(),
         ),
-        other => return Err(bad(format!("unknown type '{other}'"))),
     })
 }
 

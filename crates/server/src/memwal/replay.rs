@@ -55,34 +55,13 @@ pub(crate) fn open(
             "WAL recovered with losses of unacknowledged or cut records"
         );
     }
-    let mut frozen = VecDeque::new();
-    let schema = active.schema.clone();
-    let mut active = active;
-    if !active.is_empty() {
-        let on = active.on.clone();
-        frozen.push_back(Arc::new(std::mem::replace(
-            &mut active,
-            Memtable::new(on, schema),
-        )));
-    }
-    let shared = Arc::new(Shared {
-        name: name.to_string(),
-        base,
-        wal_dir,
-        cfg: cfg.clone(),
-        overlay: RwLock::new(Overlay { active, frozen }),
-        changed: Condvar::new(),
-        changed_lock: Mutex::new(()),
-        poisoned: Mutex::new(None),
+    let start = Start {
+        active,
+        last_seq,
+        flushed,
         failed,
-        last_seq: AtomicU64::new(last_seq),
-        flushed_seq: AtomicU64::new(flushed),
-        flushes: AtomicU64::new(0),
-        flush_failures: AtomicU32::new(0),
-        flush_lock: Mutex::new(()),
-        stop: AtomicBool::new(false),
-        dropped: AtomicBool::new(false),
-    });
+    };
+    let shared = Arc::new(shared_state(name, base, wal_dir, &cfg, start));
     let (tx, rx) = mpsc::sync_channel::<Job>(4096);
     let mut threads = Vec::new();
     if shared.failed.is_none() {
@@ -105,6 +84,58 @@ pub(crate) fn open(
         tx,
         threads: Mutex::new(threads),
     }))
+}
+
+/// Where replay left the table.
+struct Start {
+    active: Memtable,
+    last_seq: u64,
+    flushed: u64,
+    failed: Option<String>,
+}
+
+/// The table's shared state; replayed rows wait in the frozen queue.
+fn shared_state(
+    name: &str,
+    base: NativeTable,
+    wal_dir: PathBuf,
+    cfg: &MemWalConfig,
+    start: Start,
+) -> Shared {
+    let Start {
+        active,
+        last_seq,
+        flushed,
+        failed,
+    } = start;
+    let mut frozen = VecDeque::new();
+    let schema = active.schema.clone();
+    let mut active = active;
+    if !active.is_empty() {
+        let on = active.on.clone();
+        frozen.push_back(Arc::new(std::mem::replace(
+            &mut active,
+            Memtable::new(on, schema),
+        )));
+    }
+    Shared {
+        name: name.to_string(),
+        base,
+        wal_dir,
+        cfg: cfg.clone(),
+        overlay: RwLock::new(Overlay { active, frozen }),
+        changed: Condvar::new(),
+        changed_lock: Mutex::new(()),
+        poisoned: Mutex::new(None),
+        failed,
+        last_seq: AtomicU64::new(last_seq),
+        flushed_seq: AtomicU64::new(flushed),
+        flushes: AtomicU64::new(0),
+        flush_failures: AtomicU32::new(0),
+        flush_lock: Mutex::new(()),
+        stop: AtomicBool::new(false),
+        dropped: AtomicBool::new(false),
+    }
 }
 
 /// The key columns and rows of one record.

@@ -303,93 +303,108 @@ pub fn recover(dir: &Path, mode: RecoveryMode, flushed: u64) -> std::io::Result<
     let mut rec = Recovered::default();
     let mut expect: Option<u64> = None;
     for (i, (first, path)) in segs.iter().enumerate() {
-        let last_segment = i + 1 == segs.len();
-        let bytes = read_segment(path)?;
-        let damage = |offset: usize, what: String| Damage {
-            segment: path.clone(),
-            offset: offset as u64,
-            what,
+        let last = i + 1 == segs.len();
+        let Some(d) = recover_segment(&mut rec, &mut expect, *first, path, last, flushed)? else {
+            continue;
         };
-        let found = match expect {
-            None if *first > flushed + 1 => Some(damage(
-                0,
-                format!("the WAL starts at record {first} but the base table holds records up to {flushed} only: records {} to {} are missing", flushed + 1, first - 1),
-            )),
-            Some(e) if *first != e => Some(damage(
-                0,
-                format!("the segment starts at record {first} where record {e} was due"),
-            )),
-            _ => None,
-        };
-        let found = found.or_else(|| {
-            let format = match bytes.get(..MAGIC.len()) {
-                Some(m) if m == MAGIC => 2,
-                Some(m) if m == MAGIC_V1 => 1,
-                _ => return Some(damage(0, "bad segment header (magic)".into())),
-            };
-            let d = decode_records(&bytes[MAGIC.len()..], format, *first);
-            let valid = MAGIC.len() + d.end;
-            expect = Some(*first + d.records.len() as u64);
-            rec.records.extend(d.records);
-            match d.stop {
-                Stop::Clean if valid < bytes.len() => {
-                    // Zeros: space a crash (or an old preallocation) left.
-                    let _ = cut_file(path, valid as u64);
-                    None
-                }
-                Stop::Clean => None,
-                Stop::Torn if last_segment => {
-                    tracing::warn!(path = %path.display(), dropped = bytes.len() - valid,
-                        "torn WAL tail cut (a crash mid-append; it was never acknowledged)");
-                    rec.torn_bytes += (bytes.len() - valid) as u64;
-                    cut_file(path, valid as u64)
-                        .err()
-                        .map(|e| damage(valid, format!("cannot cut the torn tail: {e}")))
-                }
-                Stop::Torn => Some(damage(
-                    valid,
-                    "a short or failing record ends a segment that is not the last".into(),
-                )),
-                Stop::Bad(what) => Some(damage(valid, what)),
-            }
-        });
-        // A segment whose header never became durable (a crash in create).
-        let found = match found {
-            Some(d)
-                if last_segment
-                    && d.offset == 0
-                    && bytes.len() < MAGIC.len()
-                    && expect.is_none_or(|e| e == *first) =>
-            {
-                fs::remove_file(path)?;
-                rec.torn_bytes += bytes.len() as u64;
-                None
-            }
-            f => f,
-        };
-        let Some(d) = found else { continue };
         match mode {
-            RecoveryMode::Strict => {
-                rec.damage = Some(d);
-                return Ok(rec);
-            }
+            RecoveryMode::Strict => rec.damage = Some(d),
             RecoveryMode::CutAtFirstBad => {
                 tracing::error!(damage = %d, "WAL cut at the first bad record (--recovery cut)");
-                cut_file(
-                    path,
-                    d.offset.max(MAGIC.len() as u64).min(bytes.len() as u64),
-                )?;
-                for (_, later) in &segs[i + 1..] {
-                    let mut to = later.clone().into_os_string();
-                    to.push(".cut");
-                    fs::rename(later, &to)?;
-                }
+                cut_at(&d, &segs[i + 1..])?;
                 rec.cut.push(d);
-                return Ok(rec);
             }
         }
+        return Ok(rec);
     }
     Ok(rec)
+}
+
+/// Cuts the damaged segment at the damage (renaming it `*.wal.cut` when
+/// nothing before the damage is intact) and renames every later segment.
+fn cut_at(d: &Damage, later: &[(u64, PathBuf)]) -> std::io::Result<()> {
+    let rename = |p: &Path| {
+        let mut to = p.to_path_buf().into_os_string();
+        to.push(".cut");
+        fs::rename(p, &to)
+    };
+    if d.offset <= MAGIC.len() as u64 {
+        rename(&d.segment)?;
+    } else {
+        cut_file(&d.segment, d.offset)?;
+    }
+    for (_, p) in later {
+        rename(p)?;
+    }
+    Ok(())
+}
+
+/// Reads one segment into `rec`; returns the damage that stops recovery.
+fn recover_segment(
+    rec: &mut Recovered,
+    expect: &mut Option<u64>,
+    first: u64,
+    path: &Path,
+    last: bool,
+    flushed: u64,
+) -> std::io::Result<Option<Damage>> {
+    let bytes = read_segment(path)?;
+    let damage = |offset: usize, what: String| Damage {
+        segment: path.to_path_buf(),
+        offset: offset as u64,
+        what,
+    };
+    match *expect {
+        None if first > flushed + 1 => {
+            return Ok(Some(damage(0, format!(
+                "the WAL starts at record {first} but the base table holds records up to {flushed} only: records {} to {} are missing",
+                flushed + 1,
+                first - 1
+            ))))
+        }
+        Some(e) if first != e => {
+            return Ok(Some(damage(0, format!(
+                "the segment starts at record {first} where record {e} was due"
+            ))))
+        }
+        _ => {}
+    }
+    let format = match bytes.get(..MAGIC.len()) {
+        Some(m) if m == MAGIC => 2,
+        Some(m) if m == MAGIC_V1 => 1,
+        _ if last && bytes.len() < MAGIC.len() => {
+            // A segment whose header never became durable (a crash in create).
+            fs::remove_file(path)?;
+            rec.torn_bytes += bytes.len() as u64;
+            return Ok(None);
+        }
+        _ => return Ok(Some(damage(0, "bad segment header (magic)".into()))),
+    };
+    let d = decode_records(&bytes[MAGIC.len()..], format, first);
+    let valid = MAGIC.len() + d.end;
+    *expect = Some(first + d.records.len() as u64);
+    rec.records.extend(d.records);
+    Ok(match d.stop {
+        Stop::Clean if valid < bytes.len() => {
+            // Zeros: space a crash (or an old preallocation) left.
+            let _ = cut_file(path, valid as u64);
+            None
+        }
+        Stop::Clean => None,
+        Stop::Torn if last => {
+            tracing::warn!(path = %path.display(), dropped = bytes.len() - valid,
+                "torn WAL tail cut (a crash mid-append; it was never acknowledged)");
+            rec.torn_bytes += (bytes.len() - valid) as u64;
+            cut_file(path, valid as u64)
+                .err()
+                .map(|e| damage(valid, format!("cannot cut the torn tail: {e}")))
+        }
+        Stop::Torn => Some(damage(
+            valid,
+            "a short or failing record ends a segment that is not the last".into(),
+        )),
+        Stop::Bad(what) => Some(damage(valid, what)),
+    })
 }
 
 /// Opens WAL segment files; the indirection lets tests inject faults.
@@ -757,6 +772,12 @@ mod tests {
         let r = strict(dir.path());
         assert!(r.damage.expect("damage").what.contains("magic"));
         assert!(path.exists(), "the segment is kept");
+        // Cut mode sets the whole segment aside (nothing in it is intact)
+        // and later recoveries are clean.
+        let r = recover(dir.path(), RecoveryMode::CutAtFirstBad, 0).expect("cut");
+        assert_eq!((r.records.len(), r.cut.len()), (0, 1));
+        assert!(dir.path().join(format!("{:020}.wal.cut", 1)).exists());
+        assert!(strict(dir.path()).damage.is_none());
     }
 
     /// Regression (item 6): damage in an earlier segment left a hole while
