@@ -75,6 +75,31 @@ impl ServerHandle {
         format!("http://{}", self.addr)
     }
 
+    /// Merges every table's buffered MemWAL rows into its table (within
+    /// `limit`), and says what it did: for a graceful shutdown.
+    pub async fn flush_all(&self, limit: std::time::Duration) -> String {
+        let tables = self.state.tables();
+        let (mut done, mut failed) = (0, Vec::new());
+        for (name, t) in tables {
+            match tokio::time::timeout(limit, t.memwal().flush_all()).await {
+                Ok(Ok(())) => done += 1,
+                Ok(Err(e)) => failed.push(format!("{name}: {e}")),
+                Err(_) => failed.push(format!(
+                    "{name}: not flushed within {} ms",
+                    limit.as_millis()
+                )),
+            }
+        }
+        if failed.is_empty() {
+            format!("{done} table(s) flushed")
+        } else {
+            format!(
+                "{done} table(s) flushed; not flushed (their WAL keeps every acknowledged row): {}",
+                failed.join("; ")
+            )
+        }
+    }
+
     /// Stops accepting, finishes in-flight requests, stops the MemWAL threads.
     pub async fn close(mut self) {
         if let Some(s) = self.shutdown.take() {

@@ -1,68 +1,120 @@
-//! `memwal-server --data DIR [--host 127.0.0.1] [--port N] [--api-key K]
-//! [--max-body-bytes N] [--flush-rows N] [--flush-interval-ms N] [--flush-bytes N]
-//! [--persist sync|buffer] [--recovery strict|cut]`
-//! Prints `memwal-server listening on http://HOST:PORT` once it accepts.
+//! `memwal-server`: the LanceDB REST protocol with the MemWAL write path, as
+//! operators run it. Every option has an environment-variable fallback
+//! (`MEMWAL_DATA`, `MEMWAL_API_KEY`, ...: a key on the command line shows in
+//! `ps`); `--help` lists them. Prints `memwal-server listening on
+//! http://HOST:PORT` once it accepts; on SIGTERM or Ctrl-C it stops
+//! accepting, merges every table's buffered rows into the table, reports
+//! and exits (a SIGKILL loses nothing acknowledged either: the WAL replays).
 
 use std::time::Duration;
 
-use memwal_server::{start, ServerConfig};
+use clap::{Parser, ValueEnum};
+use memwal_server::memwal::PersistMode;
+use memwal_server::{start, RecoveryMode, ServerConfig};
 
-fn usage() -> ! {
-    eprintln!(
-        "usage: memwal-server --data DIR [--host 127.0.0.1] [--port 0] [--api-key KEY] \
-         [--max-body-bytes N] [--flush-rows N] [--flush-interval-ms N] [--flush-bytes N] [--body-timeout-ms N]\n\
-         [--persist sync|buffer] [--recovery strict|cut]\n\
-         --persist buffer: acknowledge before the WAL is fsync'ed (measurements only: a crash loses writes)\n\
-         --recovery strict (default): a damaged WAL (anything but a torn tail of its last\n\
-           segment, or a gap in sequence numbers) fails its table with 503 and keeps the files;\n\
-         --recovery cut: cut each damaged WAL at its first bad record (later records are lost;\n\
-           later segments are renamed *.wal.cut)\n\
-         log level: MEMWAL_LOG (e.g. info, debug; default info)"
-    );
-    std::process::exit(2)
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Persist {
+    /// fdatasync the WAL before acknowledging (the default).
+    Sync,
+    /// Acknowledge before the WAL is synced (measurements only: a crash loses writes).
+    Buffer,
 }
 
-fn parse_args() -> ServerConfig {
-    let mut args = std::env::args().skip(1);
-    let mut cfg = ServerConfig::new("");
-    let mut data = None;
-    while let Some(a) = args.next() {
-        let mut val = || args.next().unwrap_or_else(|| usage());
-        match a.as_str() {
-            "--data" => data = Some(val()),
-            "--host" => cfg.host = val(),
-            "--port" => cfg.port = val().parse().unwrap_or_else(|_| usage()),
-            "--api-key" => cfg.api_key = Some(val()),
-            "--max-body-bytes" => cfg.max_body_bytes = val().parse().unwrap_or_else(|_| usage()),
-            "--flush-rows" => cfg.memwal.flush_rows = val().parse().unwrap_or_else(|_| usage()),
-            "--flush-interval-ms" => {
-                cfg.memwal.flush_interval =
-                    Duration::from_millis(val().parse().unwrap_or_else(|_| usage()))
-            }
-            "--body-timeout-ms" => {
-                cfg.body_timeout = Duration::from_millis(val().parse().unwrap_or_else(|_| usage()))
-            }
-            "--flush-bytes" => cfg.memwal.flush_bytes = val().parse().unwrap_or_else(|_| usage()),
-            "--persist" => {
-                cfg.memwal.persist = match val().as_str() {
-                    "sync" => memwal_server::memwal::PersistMode::SyncData,
-                    "buffer" => memwal_server::memwal::PersistMode::Buffer,
-                    _ => usage(),
-                }
-            }
-            "--recovery" => {
-                cfg.memwal.recovery = match val().as_str() {
-                    "strict" => memwal_server::RecoveryMode::Strict,
-                    "cut" => memwal_server::RecoveryMode::CutAtFirstBad,
-                    _ => usage(),
-                }
-            }
-            "-h" | "--help" => usage(),
-            _ => usage(),
-        }
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Recovery {
+    /// Cut only a torn tail of a WAL's last segment; any other damage or a gap fails the table
+    /// (503 naming segment and offset) and keeps the files.
+    Strict,
+    /// Cut a damaged WAL at its first bad record (later records are lost; later segments are
+    /// renamed *.wal.cut).
+    Cut,
+}
+
+/// The LanceDB REST protocol over local tables, with the MemWAL write path.
+#[derive(Debug, Parser)]
+#[command(
+    name = "memwal-server",
+    version,
+    about,
+    after_help = "Log level: MEMWAL_LOG (e.g. info, debug; default info)."
+)]
+struct Args {
+    /// Folder of the tables and their WALs.
+    #[arg(long, env = "MEMWAL_DATA")]
+    data: std::path::PathBuf,
+    /// Address to listen on.
+    #[arg(long, env = "MEMWAL_HOST", default_value = "127.0.0.1")]
+    host: String,
+    /// Port (0: any free port).
+    #[arg(long, env = "MEMWAL_PORT", default_value_t = 0)]
+    port: u16,
+    /// The x-api-key every request must carry (none: any request is accepted). Prefer the
+    /// environment variable: a key on the command line shows in `ps`.
+    #[arg(long, env = "MEMWAL_API_KEY", hide_env_values = true)]
+    api_key: Option<String>,
+    /// Largest request body in bytes (413 beyond, before it is read when its length is declared).
+    #[arg(long, env = "MEMWAL_MAX_BODY_BYTES", default_value_t = 256 << 20)]
+    max_body_bytes: usize,
+    /// Time a request body has to arrive in whole, in ms (408 after).
+    #[arg(long, env = "MEMWAL_BODY_TIMEOUT_MS", default_value_t = 30_000)]
+    body_timeout_ms: u64,
+    /// Freeze a table's active memtable (and merge it into the table) at this many rows.
+    #[arg(long, env = "MEMWAL_FLUSH_ROWS", default_value_t = 50_000)]
+    flush_rows: usize,
+    /// ... or at this many bytes of upserts.
+    #[arg(long, env = "MEMWAL_FLUSH_BYTES", default_value_t = 64 << 20)]
+    flush_bytes: usize,
+    /// ... or when its oldest row is this old, in ms.
+    #[arg(long, env = "MEMWAL_FLUSH_INTERVAL_MS", default_value_t = 2_000)]
+    flush_interval_ms: u64,
+    /// Durability of WAL appends.
+    #[arg(long, env = "MEMWAL_PERSIST", value_enum, default_value = "sync")]
+    persist: Persist,
+    /// What recovery does with a damaged WAL.
+    #[arg(long, env = "MEMWAL_RECOVERY", value_enum, default_value = "strict")]
+    recovery: Recovery,
+    /// On SIGTERM, time allowed to merge buffered rows before exiting, in ms.
+    #[arg(long, env = "MEMWAL_SHUTDOWN_FLUSH_MS", default_value_t = 30_000)]
+    shutdown_flush_ms: u64,
+}
+
+impl Args {
+    fn config(&self) -> ServerConfig {
+        let mut cfg = ServerConfig::new(&self.data);
+        cfg.host = self.host.clone();
+        cfg.port = self.port;
+        cfg.api_key = self.api_key.clone();
+        cfg.max_body_bytes = self.max_body_bytes;
+        cfg.body_timeout = Duration::from_millis(self.body_timeout_ms);
+        cfg.memwal.flush_rows = self.flush_rows.max(1);
+        cfg.memwal.flush_bytes = self.flush_bytes.max(1);
+        cfg.memwal.flush_interval = Duration::from_millis(self.flush_interval_ms.max(1));
+        cfg.memwal.persist = match self.persist {
+            Persist::Sync => PersistMode::SyncData,
+            Persist::Buffer => PersistMode::Buffer,
+        };
+        cfg.memwal.recovery = match self.recovery {
+            Recovery::Strict => RecoveryMode::Strict,
+            Recovery::Cut => RecoveryMode::CutAtFirstBad,
+        };
+        cfg
     }
-    cfg.data_dir = data.unwrap_or_else(|| usage()).into();
-    cfg
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn stop_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
 }
 
 #[tokio::main]
@@ -73,8 +125,8 @@ async fn main() {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
-    let cfg = parse_args();
-    let handle = match start(cfg).await {
+    let args = Args::parse();
+    let handle = match start(args.config()).await {
         Ok(h) => h,
         Err(e) => {
             eprintln!("memwal-server: {e}");
@@ -82,6 +134,10 @@ async fn main() {
         }
     };
     println!("memwal-server listening on {}", handle.url());
-    let _ = tokio::signal::ctrl_c().await;
+    stop_signal().await;
+    let report = handle
+        .flush_all(Duration::from_millis(args.shutdown_flush_ms))
+        .await;
+    eprintln!("memwal-server: shutting down; {report}");
     handle.close().await;
 }

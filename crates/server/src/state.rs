@@ -186,6 +186,14 @@ impl AppState {
             .collect()
     }
 
+    /// The open tables.
+    pub fn tables(&self) -> Vec<(String, ServedTable)> {
+        lock(&self.tables)
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+
     /// Stops every table's MemWAL threads.
     pub fn shutdown(&self) {
         for (_, t) in lock(&self.tables).drain() {

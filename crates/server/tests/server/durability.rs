@@ -120,3 +120,54 @@ async fn every_acknowledged_row_survives_sigkill() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// The binary as operators run it: every option from the environment (the
+/// key never on the command line), and SIGTERM merges the buffered rows into
+/// the table before exiting, saying so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_flushes_and_options_come_from_the_environment() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_memwal-server"))
+        .env("MEMWAL_DATA", dir.path())
+        .env("MEMWAL_API_KEY", "k")
+        .env("MEMWAL_FLUSH_INTERVAL_MS", "3600000")
+        .env("MEMWAL_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn memwal-server");
+    let out = child.stdout.take().expect("stdout");
+    let mut line = String::new();
+    BufReader::new(out).read_line(&mut line).expect("line");
+    let url = line.trim().rsplit(' ').next().expect("url").to_string();
+    let c = Client::new(&url);
+    c.create("t", &[(0, 0)]).await;
+    for i in 1..=20 {
+        c.upsert("t", &[(i, i)], true).await;
+    }
+    let mut wrong = Client::new(&url);
+    wrong.key = "nope".into();
+    let (s, _) = wrong
+        .post(
+            "/v1/table/t/count_rows/",
+            "application/json",
+            b"{}".to_vec(),
+            &[],
+        )
+        .await;
+    assert_eq!(s, 401, "the key came from MEMWAL_API_KEY");
+    let pid = child.id().to_string();
+    let killed = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let out = child.wait_with_output().expect("exit");
+    assert!(out.status.success(), "{:?}", out.status);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("1 table(s) flushed"), "{err}");
+    // The rows are in the table itself now, not only in the WAL.
+    let db = memwal_core::NativeDatabase::open(dir.path().to_str().expect("p")).expect("db");
+    let t = db.open_table_sync("t").expect("table");
+    assert_eq!(t.count_rows_sync(None).expect("count"), 21);
+}
