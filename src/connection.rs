@@ -36,7 +36,7 @@ pub struct Connection {
 
 /// Opens a database. `header_provider` (remote only) is called before
 /// every try of every request for headers to add.
-#[napi]
+#[napi(catch_unwind)]
 pub async fn connect(
     uri: String,
     options: Option<ConnectOptions>,
@@ -67,19 +67,19 @@ pub async fn connect(
 #[napi]
 impl Connection {
     /// The URI it was opened with.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn uri(&self) -> String {
         self.uri.clone()
     }
 
     /// Table names, sorted.
-    #[napi]
+    #[napi(catch_unwind)]
     pub async fn table_names(&self) -> napi::Result<Vec<String>> {
         self.inner.table_names().await.map_err(error::core)
     }
 
     /// Creates a table from Arrow IPC bytes.
-    #[napi]
+    #[napi(catch_unwind)]
     pub async fn create_table(
         &self,
         name: String,
@@ -111,7 +111,7 @@ impl Connection {
     }
 
     /// Opens a table (in a namespace, for remote databases).
-    #[napi]
+    #[napi(catch_unwind)]
     pub async fn open_table(
         &self,
         name: String,
@@ -126,7 +126,7 @@ impl Connection {
     }
 
     /// Drops a table (in a namespace, for remote databases).
-    #[napi]
+    #[napi(catch_unwind)]
     pub async fn drop_table(
         &self,
         name: String,

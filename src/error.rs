@@ -9,7 +9,7 @@ use napi::{Error, Status};
 use napi_derive::napi;
 
 /// Every error code, as `lib/errors.ts` must list them (a jest test checks).
-#[napi]
+#[napi(catch_unwind)]
 pub fn error_codes() -> Vec<String> {
     ErrorCode::ALL
         .iter()

@@ -70,7 +70,7 @@ impl From<MergeResult> for MergeInsertResult {
 
 /// Runs the merge-insert validation alone (so JS can fail before it
 /// converts data or sends anything).
-#[napi]
+#[napi(catch_unwind)]
 pub fn validate_merge_insert(options: MergeInsertOptions) -> napi::Result<()> {
     memwal_core::merge::validate(&options.into()).map_err(crate::error::core)
 }

@@ -28,7 +28,7 @@ pub struct Server {
 }
 
 /// Starts the server (port 0 picks a free port).
-#[napi]
+#[napi(catch_unwind)]
 pub async fn serve(options: ServeOptions) -> napi::Result<Server> {
     let mut cfg = memwal_server::ServerConfig::new(&options.data_dir);
     if let Some(h) = options.host {
@@ -60,19 +60,19 @@ pub async fn serve(options: ServeOptions) -> napi::Result<Server> {
 #[napi]
 impl Server {
     /// `http://127.0.0.1:PORT`.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn url(&self) -> String {
         self.url.clone()
     }
 
     /// The bound port.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn port(&self) -> u32 {
         self.port
     }
 
     /// Stops the server (every acknowledged write is in the WAL).
-    #[napi]
+    #[napi(catch_unwind)]
     pub async fn close(&self) -> napi::Result<()> {
         let h = self.handle.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(h) = h {

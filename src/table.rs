@@ -88,26 +88,26 @@ fn non_negative(v: Option<i64>, what: &str) -> napi::Result<Option<usize>> {
 #[napi]
 impl Table {
     /// The table name.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn name(&self) -> String {
         self.inner.name().to_string()
     }
 
     /// The schema, as an Arrow IPC stream with no batches.
-    #[napi]
+    #[napi(catch_unwind)]
     pub async fn schema(&self) -> napi::Result<Buffer> {
         let s = self.inner.schema().await.map_err(error::core)?;
         Ok(ipc::encode_schema(&s).map_err(error::core)?.into())
     }
 
     /// The current version.
-    #[napi]
+    #[napi(catch_unwind)]
     pub async fn version(&self) -> napi::Result<i64> {
         Ok(to_i64(self.inner.version().await.map_err(error::core)?))
     }
 
     /// Every version, oldest first.
-    #[napi]
+    #[napi(catch_unwind)]
     pub async fn list_versions(&self) -> napi::Result<Vec<Version>> {
         let v = self.inner.list_versions().await.map_err(error::core)?;
         Ok(v.into_iter()
@@ -121,7 +121,7 @@ impl Table {
     }
 
     /// A read-only view of `version` (omitted: the latest, writable table).
-    #[napi]
+    #[napi(catch_unwind)]
     pub async fn checkout(&self, version: Option<i64>) -> napi::Result<Table> {
         let v = version
             .map(|v| {
@@ -135,7 +135,7 @@ impl Table {
     }
 
     /// Rows, optionally only those matching `filter`.
-    #[napi]
+    #[napi(catch_unwind)]
     pub async fn count_rows(&self, filter: Option<String>) -> napi::Result<i64> {
         Ok(to_i64(
             self.inner.count_rows(filter).await.map_err(error::core)?,
@@ -143,7 +143,7 @@ impl Table {
     }
 
     /// Adds rows (Arrow IPC bytes); returns the new version.
-    #[napi]
+    #[napi(catch_unwind)]
     pub async fn add(&self, data: Buffer, mode: Option<String>) -> napi::Result<i64> {
         let mode = match mode.as_deref() {
             None | Some("append") => AddMode::Append,
@@ -161,7 +161,7 @@ impl Table {
     }
 
     /// Deletes rows matching `predicate`.
-    #[napi]
+    #[napi(catch_unwind)]
     pub async fn delete(&self, predicate: String) -> napi::Result<DeleteResult> {
         let r = self.inner.delete(&predicate).await.map_err(error::core)?;
         Ok(DeleteResult {
@@ -171,7 +171,7 @@ impl Table {
     }
 
     /// Sets columns to SQL expressions on rows matching `where`.
-    #[napi]
+    #[napi(catch_unwind)]
     pub async fn update(
         &self,
         filter: Option<String>,
@@ -191,7 +191,7 @@ impl Table {
     }
 
     /// Scans rows; returns an Arrow IPC stream.
-    #[napi]
+    #[napi(catch_unwind)]
     pub async fn query(&self, options: QueryOptions) -> napi::Result<Buffer> {
         let columns = options.columns.clone();
         let req = QueryRequest {
@@ -215,7 +215,7 @@ impl Table {
     }
 
     /// Compacts fragments and purges deleted rows.
-    #[napi]
+    #[napi(catch_unwind)]
     pub async fn optimize(&self) -> napi::Result<OptimizeStats> {
         let s = self.inner.optimize().await.map_err(error::core)?;
         Ok(OptimizeStats {
@@ -227,7 +227,7 @@ impl Table {
     }
 
     /// Runs a merge insert (validated first: nothing runs if invalid).
-    #[napi]
+    #[napi(catch_unwind)]
     pub async fn merge_insert(
         &self,
         options: MergeInsertOptions,
