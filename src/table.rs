@@ -3,8 +3,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use memwal_core::table::scan::answer_schema;
+use memwal_core::vector::IndexTuning;
 use memwal_core::{
-    ipc, merge::validate, AddMode, Data, MergeInsertParams, QueryRequest, Table as CoreTable,
+    ipc, merge::validate, AddMode, Data, DistanceType, MergeInsertParams, QueryRequest,
+    Table as CoreTable, VectorQuery,
 };
 use napi::bindgen_prelude::Buffer;
 use napi_derive::napi;
@@ -56,13 +59,90 @@ pub struct OptimizeStats {
     pub deleted_rows_purged: i64,
 }
 
-/// A scan request.
+/// A scan request, or a vector search when `vectors` is set.
 #[napi(object)]
 pub struct QueryOptions {
     pub filter: Option<String>,
     pub columns: Option<Vec<String>>,
     pub limit: Option<i64>,
     pub offset: Option<i64>,
+    pub with_row_id: Option<bool>,
+    /// Query vectors (one or several).
+    pub vectors: Option<Vec<Vec<f64>>>,
+    pub column: Option<String>,
+    pub distance_type: Option<String>,
+    /// false: filter after ranking.
+    pub prefilter: Option<bool>,
+    pub lower_bound: Option<f64>,
+    pub upper_bound: Option<f64>,
+    pub nprobes: Option<u32>,
+    pub minimum_nprobes: Option<u32>,
+    pub maximum_nprobes: Option<u32>,
+    pub ef: Option<u32>,
+    pub refine_factor: Option<u32>,
+    pub bypass_vector_index: Option<bool>,
+    pub fast_search: Option<bool>,
+}
+
+fn f32_of(what: &str, x: f64) -> napi::Result<f32> {
+    let v = x as f32;
+    if x.is_finite() && !v.is_finite() {
+        return Err(error::invalid(format!(
+            "{what} {x} is outside the float32 range"
+        )));
+    }
+    Ok(v)
+}
+
+impl QueryOptions {
+    /// The core request (vector values checked by the core's plan).
+    fn into_request(self) -> napi::Result<QueryRequest> {
+        let nearest = match self.vectors {
+            None => None,
+            Some(vs) => {
+                let vectors = vs
+                    .iter()
+                    .map(|v| v.iter().map(|x| f32_of("query vector value", *x)).collect())
+                    .collect::<napi::Result<Vec<Vec<f32>>>>()?;
+                Some(VectorQuery {
+                    vectors,
+                    column: self.column,
+                    distance_type: self
+                        .distance_type
+                        .as_deref()
+                        .map(str::parse::<DistanceType>)
+                        .transpose()
+                        .map_err(error::core)?,
+                    prefilter: self.prefilter.unwrap_or(true),
+                    lower_bound: self
+                        .lower_bound
+                        .map(|x| f32_of("distanceRange lower bound", x))
+                        .transpose()?,
+                    upper_bound: self
+                        .upper_bound
+                        .map(|x| f32_of("distanceRange upper bound", x))
+                        .transpose()?,
+                    tuning: IndexTuning {
+                        nprobes: self.nprobes,
+                        minimum_nprobes: self.minimum_nprobes,
+                        maximum_nprobes: self.maximum_nprobes,
+                        ef: self.ef,
+                        refine_factor: self.refine_factor,
+                        bypass_vector_index: self.bypass_vector_index.unwrap_or(false),
+                        fast_search: self.fast_search.unwrap_or(false),
+                    },
+                })
+            }
+        };
+        Ok(QueryRequest {
+            filter: self.filter,
+            columns: self.columns,
+            limit: non_negative(self.limit, "limit")?,
+            offset: non_negative(self.offset, "offset")?,
+            with_row_id: self.with_row_id.unwrap_or(false),
+            nearest,
+        })
+    }
 }
 
 /// A table handle.
@@ -190,23 +270,17 @@ impl Table {
         })
     }
 
-    /// Scans rows; returns an Arrow IPC stream.
+    /// Scans rows or searches vectors; returns an Arrow IPC stream.
     #[napi(catch_unwind)]
     pub async fn query(&self, options: QueryOptions) -> napi::Result<Buffer> {
-        let columns = options.columns.clone();
-        let req = QueryRequest {
-            filter: options.filter,
-            columns: options.columns,
-            limit: non_negative(options.limit, "limit")?,
-            offset: non_negative(options.offset, "offset")?,
-        };
-        let batches = self.inner.query(req).await.map_err(error::core)?;
+        let req = options.into_request()?;
+        let batches = self.inner.query(req.clone()).await.map_err(error::core)?;
         let schema = match batches.first() {
             Some(b) => b.schema(),
             None => {
-                // No rows: still return the projected schema.
+                // No batch: still return the answer's schema.
                 let s = self.inner.schema().await.map_err(error::core)?;
-                Arc::new(projected(&s, columns)?)
+                answer_schema(&s, &req).map_err(error::core)?
             }
         };
         Ok(ipc::encode_stream(&schema, &batches)
@@ -242,24 +316,5 @@ impl Table {
             .await
             .map_err(error::core)?;
         Ok(r.into())
-    }
-}
-
-fn projected(
-    s: &arrow_schema::Schema,
-    cols: Option<Vec<String>>,
-) -> napi::Result<arrow_schema::Schema> {
-    match cols {
-        None => Ok(s.clone()),
-        Some(cols) => {
-            let idx: Vec<usize> = cols
-                .iter()
-                .map(|c| {
-                    s.index_of(c)
-                        .map_err(|_| error::invalid(format!("unknown column '{c}'")))
-                })
-                .collect::<napi::Result<_>>()?;
-            s.project(&idx).map_err(|e| error::invalid(e.to_string()))
-        }
     }
 }

@@ -6,7 +6,8 @@
 //! [`merge`] (the builder, validation and the O(k) executor, using
 //! [`keys`] and [`filter`]) -> [`db`] (a folder of tables). [`traits`]
 //! defines what remote tables implement too; [`ipc`] converts Arrow IPC
-//! bytes at the edges.
+//! bytes at the edges; [`vector`] ranks rows of any set of tiers by
+//! distance (exact search, SIMD kernels).
 
 pub mod db;
 pub mod error;
@@ -23,9 +24,11 @@ pub mod schema;
 pub mod storage;
 pub mod table;
 pub mod traits;
+pub mod vector;
 
 pub use db::{NativeDatabase, NativeDb};
 pub use error::{Error, ErrorCode, Result};
 pub use merge::{MergeInsertBuilder, MergeInsertParams, MergeResult};
 pub use table::{NativeTable, Snapshot};
 pub use traits::*;
+pub use vector::{DistanceType, VectorQuery};

@@ -159,3 +159,21 @@ pub fn validate_new_schema(schema: &Schema) -> Result<SchemaRef> {
     }
     Ok(Arc::new(Schema::new(schema.fields().clone())))
 }
+
+/// Column indices of a `select` list (an unknown name is an error naming it).
+pub fn projection(schema: &Schema, columns: Option<&[String]>) -> Result<Option<Vec<usize>>> {
+    columns
+        .map(|cols| {
+            cols.iter()
+                .map(|c| {
+                    schema.index_of(c).map_err(|_| {
+                        Error::invalid(format!(
+                            "unknown column '{c}' in select (available: {})",
+                            column_list(schema)
+                        ))
+                    })
+                })
+                .collect::<Result<Vec<usize>>>()
+        })
+        .transpose()
+}

@@ -90,7 +90,7 @@ pub struct VersionInfo {
     pub metadata: BTreeMap<String, String>,
 }
 
-/// A scan: filter, projection, paging.
+/// A scan (filter, projection, paging) or, with `nearest`, a vector search.
 #[derive(Debug, Clone, Default)]
 pub struct QueryRequest {
     /// SQL filter over the table's columns.
@@ -101,6 +101,11 @@ pub struct QueryRequest {
     pub limit: Option<usize>,
     /// Skip this many matching rows first.
     pub offset: Option<usize>,
+    /// Add a `_rowid` column (UInt64; stable for a row within a version).
+    pub with_row_id: bool,
+    /// Rank rows by distance to query vectors (a vector query: `limit` is
+    /// `k`, 10 when `None`).
+    pub nearest: Option<crate::vector::VectorQuery>,
 }
 
 /// Outcome of `delete`.

@@ -407,22 +407,7 @@ impl Table for RemoteTable {
         })
     }
     async fn query(&self, request: QueryRequest) -> memwal_core::Result<Vec<RecordBatch>> {
-        // The official client's shape: no limit is k = i64::MAX.
-        let mut body = json!({
-            "k": request.limit.map_or(i64::MAX as u64, |k| k as u64),
-            "prefilter": true,
-            "vector": [],
-            "version": self.version,
-        });
-        if let Some(f) = request.filter {
-            body["filter"] = json!(f);
-        }
-        if let Some(c) = request.columns {
-            body["columns"] = json!(c);
-        }
-        if let Some(o) = request.offset {
-            body["offset"] = json!(o);
-        }
+        let body = memwal_core::protocol::query_body(&request, self.version);
         let (resp, rid) = self.send_json("query/", Some(&body)).await?;
         let raw = resp.bytes().await.map_err(|e| Error::Response {
             message: e.to_string(),

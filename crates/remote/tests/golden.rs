@@ -351,6 +351,7 @@ async fn every_operation_matches_the_official_client_capture() {
         columns: Some(vec!["id".into(), "a".into()]),
         limit: Some(10),
         offset: Some(1),
+        ..Default::default()
     })
     .await
     .expect("query");

@@ -13,10 +13,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use memwal_core::protocol::{
-    self, DeleteResponse, MergeInsertResponse, OptimizeResponse, PredicateBody, QueryBody,
+    self, header, DeleteResponse, MergeInsertResponse, OptimizeResponse, PredicateBody, QueryBody,
     UpdateBody, UpdateResponse, VersionBody, VersionResponse, ARROW_FILE, ARROW_STREAM,
+    PHALANX_VERSION,
 };
-use memwal_core::{ipc, json_schema, NativeTable, QueryRequest};
+use memwal_core::table::scan::answer_schema;
+use memwal_core::{ipc, json_schema, NativeTable};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use subtle::ConstantTimeEq;
@@ -47,7 +49,18 @@ pub fn router(state: Arc<AppState>) -> Router {
         .layer(middleware::from_fn_with_state(state.clone(), read_body))
         .layer(middleware::from_fn_with_state(state.clone(), auth))
         .layer(DefaultBodyLimit::max(max))
+        .layer(middleware::map_response(advertise))
         .with_state(state)
+}
+
+/// Every answer carries the protocol level clients may use
+/// (`phalanx-version`: several query vectors in one request).
+async fn advertise(mut r: Response) -> Response {
+    r.headers_mut().insert(
+        header::PHALANX_VERSION,
+        axum::http::HeaderValue::from_static(PHALANX_VERSION),
+    );
+    r
 }
 
 async fn auth(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
@@ -315,15 +328,8 @@ async fn query(
     body: Bytes,
 ) -> Result<Response> {
     let b: QueryBody = json_body(&body)?;
-    b.check_plain()?;
-    let columns = b.column_names()?;
+    let req = b.to_request()?;
     let t = state.table(&name)?;
-    let req = QueryRequest {
-        filter: b.filter,
-        columns,
-        limit: b.limit.or(b.k).map(|k| k.min(usize::MAX as u64) as usize),
-        offset: b.offset.map(|o| o.min(usize::MAX as u64) as usize),
-    };
     let (schema, batches) = blocking(move || {
         let batches = match at_version(&t, b.version)? {
             Some(old) => old.query_sync(&req)?,
@@ -331,16 +337,7 @@ async fn query(
         };
         let schema = match batches.first() {
             Some(b) => b.schema(),
-            None => {
-                let s = t.memwal().base().schema_sync()?;
-                match &req.columns {
-                    Some(c) => {
-                        let idx: Vec<usize> = c.iter().filter_map(|n| s.index_of(n).ok()).collect();
-                        Arc::new(s.project(&idx).map_err(memwal_core::Error::from)?)
-                    }
-                    None => s,
-                }
-            }
+            None => answer_schema(&*t.memwal().base().schema_sync()?, &req)?,
         };
         Ok((schema, batches))
     })

@@ -1,15 +1,20 @@
-//! Reads: counting and scanning live rows with a filter, projection and paging.
+//! Reads: counting and scanning live rows with a filter, projection and
+//! paging (and `_rowid` when asked), and exact vector search over a
+//! snapshot's fragments.
 
-use arrow::array::{BooleanArray, RecordBatch};
-use arrow::compute::{and, filter_record_batch};
-use arrow_schema::Schema;
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, BooleanArray, RecordBatch, UInt64Array};
+use arrow::compute::{and, filter, filter_record_batch};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use super::{NativeTable, Snapshot};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::filter::{Predicate, Resolve};
 use crate::fragment::LoadedFragment;
-use crate::keys::column_list;
+use crate::schema::projection;
 use crate::traits::QueryRequest;
+use crate::vector::{self, RowIds, Tier, VectorPlan, ROW_ID_COLUMN};
 
 /// The live rows of `f` that pass `pred`, as a mask (`None`: all rows).
 pub(crate) fn row_mask(
@@ -41,24 +46,6 @@ pub(crate) fn predicate(snap: &Snapshot, filter: Option<&str>) -> Result<Option<
         .transpose()
 }
 
-/// Column indices of a `select` list (an unknown name is an error naming it).
-pub fn projection(schema: &Schema, columns: Option<&[String]>) -> Result<Option<Vec<usize>>> {
-    columns
-        .map(|cols| {
-            cols.iter()
-                .map(|c| {
-                    schema.index_of(c).map_err(|_| {
-                        Error::invalid(format!(
-                            "unknown column '{c}' in select (available: {})",
-                            column_list(schema)
-                        ))
-                    })
-                })
-                .collect::<Result<Vec<usize>>>()
-        })
-        .transpose()
-}
-
 /// Applies offset, limit and projection to matching rows as they stream by.
 pub struct Pager {
     skip: usize,
@@ -68,12 +55,20 @@ pub struct Pager {
 }
 
 impl Pager {
-    /// A pager for `req` over `schema`.
+    /// A pager for `req` over `schema`. With `req.with_row_id`, every batch
+    /// pushed carries a `_rowid` column after the table's (see
+    /// [`with_row_ids`]) and the pager keeps it last.
     pub fn new(schema: &Schema, req: &QueryRequest) -> Result<Self> {
+        let mut projection = projection(schema, req.columns.as_deref())?;
+        if req.with_row_id {
+            let mut p = projection.unwrap_or_else(|| (0..schema.fields().len()).collect());
+            p.push(schema.fields().len());
+            projection = Some(p);
+        }
         Ok(Self {
             skip: req.offset.unwrap_or(0),
             remaining: req.limit.unwrap_or(usize::MAX),
-            projection: projection(schema, req.columns.as_deref())?,
+            projection,
             out: Vec::new(),
         })
     }
@@ -109,8 +104,51 @@ impl Pager {
     }
 }
 
-/// Scans rows of a snapshot.
+/// The schema of the answer to `req` over a table of `schema` (for an
+/// answer with no batch to carry it).
+pub fn answer_schema(schema: &Schema, req: &QueryRequest) -> Result<SchemaRef> {
+    if req.nearest.is_some() {
+        return Ok(VectorPlan::new(schema, req)?.output);
+    }
+    let mut fields: Vec<Field> = match projection(schema, req.columns.as_deref())? {
+        Some(idx) => idx.iter().map(|i| schema.field(*i).clone()).collect(),
+        None => schema.fields().iter().map(|f| f.as_ref().clone()).collect(),
+    };
+    if req.with_row_id {
+        fields.push(Field::new(ROW_ID_COLUMN, DataType::UInt64, true));
+    }
+    Ok(Arc::new(Schema::new(fields)))
+}
+
+/// `batch` with a `_rowid` column appended.
+pub fn with_row_ids(batch: &RecordBatch, ids: ArrayRef) -> Result<RecordBatch> {
+    let mut fields: Vec<Field> = batch
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
+    fields.push(Field::new(ROW_ID_COLUMN, DataType::UInt64, true));
+    let mut cols = batch.columns().to_vec();
+    cols.push(ids);
+    Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)?)
+}
+
+/// The row ids of a fragment's rows (`id << 32 | offset`), masked.
+fn fragment_row_ids(f: &LoadedFragment, mask: Option<&BooleanArray>) -> Result<ArrayRef> {
+    let ids =
+        UInt64Array::from_iter_values((0..f.batch.num_rows() as u64).map(|i| (f.id << 32) | i));
+    Ok(match mask {
+        Some(m) => filter(&ids, m)?,
+        None => Arc::new(ids),
+    })
+}
+
+/// Scans rows of a snapshot (or searches it, for a vector query).
 pub fn scan_snapshot(snap: &Snapshot, req: &QueryRequest) -> Result<Vec<RecordBatch>> {
+    if req.nearest.is_some() {
+        return search_snapshot(snap, req).map(|b| vec![b]);
+    }
     let pred = predicate(snap, req.filter.as_deref())?;
     let mut pager = Pager::new(&snap.manifest.schema, req)?;
     for f in &snap.fragments {
@@ -118,9 +156,28 @@ pub fn scan_snapshot(snap: &Snapshot, req: &QueryRequest) -> Result<Vec<RecordBa
             break;
         }
         let mask = row_mask(f, pred.as_ref())?;
-        pager.push(apply(&f.batch, mask.as_ref())?)?;
+        let mut b = apply(&f.batch, mask.as_ref())?;
+        if req.with_row_id {
+            b = with_row_ids(&b, fragment_row_ids(f, mask.as_ref())?)?;
+        }
+        pager.push(b)?;
     }
     Ok(pager.finish())
+}
+
+/// Exact vector search over a snapshot's live rows.
+pub fn search_snapshot(snap: &Snapshot, req: &QueryRequest) -> Result<RecordBatch> {
+    let plan = VectorPlan::new(&snap.manifest.schema, req)?;
+    let tiers: Vec<Tier> = snap
+        .fragments
+        .iter()
+        .map(|f| Tier {
+            batch: f.batch.clone(),
+            mask: f.live_mask(),
+            row_ids: RowIds::Fragment(f.id),
+        })
+        .collect();
+    vector::search(&plan, &tiers)
 }
 
 impl NativeTable {

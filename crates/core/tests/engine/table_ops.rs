@@ -99,6 +99,7 @@ fn delete_update_query_optimize() {
             columns: Some(vec!["id".into()]),
             limit: Some(2),
             offset: Some(1),
+            ..Default::default()
         })
         .expect("query");
     let n: usize = q.iter().map(|b| b.num_rows()).sum();

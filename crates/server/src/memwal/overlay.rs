@@ -1,5 +1,6 @@
 //! Reads through a MemWAL: base rows overlaid by memtable rows, newest
-//! first, latest write wins. Memtables already merged into the base (their
+//! first, latest write wins; scans and vector searches alike read the same
+//! tiers (each base fragment masked, then the memtable rows). Memtables already merged into the base (their
 //! last sequence number is at most the base's flushed one) are skipped. A
 //! base row whose key a memtable holds is replaced by the memtable's row
 //! (each such base row, as a native merge would update each), and a
@@ -8,12 +9,13 @@
 
 use std::sync::Arc;
 
-use arrow::array::{BooleanArray, RecordBatch, UInt32Array};
-use arrow::compute::{and, concat_batches, filter_record_batch, take_record_batch};
+use arrow::array::{ArrayRef, BooleanArray, RecordBatch, UInt32Array, UInt64Array};
+use arrow::compute::{and, concat_batches, filter, filter_record_batch, take_record_batch};
 use hashbrown::HashMap;
 use memwal_core::filter::{Predicate, Resolve};
 use memwal_core::keys::{Key, KeyEncoder};
-use memwal_core::table::scan::Pager;
+use memwal_core::table::scan::{with_row_ids, Pager};
+use memwal_core::vector::{RowIds, Tier, VectorPlan};
 use memwal_core::{QueryRequest, Snapshot};
 
 use super::{flushed_seq_in, MemWalTable};
@@ -112,70 +114,103 @@ impl MemWalTable {
         Ok(batches.iter().map(|b| b.num_rows() as u64).sum())
     }
 
-    /// A scan through the overlay.
+    /// A scan (or a vector search) through the overlay.
     pub fn query(&self, req: &QueryRequest) -> Result<Vec<RecordBatch>> {
         self.shared.check_readable()?;
         let v = self.view()?;
-        let Some(mem_rows) = v.rows else {
+        let Some(mem_rows) = &v.rows else {
             return Ok(memwal_core::table::scan::scan_snapshot(&v.snap, req)?);
         };
+        let tiers = tiers(&v, mem_rows)?;
         let schema = v.snap.schema();
+        if req.nearest.is_some() {
+            let plan = VectorPlan::new(&schema, req)?;
+            return Ok(vec![memwal_core::vector::search(&plan, &tiers)?]);
+        }
         let pred = req
             .filter
             .as_deref()
             .filter(|f| !f.trim().is_empty())
             .map(|f| Predicate::parse(f, &schema, Resolve::Plain))
             .transpose()?;
-        let enc = KeyEncoder::new(&schema, &v.on)?;
-        let mut out = Vec::new();
-        // Memtable rows standing in for base rows, and which were used.
-        let mut replaced: Vec<u32> = Vec::new();
-        let mut used = vec![false; mem_rows.num_rows()];
-        for f in &v.snap.fragments {
-            let keys = enc.encode(&f.batch)?;
-            let keep: BooleanArray = keys
-                .iter()
-                .enumerate()
-                .map(|(i, k)| {
-                    if f.deleted.contains(i as u32) {
-                        return Some(false);
-                    }
-                    match k.as_ref().and_then(|k| v.keys.get(k)) {
-                        Some(&m) => {
-                            replaced.push(m as u32);
-                            used[m] = true;
-                            Some(false)
-                        }
-                        None => Some(true),
-                    }
-                })
-                .collect();
-            let mask = match &pred {
-                Some(p) => and(&keep, &p.mask(&f.batch)?)?,
-                None => keep,
-            };
-            let b = filter_record_batch(&f.batch, &mask)?;
-            if b.num_rows() > 0 {
-                out.push(b);
-            }
-        }
-        let mut idx = replaced;
-        idx.extend((0..used.len()).filter(|i| !used[*i]).map(|i| i as u32));
-        let m = take_record_batch(&mem_rows, &UInt32Array::from(idx))?;
-        let m = match &pred {
-            Some(p) => filter_record_batch(&m, &p.mask(&m)?)?,
-            None => m,
-        };
-        if m.num_rows() > 0 {
-            out.push(m);
-        }
         let mut pager = Pager::new(&schema, req)?;
-        for b in out {
+        for t in &tiers {
             if pager.full() {
                 break;
+            }
+            let mask = match (&t.mask, &pred) {
+                (Some(m), Some(p)) => Some(and(m, &p.mask(&t.batch)?)?),
+                (None, Some(p)) => Some(p.mask(&t.batch)?),
+                (m, None) => m.clone(),
+            };
+            let mut b = match &mask {
+                Some(m) => filter_record_batch(&t.batch, m)?,
+                None => t.batch.clone(),
+            };
+            if req.with_row_id {
+                let ids = ids_of(&t.row_ids, t.batch.num_rows());
+                let ids: ArrayRef = match &mask {
+                    Some(m) => filter(&ids, m)?,
+                    None => Arc::new(ids),
+                };
+                b = with_row_ids(&b, ids)?;
             }
             pager.push(b)?;
         }
         Ok(pager.finish())
     }
+}
+
+/// Row ids of memtable rows: `2^63 | position` in this read's view (rows
+/// in memory belong to no version; their ids hold for one read).
+pub const MEMTABLE_ROW_ID_BASE: u64 = 1 << 63;
+
+fn ids_of(ids: &RowIds, n: usize) -> UInt64Array {
+    UInt64Array::from_iter_values((0..n).map(|i| ids.get(i)))
+}
+
+/// The view as tiers: each base fragment with the rows that are live and
+/// not superseded by a memtable row, then the memtable rows (a memtable row
+/// standing in for two base rows of its key appears twice, as a native
+/// merge would have updated both).
+fn tiers(v: &View, mem_rows: &RecordBatch) -> Result<Vec<Tier>> {
+    let enc = KeyEncoder::new(&v.snap.schema(), &v.on)?;
+    let mut out = Vec::with_capacity(v.snap.fragments.len() + 1);
+    let mut replaced: Vec<u32> = Vec::new();
+    let mut used = vec![false; mem_rows.num_rows()];
+    for f in &v.snap.fragments {
+        let keys = enc.encode(&f.batch)?;
+        let keep: BooleanArray = keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| {
+                if f.deleted.contains(i as u32) {
+                    return Some(false);
+                }
+                match k.as_ref().and_then(|k| v.keys.get(k)) {
+                    Some(&m) => {
+                        replaced.push(m as u32);
+                        used[m] = true;
+                        Some(false)
+                    }
+                    None => Some(true),
+                }
+            })
+            .collect();
+        out.push(Tier {
+            batch: f.batch.clone(),
+            mask: Some(keep),
+            row_ids: RowIds::Fragment(f.id),
+        });
+    }
+    let mut idx = replaced;
+    idx.extend((0..used.len()).filter(|i| !used[*i]).map(|i| i as u32));
+    let ids =
+        UInt64Array::from_iter_values(idx.iter().map(|i| MEMTABLE_ROW_ID_BASE | u64::from(*i)));
+    out.push(Tier {
+        batch: take_record_batch(mem_rows, &UInt32Array::from(idx))?,
+        mask: None,
+        row_ids: RowIds::Given(ids),
+    });
+    Ok(out)
 }

@@ -10,6 +10,9 @@ use crate::error::{Error, Result};
 use crate::merge::{MergeInsertParams, MergeResult};
 use crate::traits::{AddMode, CreateMode, CreateOptions};
 
+mod query;
+pub use query::{query_body, QueryBody, PHALANX_VERSION};
+
 /// Content type of an Arrow IPC stream body.
 pub const ARROW_STREAM: &str = "application/vnd.apache.arrow.stream";
 /// Content type of an Arrow IPC file body (query answers).
@@ -25,6 +28,8 @@ pub mod header {
     pub const REQUEST_TIMEOUT_MS: &str = "x-request-timeout-ms";
     /// The version a read must reflect at least (read-after-write).
     pub const MIN_VERSION: &str = "x-lancedb-min-version";
+    /// The server's protocol level (what clients may send).
+    pub const PHALANX_VERSION: &str = "phalanx-version";
 }
 
 /// Query parameters of `merge_insert/`.
@@ -207,128 +212,6 @@ pub struct UpdateBody {
     /// `column = SQL` pairs.
     #[serde(default)]
     pub updates: Vec<(String, String)>,
-}
-
-/// The body of `query/`, every field the official clients send (an
-/// unknown field is an error naming it, never a silence).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct QueryBody {
-    /// `[]` for a plain query; one vector or a list of vectors.
-    pub vector: Option<serde_json::Value>,
-    /// Rows (or neighbours) to return; i64::MAX means no limit.
-    pub k: Option<u64>,
-    /// Older name of `k`.
-    pub limit: Option<u64>,
-    /// Rows to skip.
-    pub offset: Option<u64>,
-    /// SQL filter.
-    pub filter: Option<String>,
-    /// A list of names, or `{alias: sql}`.
-    pub columns: Option<serde_json::Value>,
-    /// Version to read (null: latest).
-    pub version: Option<u64>,
-    /// Filter before ranking (vector queries).
-    pub prefilter: Option<bool>,
-    /// Vector query: distance.
-    pub distance_type: Option<String>,
-    /// Vector query: the column.
-    pub vector_column: Option<String>,
-    /// Vector query: IVF probes.
-    pub nprobes: Option<u64>,
-    /// Vector query: IVF probes, lower bound.
-    pub minimum_nprobes: Option<u64>,
-    /// Vector query: IVF probes, upper bound.
-    pub maximum_nprobes: Option<u64>,
-    /// Vector query: lower distance bound.
-    pub lower_bound: Option<f64>,
-    /// Vector query: upper distance bound.
-    pub upper_bound: Option<f64>,
-    /// Vector query: HNSW search width.
-    pub ef: Option<u64>,
-    /// Vector query: re-rank factor.
-    pub refine_factor: Option<u64>,
-    /// Vector query: skip the index.
-    pub bypass_vector_index: Option<bool>,
-    /// Vector query: indexed rows only.
-    pub fast_search: Option<bool>,
-    /// Return `_rowid`.
-    pub with_row_id: Option<bool>,
-    /// Full-text search.
-    pub full_text_query: Option<serde_json::Value>,
-    /// Sort order.
-    pub order_by: Option<serde_json::Value>,
-    /// Read through the LSM (MemWAL) state: ours always does.
-    pub use_lsm: Option<bool>,
-    /// Approximate mode.
-    pub approx_mode: Option<serde_json::Value>,
-}
-
-impl QueryBody {
-    /// Whether a query vector was sent.
-    pub fn has_vector(&self) -> bool {
-        self.vector
-            .as_ref()
-            .is_some_and(|v| !v.is_null() && v.as_array().is_none_or(|a| !a.is_empty()))
-    }
-
-    /// Refuses what a plain query cannot do yet, naming the field.
-    pub fn check_plain(&self) -> Result<()> {
-        let not = |what: &str| {
-            Err(Error::not_supported(format!(
-                "{what} is not supported by memwal yet"
-            )))
-        };
-        if self.has_vector() {
-            return not("vector search (the `vector` field)");
-        }
-        if self.full_text_query.as_ref().is_some_and(|v| !v.is_null()) {
-            return not("full-text search (the `full_text_query` field)");
-        }
-        if self.order_by.as_ref().is_some_and(|v| !v.is_null()) {
-            return not("ordering (the `order_by` field)");
-        }
-        if self.with_row_id == Some(true) {
-            return not("`with_row_id`");
-        }
-        if self.lower_bound.is_some() || self.upper_bound.is_some() {
-            return Err(Error::invalid(
-                "`lower_bound` / `upper_bound` need a query vector",
-            ));
-        }
-        Ok(())
-    }
-
-    /// The columns to return: a list of names, or `{alias: column}` where
-    /// each alias is its column (SQL projections are not supported yet).
-    pub fn column_names(&self) -> Result<Option<Vec<String>>> {
-        use serde_json::Value;
-        match &self.columns {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::Array(a)) => a
-                .iter()
-                .map(|v| {
-                    v.as_str()
-                        .map(str::to_string)
-                        .ok_or_else(|| Error::invalid(format!("`columns` must be strings, got {v}")))
-                })
-                .collect::<Result<Vec<_>>>()
-                .map(Some),
-            Some(Value::Object(o)) => o
-                .iter()
-                .map(|(alias, e)| match e.as_str() {
-                    Some(col) if col == alias => Ok(alias.clone()),
-                    _ => Err(Error::not_supported(format!(
-                        "projection {alias:?} = {e} (SQL expressions in `columns`) is not supported by memwal yet"
-                    ))),
-                })
-                .collect::<Result<Vec<_>>>()
-                .map(Some),
-            Some(other) => Err(Error::invalid(format!(
-                "`columns` must be a list of names, got {other}"
-            ))),
-        }
-    }
 }
 
 /// The answer of `merge_insert/` (an empty body or `{}` reads as zeros).

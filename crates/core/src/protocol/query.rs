@@ -1,0 +1,330 @@
+//! The `query/` route's body: every field the official clients send, read
+//! into a [`QueryRequest`] (plain scan or vector search) by the server and
+//! written from one by the remote client, so both ends agree by
+//! construction.
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::error::{Error, Result};
+use crate::traits::QueryRequest;
+use crate::vector::{DistanceType, IndexTuning, VectorQuery};
+
+/// The `phalanx-version` this server speaks: 0.2.0 lets clients send
+/// several query vectors in one request (0.3.0 and up are full-text search,
+/// multipart writes and blobs, which memwal does not implement).
+pub const PHALANX_VERSION: &str = "0.2.0";
+
+/// The body of `query/`, every field the official clients send (an
+/// unknown field is an error naming it, never a silence).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueryBody {
+    /// `[]` for a plain query; one vector or a list of vectors.
+    pub vector: Option<serde_json::Value>,
+    /// Rows (or neighbours) to return; i64::MAX means no limit.
+    pub k: Option<u64>,
+    /// Older name of `k`.
+    pub limit: Option<u64>,
+    /// Rows to skip.
+    pub offset: Option<u64>,
+    /// SQL filter.
+    pub filter: Option<String>,
+    /// A list of names, or `{alias: sql}`.
+    pub columns: Option<serde_json::Value>,
+    /// Version to read (null: latest).
+    pub version: Option<u64>,
+    /// Filter before ranking (vector queries).
+    pub prefilter: Option<bool>,
+    /// Vector query: distance.
+    pub distance_type: Option<String>,
+    /// Vector query: the column.
+    pub vector_column: Option<String>,
+    /// Vector query: IVF probes.
+    pub nprobes: Option<u64>,
+    /// Vector query: IVF probes, lower bound.
+    pub minimum_nprobes: Option<u64>,
+    /// Vector query: IVF probes, upper bound.
+    pub maximum_nprobes: Option<u64>,
+    /// Vector query: lower distance bound.
+    pub lower_bound: Option<f64>,
+    /// Vector query: upper distance bound.
+    pub upper_bound: Option<f64>,
+    /// Vector query: HNSW search width.
+    pub ef: Option<u64>,
+    /// Vector query: re-rank factor.
+    pub refine_factor: Option<u64>,
+    /// Vector query: skip the index.
+    pub bypass_vector_index: Option<bool>,
+    /// Vector query: indexed rows only.
+    pub fast_search: Option<bool>,
+    /// Return `_rowid`.
+    pub with_row_id: Option<bool>,
+    /// Full-text search.
+    pub full_text_query: Option<serde_json::Value>,
+    /// Sort order.
+    pub order_by: Option<serde_json::Value>,
+    /// Read through the LSM (MemWAL) state: ours always does.
+    pub use_lsm: Option<bool>,
+    /// Approximate mode.
+    pub approx_mode: Option<serde_json::Value>,
+}
+
+impl QueryBody {
+    /// Whether a query vector was sent.
+    pub fn has_vector(&self) -> bool {
+        self.vector
+            .as_ref()
+            .is_some_and(|v| !v.is_null() && v.as_array().is_none_or(|a| !a.is_empty()))
+    }
+
+    /// The request this body asks for; what memwal does not implement is
+    /// refused naming the field.
+    pub fn to_request(&self) -> Result<QueryRequest> {
+        let not = |what: &str| {
+            Err(Error::not_supported(format!(
+                "{what} is not supported by memwal yet"
+            )))
+        };
+        if self.full_text_query.as_ref().is_some_and(|v| !v.is_null()) {
+            return not("full-text search (the `full_text_query` field)");
+        }
+        if self.order_by.as_ref().is_some_and(|v| !v.is_null()) {
+            return not("ordering (the `order_by` field)");
+        }
+        let nearest = if self.has_vector() {
+            Some(self.vector_query()?)
+        } else if self.lower_bound.is_some() || self.upper_bound.is_some() {
+            return Err(Error::invalid(
+                "`lower_bound` / `upper_bound` need a query vector",
+            ));
+        } else {
+            None
+        };
+        let k = self
+            .limit
+            .or(self.k)
+            .map(|k| usize::try_from(k).unwrap_or(usize::MAX));
+        Ok(QueryRequest {
+            filter: self.filter.clone().filter(|f| !f.trim().is_empty()),
+            columns: self.column_names()?,
+            limit: k,
+            offset: self
+                .offset
+                .map(|o| usize::try_from(o).unwrap_or(usize::MAX)),
+            with_row_id: self.with_row_id == Some(true),
+            nearest,
+        })
+    }
+
+    fn vector_query(&self) -> Result<VectorQuery> {
+        let vectors = parse_vectors(self.vector.as_ref().unwrap_or(&Value::Null))?;
+        let distance_type = self
+            .distance_type
+            .as_deref()
+            .map(str::parse::<DistanceType>)
+            .transpose()?;
+        let u32_of = |name: &str, v: Option<u64>| -> Result<Option<u32>> {
+            v.map(|x| {
+                u32::try_from(x).map_err(|_| Error::invalid(format!("`{name}` = {x} is too large")))
+            })
+            .transpose()
+        };
+        Ok(VectorQuery {
+            vectors,
+            column: self.vector_column.clone(),
+            distance_type,
+            prefilter: self.prefilter.unwrap_or(true),
+            lower_bound: self.lower_bound.map(|x| x as f32),
+            upper_bound: self.upper_bound.map(|x| x as f32),
+            tuning: IndexTuning {
+                nprobes: u32_of("nprobes", self.nprobes)?,
+                minimum_nprobes: u32_of("minimum_nprobes", self.minimum_nprobes)?,
+                maximum_nprobes: u32_of("maximum_nprobes", self.maximum_nprobes)?,
+                ef: u32_of("ef", self.ef)?,
+                refine_factor: u32_of("refine_factor", self.refine_factor)?,
+                bypass_vector_index: self.bypass_vector_index == Some(true),
+                fast_search: self.fast_search == Some(true),
+            },
+        })
+    }
+
+    /// The columns to return: a list of names, or `{alias: column}` where
+    /// each alias is its column (SQL projections are not supported yet).
+    pub fn column_names(&self) -> Result<Option<Vec<String>>> {
+        use serde_json::Value;
+        match &self.columns {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|v| {
+                    v.as_str()
+                        .map(str::to_string)
+                        .ok_or_else(|| Error::invalid(format!("`columns` must be strings, got {v}")))
+                })
+                .collect::<Result<Vec<_>>>()
+                .map(Some),
+            Some(Value::Object(o)) => o
+                .iter()
+                .map(|(alias, e)| match e.as_str() {
+                    Some(col) if col == alias => Ok(alias.clone()),
+                    _ => Err(Error::not_supported(format!(
+                        "projection {alias:?} = {e} (SQL expressions in `columns`) is not supported by memwal yet"
+                    ))),
+                })
+                .collect::<Result<Vec<_>>>()
+                .map(Some),
+            Some(other) => Err(Error::invalid(format!(
+                "`columns` must be a list of names, got {other}"
+            ))),
+        }
+    }
+}
+
+/// `vector` as one list of numbers or a list of such lists.
+fn parse_vectors(v: &Value) -> Result<Vec<Vec<f32>>> {
+    let bad = || {
+        Error::invalid(format!(
+            "`vector` must be a list of numbers or a list of lists of numbers, got {}",
+            preview(v)
+        ))
+    };
+    let list = v.as_array().ok_or_else(bad)?;
+    let one = |a: &Value| -> Result<Vec<f32>> {
+        a.as_array()
+            .ok_or_else(bad)?
+            .iter()
+            .map(|x| x.as_f64().map(|f| f as f32).ok_or_else(bad))
+            .collect()
+    };
+    if list.iter().all(Value::is_number) {
+        return one(v).map(|x| vec![x]);
+    }
+    list.iter().map(one).collect()
+}
+
+/// The start of a JSON value, for error messages.
+fn preview(v: &Value) -> String {
+    let s = v.to_string();
+    match s.char_indices().nth(80) {
+        Some((i, _)) => format!("{}...", &s[..i]),
+        None => s,
+    }
+}
+
+/// The body the official client sends for `req` at `version` (null:
+/// latest): `k`, `prefilter`, `vector` and `version` always; the vector
+/// fields with their nulls as the client sends them.
+pub fn query_body(req: &QueryRequest, version: Option<u64>) -> Value {
+    let mut body = json!({
+        "prefilter": req.nearest.as_ref().is_none_or(|q| q.prefilter),
+        "version": version,
+    });
+    match &req.nearest {
+        None => {
+            body["k"] = json!(req.limit.map_or(i64::MAX as u64, |k| k as u64));
+            body["vector"] = json!([]);
+        }
+        Some(q) => {
+            body["k"] = json!(req.limit.unwrap_or(crate::vector::DEFAULT_K));
+            body["vector"] = match q.vectors.as_slice() {
+                [one] => json!(one),
+                many => json!(many),
+            };
+            let t = &q.tuning;
+            let nprobes = t.nprobes.or(t.minimum_nprobes).unwrap_or(20);
+            body["nprobes"] = json!(nprobes);
+            body["minimum_nprobes"] = json!(t.minimum_nprobes.unwrap_or(nprobes));
+            body["maximum_nprobes"] = json!(t.maximum_nprobes.unwrap_or(nprobes));
+            body["lower_bound"] = json!(q.lower_bound);
+            body["upper_bound"] = json!(q.upper_bound);
+            body["ef"] = json!(t.ef);
+            body["refine_factor"] = json!(t.refine_factor);
+            if let Some(c) = &q.column {
+                body["vector_column"] = json!(c);
+            }
+            if let Some(d) = q.distance_type {
+                body["distance_type"] = json!(d.as_str());
+            }
+            if t.bypass_vector_index {
+                body["bypass_vector_index"] = json!(true);
+            }
+            if t.fast_search {
+                body["fast_search"] = json!(true);
+            }
+        }
+    }
+    if let Some(f) = &req.filter {
+        body["filter"] = json!(f);
+    }
+    if let Some(c) = &req.columns {
+        body["columns"] = json!(c);
+    }
+    if let Some(o) = req.offset {
+        body["offset"] = json!(o);
+    }
+    if req.with_row_id {
+        body["with_row_id"] = json!(true);
+    }
+    body
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(v: Value) -> Result<QueryRequest> {
+        serde_json::from_value::<QueryBody>(v)
+            .map_err(|e| Error::invalid(e.to_string()))?
+            .to_request()
+    }
+
+    #[test]
+    fn vector_requests_round_trip() {
+        let mut q = VectorQuery::new(vec![0.5, -1.0, 2.0]);
+        q.column = Some("v".into());
+        q.distance_type = Some(DistanceType::Cosine);
+        q.prefilter = false;
+        q.lower_bound = Some(0.25);
+        q.upper_bound = Some(4.0);
+        q.tuning.ef = Some(64);
+        q.tuning.refine_factor = Some(3);
+        q.tuning.bypass_vector_index = true;
+        let req = QueryRequest {
+            filter: Some("id > 1".into()),
+            columns: Some(vec!["id".into()]),
+            limit: Some(7),
+            offset: Some(2),
+            with_row_id: true,
+            nearest: Some(q),
+        };
+        let mut want = req.clone();
+        if let Some(n) = want.nearest.as_mut() {
+            n.tuning.nprobes = Some(20);
+            n.tuning.minimum_nprobes = Some(20);
+            n.tuning.maximum_nprobes = Some(20);
+        }
+        let back = parse(query_body(&req, Some(3))).expect("parse");
+        assert_eq!(back.nearest, want.nearest);
+        assert_eq!(
+            (back.limit, back.offset, back.with_row_id),
+            (Some(7), Some(2), true)
+        );
+        let multi = parse(json!({"vector": [[1.0, 2.0], [3.0, 4.0]], "k": 1})).expect("multi");
+        assert_eq!(multi.nearest.map(|n| n.vectors.len()), Some(2));
+    }
+
+    #[test]
+    fn bad_bodies_name_the_field() {
+        let e = parse(json!({"vector": [1.0, "x"]})).expect_err("string");
+        assert!(e.to_string().contains("`vector`"), "{e}");
+        let e = parse(json!({"vector": [1.0], "distance_type": "manhattan"})).expect_err("dt");
+        assert!(e.to_string().contains("manhattan"), "{e}");
+        let e = parse(json!({"vector": [1.0], "distance_type": "hamming"})).expect_err("hamming");
+        assert!(e.to_string().contains("not supported"), "{e}");
+        let e = parse(json!({"full_text_query": {"query": "a"}})).expect_err("fts");
+        assert!(e.to_string().contains("full_text_query"), "{e}");
+        let e = parse(json!({"lower_bound": 1.0})).expect_err("bound");
+        assert!(e.to_string().contains("lower_bound"), "{e}");
+    }
+}

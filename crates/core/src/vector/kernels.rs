@@ -1,0 +1,180 @@
+//! Distance kernels over `f32` slices: squared L2, dot product and the
+//! pieces of cosine, computed for a block of rows against one query.
+//!
+//! The loops keep 16 independent partial sums (two 8-lane vectors' worth),
+//! so the float additions are not one serial chain and the compiler turns
+//! them into SIMD. The same source is compiled twice: once plain (SSE2 on
+//! x86-64, NEON on aarch64), once with AVX2 + FMA enabled; the AVX2 copy is
+//! chosen at run time when the CPU has both. Results of the two copies can
+//! differ in the last bits (FMA rounds once), never more.
+
+/// Lanes of partial sums per kernel.
+pub(crate) const LANES: usize = 16;
+
+macro_rules! kernels {
+    ($l2:ident, $dot:ident, $madd:expr) => {
+        /// Squared L2 distance of every row of `rows` (`dim` floats each)
+        /// to `q`, written to `out`.
+        #[inline(always)]
+        fn $l2(q: &[f32], rows: &[f32], out: &mut [f32]) {
+            let madd: fn(f32, f32, f32) -> f32 = $madd;
+            let dim = q.len();
+            for (row, o) in rows.chunks_exact(dim).zip(out.iter_mut()) {
+                let mut acc = [0f32; $crate::vector::kernels::LANES];
+                let mut qc = q.chunks_exact($crate::vector::kernels::LANES);
+                let mut rc = row.chunks_exact($crate::vector::kernels::LANES);
+                for (a, b) in (&mut qc).zip(&mut rc) {
+                    for i in 0..$crate::vector::kernels::LANES {
+                        let d = a[i] - b[i];
+                        acc[i] = madd(d, d, acc[i]);
+                    }
+                }
+                let mut tail = 0f32;
+                for (a, b) in qc.remainder().iter().zip(rc.remainder()) {
+                    let d = a - b;
+                    tail = madd(d, d, tail);
+                }
+                *o = acc.iter().sum::<f32>() + tail;
+            }
+        }
+
+        /// Dot product of every row of `rows` with `q`, written to `out`.
+        #[inline(always)]
+        fn $dot(q: &[f32], rows: &[f32], out: &mut [f32]) {
+            let madd: fn(f32, f32, f32) -> f32 = $madd;
+            let dim = q.len();
+            for (row, o) in rows.chunks_exact(dim).zip(out.iter_mut()) {
+                let mut acc = [0f32; $crate::vector::kernels::LANES];
+                let mut qc = q.chunks_exact($crate::vector::kernels::LANES);
+                let mut rc = row.chunks_exact($crate::vector::kernels::LANES);
+                for (a, b) in (&mut qc).zip(&mut rc) {
+                    for i in 0..$crate::vector::kernels::LANES {
+                        acc[i] = madd(a[i], b[i], acc[i]);
+                    }
+                }
+                let mut tail = 0f32;
+                for (a, b) in qc.remainder().iter().zip(rc.remainder()) {
+                    tail = madd(*a, *b, tail);
+                }
+                *o = acc.iter().sum::<f32>() + tail;
+            }
+        }
+    };
+}
+
+kernels!(l2_plain, dot_plain, |a, b, c| a * b + c);
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    kernels!(l2_inner, dot_inner, f32::mul_add);
+
+    /// [`super::l2_plain`] compiled for AVX2 + FMA.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn l2(q: &[f32], rows: &[f32], out: &mut [f32]) {
+        l2_inner(q, rows, out)
+    }
+
+    /// [`super::dot_plain`] compiled for AVX2 + FMA.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn dot(q: &[f32], rows: &[f32], out: &mut [f32]) {
+        dot_inner(q, rows, out)
+    }
+}
+
+/// Which compiled copy of the kernels this CPU runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isa {
+    /// The portable copy.
+    Plain,
+    /// The AVX2 + FMA copy.
+    Avx2Fma,
+}
+
+/// The best copy this CPU supports (detected once).
+pub fn isa() -> Isa {
+    #[cfg(target_arch = "x86_64")]
+    {
+        static DETECTED: std::sync::OnceLock<Isa> = std::sync::OnceLock::new();
+        *DETECTED.get_or_init(|| {
+            if std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma")
+            {
+                Isa::Avx2Fma
+            } else {
+                Isa::Plain
+            }
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    Isa::Plain
+}
+
+/// Squared L2 distances of `rows` (consecutive vectors of `q.len()` floats)
+/// to `q`, one per row, into `out` (at least as long as the row count).
+pub fn l2_sq(isa: Isa, q: &[f32], rows: &[f32], out: &mut [f32]) {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `Avx2Fma` is only returned by `isa()` after run-time
+        // detection found both features on this CPU.
+        #[allow(unsafe_code)]
+        Isa::Avx2Fma => unsafe { avx2::l2(q, rows, out) },
+        _ => l2_plain(q, rows, out),
+    }
+}
+
+/// Dot products of `rows` with `q` (layout as [`l2_sq`]).
+pub fn dot(isa: Isa, q: &[f32], rows: &[f32], out: &mut [f32]) {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as in `l2_sq`.
+        #[allow(unsafe_code)]
+        Isa::Avx2Fma => unsafe { avx2::dot(q, rows, out) },
+        _ => dot_plain(q, rows, out),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn naive_l2(a: &[f32], b: &[f32]) -> f64 {
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| (*x as f64 - *y as f64).powi(2))
+            .sum()
+    }
+
+    fn naive_dot(a: &[f32], b: &[f32]) -> f64 {
+        a.iter().zip(b).map(|(x, y)| *x as f64 * *y as f64).sum()
+    }
+
+    #[test]
+    fn both_copies_match_a_plain_sum() {
+        let mut seed = 7u64;
+        let mut next = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+            ((seed >> 33) as f32 / (1u64 << 31) as f32) - 0.5
+        };
+        for dim in [1usize, 3, 15, 16, 17, 31, 128, 129, 768] {
+            let q: Vec<f32> = (0..dim).map(|_| next()).collect();
+            let rows: Vec<f32> = (0..dim * 5).map(|_| next()).collect();
+            for isa in [Isa::Plain, isa()] {
+                let mut l = vec![0f32; 5];
+                let mut d = vec![0f32; 5];
+                l2_sq(isa, &q, &rows, &mut l);
+                dot(isa, &q, &rows, &mut d);
+                for (i, row) in rows.chunks(dim).enumerate() {
+                    let (el, ed) = (naive_l2(&q, row), naive_dot(&q, row));
+                    assert!(
+                        (l[i] as f64 - el).abs() <= 1e-5 * (1.0 + el),
+                        "{dim} {isa:?}"
+                    );
+                    assert!(
+                        (d[i] as f64 - ed).abs() <= 1e-5 * (1.0 + ed.abs()),
+                        "{dim} {isa:?}"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! A vector query checked against a table's schema: the vector column
+//! found (by name, or as the only vector column of the query's dimension),
+//! the query vectors checked (same dimension, finite), the filter bound,
+//! the projection resolved. Every refusal names what is wrong.
+
+use std::sync::Arc;
+
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+
+use super::{
+    DistanceType, VectorQuery, DEFAULT_K, DISTANCE_COLUMN, QUERY_INDEX_COLUMN, ROW_ID_COLUMN,
+};
+use crate::error::{Error, Result};
+use crate::filter::{Predicate, Resolve};
+use crate::schema::projection;
+use crate::traits::QueryRequest;
+
+/// Element type of a vector column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Element {
+    /// float16.
+    F16,
+    /// float32.
+    F32,
+    /// float64.
+    F64,
+}
+
+/// A validated vector query.
+#[derive(Debug, Clone)]
+pub struct VectorPlan {
+    /// Index of the vector column.
+    pub column: usize,
+    /// Its dimension.
+    pub dim: usize,
+    /// Its element type.
+    pub element: Element,
+    /// The query vectors, each `dim` long and finite.
+    pub vectors: Vec<Vec<f32>>,
+    /// The distance.
+    pub distance: DistanceType,
+    /// Results per query vector.
+    pub k: usize,
+    /// Results skipped first, per query vector.
+    pub offset: usize,
+    /// The filter.
+    pub filter: Option<Predicate>,
+    /// Whether the filter applies before ranking.
+    pub prefilter: bool,
+    /// `lower <= d < upper`.
+    pub lower: Option<f32>,
+    /// See `lower`.
+    pub upper: Option<f32>,
+    /// Columns returned (indices into the table schema), before `_distance`.
+    pub projection: Vec<usize>,
+    /// Whether `_rowid` is returned.
+    pub with_row_id: bool,
+    /// The answer's schema.
+    pub output: SchemaRef,
+}
+
+/// The element type and dimension of a vector column, if `dt` is one.
+pub fn vector_type(dt: &DataType) -> Option<(Element, usize)> {
+    let DataType::FixedSizeList(item, n) = dt else {
+        return None;
+    };
+    let el = match item.data_type() {
+        DataType::Float16 => Element::F16,
+        DataType::Float32 => Element::F32,
+        DataType::Float64 => Element::F64,
+        _ => return None,
+    };
+    usize::try_from(*n).ok().filter(|n| *n > 0).map(|n| (el, n))
+}
+
+fn describe_vector_columns(schema: &Schema) -> String {
+    let v: Vec<String> = schema
+        .fields()
+        .iter()
+        .filter_map(|f| {
+            vector_type(f.data_type()).map(|(_, d)| format!("'{}' (dimension {d})", f.name()))
+        })
+        .collect();
+    if v.is_empty() {
+        "the table has no vector column (a fixed-size list of float16, float32 or float64)".into()
+    } else {
+        format!("vector columns: {}", v.join(", "))
+    }
+}
+
+/// Finds the column to search: the named one, or the only vector column of
+/// dimension `dim`.
+fn find_column(schema: &Schema, name: Option<&str>, dim: usize) -> Result<(usize, Element, usize)> {
+    if let Some(name) = name {
+        let i = schema.index_of(name).map_err(|_| {
+            Error::invalid(format!(
+                "no column '{name}' to search ({})",
+                describe_vector_columns(schema)
+            ))
+        })?;
+        let dt = schema.field(i).data_type();
+        let (el, d) = vector_type(dt).ok_or_else(|| {
+            Error::invalid(format!(
+                "column '{name}' is {dt}, not a vector column (a fixed-size list of float16, float32 or float64)"
+            ))
+        })?;
+        return Ok((i, el, d));
+    }
+    let found: Vec<(usize, Element, usize)> = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| vector_type(f.data_type()).map(|(el, d)| (i, el, d)))
+        .filter(|(_, _, d)| *d == dim)
+        .collect();
+    match found.as_slice() {
+        [one] => Ok(*one),
+        [] => Err(Error::invalid(format!(
+            "no vector column of dimension {dim} to search ({})",
+            describe_vector_columns(schema)
+        ))),
+        many => Err(Error::invalid(format!(
+            "several vector columns have dimension {dim} ({}): name one with column()",
+            many.iter()
+                .map(|(i, _, _)| format!("'{}'", schema.field(*i).name()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+fn check_vectors(q: &VectorQuery) -> Result<usize> {
+    let first = q
+        .vectors
+        .first()
+        .ok_or_else(|| Error::invalid("a vector query needs at least one query vector"))?;
+    let dim = first.len();
+    if dim == 0 {
+        return Err(Error::invalid("the query vector is empty"));
+    }
+    for (n, v) in q.vectors.iter().enumerate() {
+        if v.len() != dim {
+            return Err(Error::invalid(format!(
+                "query vectors differ in dimension: vector 0 has {dim}, vector {n} has {}",
+                v.len()
+            )));
+        }
+        if let Some(p) = v.iter().position(|x| !x.is_finite()) {
+            return Err(Error::invalid(format!(
+                "query vector {n} has {} at position {p}: query vectors must be finite",
+                v[p]
+            )));
+        }
+    }
+    Ok(dim)
+}
+
+fn check_bound(name: &str, b: Option<f32>) -> Result<Option<f32>> {
+    match b {
+        Some(x) if x.is_nan() => Err(Error::invalid(format!("distance range {name} is NaN"))),
+        other => Ok(other),
+    }
+}
+
+impl VectorPlan {
+    /// Checks `req` (whose `nearest` must be set) against `schema`.
+    pub fn new(schema: &Schema, req: &QueryRequest) -> Result<Self> {
+        let q = req
+            .nearest
+            .as_ref()
+            .ok_or_else(|| Error::internal("VectorPlan::new without a query vector"))?;
+        let qdim = check_vectors(q)?;
+        let (column, element, dim) = find_column(schema, q.column.as_deref(), qdim)?;
+        if qdim != dim {
+            return Err(Error::invalid(format!(
+                "query vector has dimension {qdim} but column '{}' has dimension {dim}",
+                schema.field(column).name()
+            )));
+        }
+        let k = req.limit.unwrap_or(DEFAULT_K);
+        if k == 0 {
+            return Err(Error::invalid(
+                "k (limit) must be at least 1 for a vector query",
+            ));
+        }
+        let filter = req
+            .filter
+            .as_deref()
+            .filter(|f| !f.trim().is_empty())
+            .map(|f| Predicate::parse(f, schema, Resolve::Plain))
+            .transpose()?;
+        let projection = projection(schema, req.columns.as_deref())?
+            .unwrap_or_else(|| (0..schema.fields().len()).collect());
+        let output = output_schema(schema, &projection, req.with_row_id, q.vectors.len() > 1);
+        Ok(Self {
+            column,
+            dim,
+            element,
+            vectors: q.vectors.clone(),
+            distance: q.distance_type.unwrap_or_default(),
+            k,
+            offset: req.offset.unwrap_or(0),
+            filter,
+            prefilter: q.prefilter,
+            lower: check_bound("lower bound", q.lower_bound)?,
+            upper: check_bound("upper bound", q.upper_bound)?,
+            projection,
+            with_row_id: req.with_row_id,
+            output,
+        })
+    }
+
+    /// Whether `d` is inside the distance range.
+    pub fn in_range(&self, d: f32) -> bool {
+        self.lower.is_none_or(|l| d >= l) && self.upper.is_none_or(|u| d < u)
+    }
+}
+
+/// The answer's schema: the projection, `_distance`, then `_rowid` when
+/// asked, then `query_index` for several query vectors.
+fn output_schema(schema: &Schema, projection: &[usize], row_id: bool, multi: bool) -> SchemaRef {
+    let mut fields: Vec<Field> = projection
+        .iter()
+        .map(|i| schema.field(*i).clone())
+        .collect();
+    fields.push(Field::new(DISTANCE_COLUMN, DataType::Float32, true));
+    if row_id {
+        fields.push(Field::new(ROW_ID_COLUMN, DataType::UInt64, true));
+    }
+    if multi {
+        fields.push(Field::new(QUERY_INDEX_COLUMN, DataType::Int32, false));
+    }
+    Arc::new(Schema::new(fields))
+}

@@ -1,0 +1,386 @@
+//! Exact (flat) search over tiers of rows. A tier is a batch, the mask of
+//! its rows that may be returned (live, not superseded by a newer tier) and
+//! how its row ids are formed. Each query vector is ranked against every
+//! eligible row in blocks, each worker thread keeping a bounded top-k; the
+//! workers' tops merge at the end. A prefilter removes rows before ranking
+//! (k results whenever k rows match); a postfilter ranks first and filters
+//! the top `k + offset`, so it may return fewer.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use arrow::array::{
+    Array, ArrayRef, AsArray, BooleanArray, FixedSizeListArray, Float32Array, Int32Array,
+    RecordBatch, UInt64Array,
+};
+use arrow::buffer::BooleanBuffer;
+use arrow::compute::{and, interleave};
+use arrow::datatypes::{Float16Type, Float32Type, Float64Type};
+
+use super::kernels::{self, Isa};
+use super::plan::{Element, VectorPlan};
+use super::topk::{Hit, TopK};
+use super::DistanceType;
+use crate::error::{Error, Result};
+
+/// How a tier's row ids are formed.
+#[derive(Debug, Clone)]
+pub enum RowIds {
+    /// A fragment's: `fragment id << 32 | row offset` (Lance's row address).
+    Fragment(u64),
+    /// One per row, given.
+    Given(UInt64Array),
+}
+
+impl RowIds {
+    /// The id of row `i`.
+    pub fn get(&self, i: usize) -> u64 {
+        match self {
+            RowIds::Fragment(id) => (id << 32) | i as u64,
+            RowIds::Given(a) => a.value(i),
+        }
+    }
+}
+
+/// Rows that a search may return.
+#[derive(Debug, Clone)]
+pub struct Tier {
+    /// The rows (the table's schema).
+    pub batch: RecordBatch,
+    /// Which rows are live (`None`: all).
+    pub mask: Option<BooleanArray>,
+    /// Their ids.
+    pub row_ids: RowIds,
+}
+
+/// Rows per block handed to a kernel.
+const BLOCK: usize = 256;
+/// Rows per unit of work for a thread.
+const CHUNK: usize = 16 * 1024;
+/// Below this many rows one thread does it all.
+const PARALLEL_MIN: usize = 64 * 1024;
+
+/// A tier ready to rank: its vectors and the rows that may be ranked.
+struct Prepared<'a> {
+    vectors: &'a FixedSizeListArray,
+    eligible: Option<BooleanBuffer>,
+}
+
+/// Runs `plan` over `tiers`: the answer as one batch of `plan.output`.
+pub fn search(plan: &VectorPlan, tiers: &[Tier]) -> Result<RecordBatch> {
+    let prepared = tiers
+        .iter()
+        .map(|t| prepare(plan, t))
+        .collect::<Result<Vec<_>>>()?;
+    let mut columns: Vec<Vec<ArrayRef>> = Vec::new();
+    for (qi, q) in plan.vectors.iter().enumerate() {
+        let hits = rank(plan, &prepared, tiers, q)?;
+        let hits = finish(plan, tiers, hits)?;
+        columns.push(assemble(plan, tiers, &hits, qi)?);
+    }
+    concat_columns(plan, columns)
+}
+
+/// The rows of `t` that may be ranked: its mask, the prefilter, a non-null
+/// vector with no null element.
+fn prepare<'a>(plan: &VectorPlan, t: &'a Tier) -> Result<Prepared<'a>> {
+    let vectors = t
+        .batch
+        .column(plan.column)
+        .as_fixed_size_list_opt()
+        .ok_or_else(|| Error::internal("vector column is not a fixed-size list"))?;
+    let mut mask = t.mask.clone();
+    if plan.prefilter {
+        if let Some(f) = &plan.filter {
+            let m = f.mask(&t.batch)?;
+            mask = Some(match mask {
+                Some(l) => and(&l, &m)?,
+                None => m,
+            });
+        }
+    }
+    if vectors.null_count() > 0 || vectors.values().null_count() > 0 {
+        let valid = BooleanArray::from_iter((0..vectors.len()).map(|i| Some(complete(vectors, i))));
+        mask = Some(match mask {
+            Some(l) => and(&l, &valid)?,
+            None => valid,
+        });
+    }
+    // SQL NULL in a mask counts as not eligible.
+    let eligible = mask.map(|m| match m.nulls() {
+        Some(n) => m.values() & n.inner(),
+        None => m.values().clone(),
+    });
+    Ok(Prepared { vectors, eligible })
+}
+
+/// Whether row `i` has a vector with every element set.
+fn complete(v: &FixedSizeListArray, i: usize) -> bool {
+    if v.is_null(i) {
+        return false;
+    }
+    let vals = v.values();
+    let start = v.value_offset_at(i);
+    (start..start + v.value_length() as usize).all(|j| vals.is_valid(j))
+}
+
+/// The top `k + offset` hits of query `q` over every tier (the whole table
+/// for a postfilter: the filter comes after).
+fn rank(plan: &VectorPlan, prepared: &[Prepared], tiers: &[Tier], q: &[f32]) -> Result<Vec<Hit>> {
+    let cap = plan.k.saturating_add(plan.offset);
+    let units: Vec<(usize, Range<usize>)> = prepared
+        .iter()
+        .enumerate()
+        .flat_map(|(t, p)| {
+            let n = p.vectors.len();
+            (0..n.div_ceil(CHUNK)).map(move |c| (t, c * CHUNK..((c + 1) * CHUNK).min(n)))
+        })
+        .collect();
+    let rows: usize = prepared.iter().map(|p| p.vectors.len()).sum();
+    let threads = if rows < PARALLEL_MIN {
+        1
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
+    };
+    let next = AtomicUsize::new(0);
+    let work = || -> Result<TopK> {
+        let mut top = TopK::new(cap);
+        let mut scan = Scanner::new(plan, q);
+        loop {
+            let u = next.fetch_add(1, Ordering::Relaxed);
+            let Some((t, range)) = units.get(u) else {
+                break;
+            };
+            scan.range(
+                &prepared[*t],
+                &tiers[*t].row_ids,
+                *t as u32,
+                range.clone(),
+                &mut top,
+            )?;
+        }
+        Ok(top)
+    };
+    let mut top = TopK::new(cap);
+    if threads == 1 {
+        top.merge(work()?);
+    } else {
+        let tops: Vec<Result<TopK>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(Error::internal("a search thread panicked")))
+                })
+                .collect()
+        });
+        for t in tops {
+            top.merge(t?);
+        }
+    }
+    Ok(top.into_sorted())
+}
+
+/// Per-thread state of a scan: the query, its norm, scratch buffers.
+struct Scanner<'a> {
+    plan: &'a VectorPlan,
+    q: &'a [f32],
+    q_norm: f32,
+    isa: Isa,
+    rows: Vec<f32>,
+    out: Vec<f32>,
+    norms: Vec<f32>,
+    picked: Vec<usize>,
+}
+
+impl<'a> Scanner<'a> {
+    fn new(plan: &'a VectorPlan, q: &'a [f32]) -> Self {
+        let isa = kernels::isa();
+        let mut n = [0f32];
+        kernels::dot(isa, q, q, &mut n);
+        Self {
+            plan,
+            q,
+            q_norm: n[0].sqrt(),
+            isa,
+            rows: Vec::with_capacity(BLOCK * q.len()),
+            out: vec![0f32; BLOCK],
+            norms: vec![0f32; BLOCK],
+            picked: Vec::with_capacity(BLOCK),
+        }
+    }
+
+    /// Ranks rows `range` of a tier into `top`.
+    fn range(
+        &mut self,
+        p: &Prepared,
+        ids: &RowIds,
+        tier: u32,
+        range: Range<usize>,
+        top: &mut TopK,
+    ) -> Result<()> {
+        let mut start = range.start;
+        while start < range.end {
+            let end = (start + BLOCK).min(range.end);
+            self.picked.clear();
+            match &p.eligible {
+                Some(e) => self.picked.extend((start..end).filter(|i| e.value(*i))),
+                None => self.picked.extend(start..end),
+            }
+            if !self.picked.is_empty() {
+                let contiguous = self.picked.len() == end - start;
+                match (self.plan.element, contiguous) {
+                    (Element::F32, true) => {
+                        let s = p.vectors.values().as_primitive::<Float32Type>().values();
+                        let from = p.vectors.value_offset_at(start);
+                        let rows = &s[from..from + (end - start) * self.q.len()];
+                        self.distances(rows);
+                    }
+                    _ => {
+                        self.gather(p.vectors);
+                        let rows = std::mem::take(&mut self.rows);
+                        self.distances(&rows);
+                        self.rows = rows;
+                    }
+                }
+                for (j, &row) in self.picked.iter().enumerate() {
+                    let d = self.out[j];
+                    if !self.plan.in_range(d) || top.worst().is_some_and(|w| d > w) {
+                        continue;
+                    }
+                    top.push(Hit {
+                        dist: d,
+                        row_id: ids.get(row),
+                        tier,
+                        row: row as u32,
+                    });
+                }
+            }
+            start = end;
+        }
+        Ok(())
+    }
+
+    /// Copies the picked rows' vectors into `self.rows` as f32 (a float32
+    /// block with every row picked is read in place instead).
+    fn gather(&mut self, v: &FixedSizeListArray) {
+        let dim = self.q.len();
+        self.rows.clear();
+        let vals = v.values();
+        let off = |i: usize| v.value_offset_at(i);
+        match self.plan.element {
+            Element::F32 => {
+                let s = vals.as_primitive::<Float32Type>().values();
+                for &i in &self.picked {
+                    self.rows.extend_from_slice(&s[off(i)..off(i) + dim]);
+                }
+            }
+            Element::F16 => {
+                let s = vals.as_primitive::<Float16Type>().values();
+                for &i in &self.picked {
+                    self.rows
+                        .extend(s[off(i)..off(i) + dim].iter().map(|x| x.to_f32()));
+                }
+            }
+            Element::F64 => {
+                let s = vals.as_primitive::<Float64Type>().values();
+                for &i in &self.picked {
+                    self.rows
+                        .extend(s[off(i)..off(i) + dim].iter().map(|x| *x as f32));
+                }
+            }
+        }
+    }
+
+    /// Distances of `rows` (the picked rows' vectors) into `self.out`.
+    fn distances(&mut self, rows: &[f32]) {
+        let n = self.picked.len();
+        let out = &mut self.out[..n];
+        match self.plan.distance {
+            DistanceType::L2 => kernels::l2_sq(self.isa, self.q, rows, out),
+            DistanceType::Dot => {
+                kernels::dot(self.isa, self.q, rows, out);
+                out.iter_mut().for_each(|d| *d = 1.0 - *d);
+            }
+            DistanceType::Cosine => {
+                kernels::dot(self.isa, self.q, rows, out);
+                let dim = self.q.len();
+                for (j, row) in rows.chunks_exact(dim).enumerate() {
+                    kernels::dot(self.isa, row, row, &mut self.norms[j..j + 1]);
+                }
+                for (d, n) in out.iter_mut().zip(&self.norms) {
+                    *d = 1.0 - *d / (self.q_norm * n.sqrt());
+                }
+            }
+        }
+    }
+}
+
+/// Applies a postfilter (to the ranked hits), then the offset and `k`.
+fn finish(plan: &VectorPlan, tiers: &[Tier], hits: Vec<Hit>) -> Result<Vec<Hit>> {
+    let hits = match (&plan.filter, plan.prefilter) {
+        (Some(f), false) if !hits.is_empty() => {
+            let all: Vec<usize> = (0..tiers[0].batch.num_columns()).collect();
+            let cols = gather(tiers, &hits, &all)?;
+            let batch = RecordBatch::try_new(tiers[0].batch.schema(), cols)?;
+            let m = f.mask(&batch)?;
+            hits.into_iter()
+                .enumerate()
+                .filter(|(i, _)| m.is_valid(*i) && m.value(*i))
+                .map(|(_, h)| h)
+                .collect()
+        }
+        _ => hits,
+    };
+    Ok(hits.into_iter().skip(plan.offset).take(plan.k).collect())
+}
+
+/// Columns `cols` of the hits' rows, in hit order.
+fn gather(tiers: &[Tier], hits: &[Hit], cols: &[usize]) -> Result<Vec<ArrayRef>> {
+    let idx: Vec<(usize, usize)> = hits
+        .iter()
+        .map(|h| (h.tier as usize, h.row as usize))
+        .collect();
+    cols.iter()
+        .map(|c| {
+            let arrays: Vec<&dyn Array> =
+                tiers.iter().map(|t| t.batch.column(*c).as_ref()).collect();
+            Ok(interleave(&arrays, &idx)?)
+        })
+        .collect()
+}
+
+/// The answer columns for query vector `qi`.
+fn assemble(plan: &VectorPlan, tiers: &[Tier], hits: &[Hit], qi: usize) -> Result<Vec<ArrayRef>> {
+    let mut cols = if hits.is_empty() {
+        (0..plan.projection.len())
+            .map(|j| arrow::array::new_empty_array(plan.output.field(j).data_type()))
+            .collect()
+    } else {
+        gather(tiers, hits, &plan.projection)?
+    };
+    cols.push(Arc::new(Float32Array::from_iter_values(
+        hits.iter().map(|h| h.dist),
+    )));
+    if plan.with_row_id {
+        cols.push(Arc::new(UInt64Array::from_iter_values(
+            hits.iter().map(|h| h.row_id),
+        )));
+    }
+    if plan.vectors.len() > 1 {
+        let qi = i32::try_from(qi).map_err(|_| Error::invalid("too many query vectors"))?;
+        cols.push(Arc::new(Int32Array::from_value(qi, hits.len())));
+    }
+    Ok(cols)
+}
+
+/// One batch from the answers of every query vector.
+fn concat_columns(plan: &VectorPlan, per_query: Vec<Vec<ArrayRef>>) -> Result<RecordBatch> {
+    let batches = per_query
+        .into_iter()
+        .map(|cols| RecordBatch::try_new(plan.output.clone(), cols))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    Ok(arrow::compute::concat_batches(&plan.output, &batches)?)
+}
