@@ -10,3 +10,4 @@ mod merge;
 mod model;
 mod scale;
 mod table_ops;
+mod vector;
