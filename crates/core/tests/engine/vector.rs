@@ -8,9 +8,7 @@
 
 use std::sync::Arc;
 
-use arrow::array::{
-    Array, AsArray, FixedSizeListArray, Int64Array, RecordBatch, StringArray,
-};
+use arrow::array::{Array, AsArray, FixedSizeListArray, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{Float32Type, Int32Type, Int64Type, UInt64Type};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use memwal_core::{
@@ -28,7 +26,10 @@ fn schema() -> SchemaRef {
         Field::new("kind", DataType::Utf8, true),
         Field::new(
             "v",
-            DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Float32, true)), DIM as i32),
+            DataType::FixedSizeList(
+                Arc::new(Field::new("item", DataType::Float32, true)),
+                DIM as i32,
+            ),
             true,
         ),
     ]))
@@ -51,11 +52,12 @@ fn data(rows: &[Row]) -> Data {
         schema(),
         vec![
             Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.id))),
-            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.kind.as_str()))),
-            Arc::new(FixedSizeListArray::from_iter_primitive::<Float32Type, _, _>(
-                vals,
-                DIM as i32,
+            Arc::new(StringArray::from_iter_values(
+                rows.iter().map(|r| r.kind.as_str()),
             )),
+            Arc::new(
+                FixedSizeListArray::from_iter_primitive::<Float32Type, _, _>(vals, DIM as i32),
+            ),
         ],
     )
     .expect("batch");
@@ -79,7 +81,12 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 /// Filters as SQL and as a plain Rust test of a row.
-const FILTERS: [&str; 4] = ["kind = 'a'", "id > 20", "kind <> 'b' AND id < 30", "id % 2 = 0"];
+const FILTERS: [&str; 4] = [
+    "kind = 'a'",
+    "id > 20",
+    "kind <> 'b' AND id < 30",
+    "id % 2 = 0",
+];
 
 fn passes(f: usize, r: &Row) -> bool {
     match f {
@@ -125,7 +132,11 @@ fn query() -> impl Strategy<Value = Q> {
 fn distance(dt: DistanceType, q: &[f32], v: &[f32]) -> f32 {
     let dot: f64 = q.iter().zip(v).map(|(a, b)| *a as f64 * *b as f64).sum();
     match dt {
-        DistanceType::L2 => q.iter().zip(v).map(|(a, b)| ((a - b) as f64).powi(2)).sum::<f64>() as f32,
+        DistanceType::L2 => q
+            .iter()
+            .zip(v)
+            .map(|(a, b)| ((a - b) as f64).powi(2))
+            .sum::<f64>() as f32,
         DistanceType::Dot => (1.0 - dot) as f32,
         DistanceType::Cosine => {
             let n = |x: &[f32]| x.iter().map(|a| (*a as f64).powi(2)).sum::<f64>().sqrt();
@@ -152,7 +163,11 @@ fn oracle(rows: &[(u64, Row)], q: &Q, dt: DistanceType) -> Vec<Vec<(u64, f32)>> 
                 c.truncate(q.k + q.offset);
                 c.retain(|(_, _, r)| ok_filter(r));
             }
-            c.into_iter().skip(q.offset).take(q.k).map(|(id, d, _)| (id, d)).collect()
+            c.into_iter()
+                .skip(q.offset)
+                .take(q.k)
+                .map(|(id, d, _)| (id, d))
+                .collect()
         })
         .collect()
 }
@@ -165,7 +180,11 @@ fn live(t: &NativeTable) -> Vec<(u64, Row)> {
     };
     let mut out = Vec::new();
     for b in t.query_sync(&req).expect("scan") {
-        let ids = b.column_by_name("_rowid").expect("_rowid").as_primitive::<UInt64Type>().clone();
+        let ids = b
+            .column_by_name("_rowid")
+            .expect("_rowid")
+            .as_primitive::<UInt64Type>()
+            .clone();
         for (i, r) in rows_of(&b).into_iter().enumerate() {
             out.push((ids.value(i), r));
         }
@@ -174,23 +193,29 @@ fn live(t: &NativeTable) -> Vec<(u64, Row)> {
 }
 
 fn rows_of(b: &RecordBatch) -> Vec<Row> {
-    let id = b.column_by_name("id").expect("id").as_primitive::<Int64Type>();
+    let id = b
+        .column_by_name("id")
+        .expect("id")
+        .as_primitive::<Int64Type>();
     let kind = b.column_by_name("kind").expect("kind").as_string::<i32>();
     let v = b.column_by_name("v").expect("v").as_fixed_size_list();
     (0..b.num_rows())
         .map(|i| Row {
             id: id.value(i),
             kind: kind.value(i).to_string(),
-            v: v.is_valid(i).then(|| {
-                v.value(i).as_primitive::<Float32Type>().values().to_vec()
-            }),
+            v: v.is_valid(i)
+                .then(|| v.value(i).as_primitive::<Float32Type>().values().to_vec()),
         })
         .collect()
 }
 
 fn run(t: &NativeTable, q: &Q, dt: DistanceType) -> RecordBatch {
     let mut vq = VectorQuery {
-        vectors: q.vectors.iter().map(|v| v.iter().map(|x| *x as f32).collect()).collect(),
+        vectors: q
+            .vectors
+            .iter()
+            .map(|v| v.iter().map(|x| *x as f32).collect())
+            .collect(),
         distance_type: Some(dt),
         prefilter: q.prefilter,
         ..Default::default()
@@ -214,9 +239,17 @@ fn run(t: &NativeTable, q: &Q, dt: DistanceType) -> RecordBatch {
 
 /// The answer split per query vector, as (row id, distance).
 fn answer(b: &RecordBatch, n: usize) -> Vec<Vec<(u64, f32)>> {
-    let ids = b.column_by_name("_rowid").expect("_rowid").as_primitive::<UInt64Type>();
-    let d = b.column_by_name("_distance").expect("_distance").as_primitive::<Float32Type>();
-    let qi = b.column_by_name("query_index").map(|c| c.as_primitive::<Int32Type>().clone());
+    let ids = b
+        .column_by_name("_rowid")
+        .expect("_rowid")
+        .as_primitive::<UInt64Type>();
+    let d = b
+        .column_by_name("_distance")
+        .expect("_distance")
+        .as_primitive::<Float32Type>();
+    let qi = b
+        .column_by_name("query_index")
+        .map(|c| c.as_primitive::<Int32Type>().clone());
     let mut out = vec![Vec::new(); n];
     for i in 0..b.num_rows() {
         let q = qi.as_ref().map_or(0, |c| c.value(i) as usize);
@@ -269,9 +302,15 @@ fn apply(t: &NativeTable, model: &mut Vec<Row>, next_id: &mut i64, op: &Op) {
         }
         Op::UpdateKind(m, k) => {
             let kind = KINDS[*k as usize];
-            t.update_sync(Some(&format!("id % {m} = 0")), &[("kind".into(), format!("'{kind}'"))])
-                .expect("update");
-            model.iter_mut().filter(|r| r.id % m == 0).for_each(|r| r.kind = kind.into());
+            t.update_sync(
+                Some(&format!("id % {m} = 0")),
+                &[("kind".into(), format!("'{kind}'"))],
+            )
+            .expect("update");
+            model
+                .iter_mut()
+                .filter(|r| r.id % m == 0)
+                .for_each(|r| r.kind = kind.into());
         }
     }
 }
@@ -335,15 +374,24 @@ fn bad_vector_queries_are_clear_errors() {
     let dir = tempfile::tempdir().expect("dir");
     let t = small_table(dir.path());
     let e = search_err(&t, VectorQuery::new(vec![1.0; 3]), None);
-    assert!(e.contains("dimension 3") && e.contains("'v' (dimension 5)"), "{e}");
+    assert!(
+        e.contains("dimension 3") && e.contains("'v' (dimension 5)"),
+        "{e}"
+    );
     let mut q = VectorQuery::new(vec![1.0; 3]);
     q.column = Some("v".into());
     let e = search_err(&t, q, None);
-    assert!(e.contains("dimension 3") && e.contains("dimension 5"), "{e}");
+    assert!(
+        e.contains("dimension 3") && e.contains("dimension 5"),
+        "{e}"
+    );
     let mut q = VectorQuery::new(vec![1.0; DIM]);
     q.column = Some("kind".into());
     let e = search_err(&t, q, None);
-    assert!(e.contains("'kind'") && e.contains("not a vector column"), "{e}");
+    assert!(
+        e.contains("'kind'") && e.contains("not a vector column"),
+        "{e}"
+    );
     let mut q = VectorQuery::new(vec![1.0; DIM]);
     q.column = Some("nope".into());
     assert!(search_err(&t, q, None).contains("'nope'"));
@@ -383,7 +431,8 @@ fn the_column_is_found_by_dimension_and_every_float_width_is_searched() {
     type F16 = <Float16Type as ArrowPrimitiveType>::Native;
     let dir = tempfile::tempdir().expect("dir");
     let db = NativeDatabase::open(dir.path().to_str().expect("p")).expect("db");
-    let fsl = |t: DataType, n: i32| DataType::FixedSizeList(Arc::new(Field::new("item", t, true)), n);
+    let fsl =
+        |t: DataType, n: i32| DataType::FixedSizeList(Arc::new(Field::new("item", t, true)), n);
     let s = Arc::new(Schema::new(vec![
         Field::new("id", DataType::Int64, false),
         Field::new("h", fsl(DataType::Float16, 2), true),
@@ -392,7 +441,12 @@ fn the_column_is_found_by_dimension_and_every_float_width_is_searched() {
     ]));
     let n = 10usize;
     let h: Vec<Option<Vec<Option<F16>>>> = (0..n)
-        .map(|i| Some(vec![Some(F16::from_f32(i as f32)), Some(F16::from_f32(0.0))]))
+        .map(|i| {
+            Some(vec![
+                Some(F16::from_f32(i as f32)),
+                Some(F16::from_f32(0.0)),
+            ])
+        })
         .collect();
     let d: Vec<Option<Vec<Option<f64>>>> = (0..n).map(|i| Some(vec![Some(i as f64); 3])).collect();
     let b = RecordBatch::try_new(
@@ -415,8 +469,16 @@ fn the_column_is_found_by_dimension_and_every_float_width_is_searched() {
             ..Default::default()
         };
         let b = t.query_sync(&req).expect("search").remove(0);
-        let id = b.column_by_name("id").expect("id").as_primitive::<Int64Type>().value(0);
-        let d = b.column_by_name("_distance").expect("d").as_primitive::<Float32Type>().value(0);
+        let id = b
+            .column_by_name("id")
+            .expect("id")
+            .as_primitive::<Int64Type>()
+            .value(0);
+        let d = b
+            .column_by_name("_distance")
+            .expect("d")
+            .as_primitive::<Float32Type>()
+            .value(0);
         (id, d)
     };
     // float16, found as the only column of dimension 2.
@@ -425,7 +487,10 @@ fn the_column_is_found_by_dimension_and_every_float_width_is_searched() {
     assert!((d - 0.01).abs() < 1e-5, "{d}");
     // Two float64 columns of dimension 3: the name is required.
     let e = search_err(&t, VectorQuery::new(vec![1.0; 3]), None);
-    assert!(e.contains("several") && e.contains("'d'") && e.contains("'d2'"), "{e}");
+    assert!(
+        e.contains("several") && e.contains("'d'") && e.contains("'d2'"),
+        "{e}"
+    );
     let mut q = VectorQuery::new(vec![4.0; 3]);
     q.column = Some("d2".into());
     assert_eq!(top(q), (4, 0.0));
@@ -435,10 +500,14 @@ fn the_column_is_found_by_dimension_and_every_float_width_is_searched() {
 fn a_large_scan_split_across_threads_gives_the_oracle_answer() {
     let dir = tempfile::tempdir().expect("dir");
     let db = NativeDatabase::open(dir.path().to_str().expect("p")).expect("db");
-    let t = db.create_table_sync("t", data(&[]), CreateOptions::default()).expect("create");
+    let t = db
+        .create_table_sync("t", data(&[]), CreateOptions::default())
+        .expect("create");
     let mut seed = 11u64;
     let mut next = || {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         ((seed >> 40) % 9) as f32 - 4.0
     };
     let mut model = Vec::new();

@@ -2,18 +2,22 @@
 //! keys and key types), direct merges, add, delete, update, overwrite, drop,
 //! flush, restart and crash, run against the served table and, as the
 //! reference, the same calls on a native table. After every step both hold
-//! the same rows, and every call returned the same counts (or both failed).
+//! the same rows, and every call returned the same counts (or both failed);
+//! vector searches (prefiltered and postfiltered) over the served table's
+//! memtables and base return what the same search returns natively.
 //! Seeds are reproducible (proptest's persistence and `PROPTEST_CASES`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use arrow::array::{Array, AsArray, Int64Array, RecordBatch, StringArray, UInt64Array};
-use arrow::datatypes::{Int64Type, UInt64Type};
+use arrow::array::{
+    Array, AsArray, FixedSizeListArray, Int64Array, RecordBatch, StringArray, UInt64Array,
+};
+use arrow::datatypes::{Float32Type, Int64Type, UInt64Type};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use memwal_core::{
     AddMode, CreateMode, CreateOptions, Data, MergeInsertParams, NativeDatabase, NativeTable,
-    QueryRequest,
+    QueryRequest, VectorQuery,
 };
 use memwal_server::memwal::PersistMode;
 use memwal_server::state::AppState;
@@ -27,7 +31,18 @@ fn schema() -> SchemaRef {
         Field::new("id", DataType::UInt64, false),
         Field::new("name", DataType::Utf8, true),
         Field::new("v", DataType::Int64, true),
+        Field::new(
+            "e",
+            DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Float32, true)), 2),
+            true,
+        ),
     ]))
+}
+
+/// The vector of a row as written: derived from `v` (an update of `v`
+/// leaves it as it was, on both sides alike).
+fn embed(v: i64) -> Option<Vec<Option<f32>>> {
+    Some(vec![Some(v as f32), Some((v % 7) as f32)])
 }
 
 fn data(rows: &[Row]) -> Data {
@@ -37,28 +52,80 @@ fn data(rows: &[Row]) -> Data {
             Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.0))),
             Arc::new(StringArray::from_iter(rows.iter().map(|r| r.1.clone()))),
             Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.2))),
+            Arc::new(
+                FixedSizeListArray::from_iter_primitive::<Float32Type, _, _>(
+                    rows.iter().map(|r| embed(r.2)),
+                    2,
+                ),
+            ),
         ],
     )
     .expect("batch");
     Data::new(schema(), vec![b])
 }
 
-fn rows_of(batches: &[RecordBatch]) -> Vec<Row> {
+/// Rows with their vector (as integers) and, for a search, distance.
+type Seen = (Row, Option<[i64; 2]>, Option<i64>);
+
+fn rows_of(batches: &[RecordBatch]) -> Vec<Seen> {
     let mut out = Vec::new();
     for b in batches {
         let id = b.column(0).as_primitive::<UInt64Type>();
         let name = b.column(1).as_string::<i32>();
         let v = b.column(2).as_primitive::<Int64Type>();
+        let e = b.column(3).as_fixed_size_list();
+        let d = b
+            .column_by_name("_distance")
+            .map(|c| c.as_primitive::<Float32Type>().clone());
         for i in 0..b.num_rows() {
+            let ev = e.is_valid(i).then(|| {
+                let x = e.value(i);
+                let x = x.as_primitive::<Float32Type>();
+                [x.value(0) as i64, x.value(1) as i64]
+            });
             out.push((
-                id.value(i),
-                name.is_valid(i).then(|| name.value(i).to_string()),
-                v.value(i),
+                (
+                    id.value(i),
+                    name.is_valid(i).then(|| name.value(i).to_string()),
+                    v.value(i),
+                ),
+                ev,
+                d.as_ref().map(|d| d.value(i) as i64),
             ));
         }
     }
     out.sort();
     out
+}
+
+/// Vector searches run after every step: (query, k, filter, prefilter).
+const SEARCHES: [([f32; 2], usize, Option<&str>, bool); 3] = [
+    ([50.0, 3.0], 1000, None, true),
+    ([10.0, 0.0], 1000, Some("v > 20"), true),
+    ([0.0, 6.0], 3, Some("name = 'a'"), false),
+];
+
+fn search(q: [f32; 2], k: usize, filter: Option<&str>, prefilter: bool) -> QueryRequest {
+    let mut n = VectorQuery::new(q.to_vec());
+    n.prefilter = prefilter;
+    QueryRequest {
+        filter: filter.map(str::to_string),
+        limit: Some(k),
+        nearest: Some(n),
+        ..Default::default()
+    }
+}
+
+/// Distances in answer order.
+fn distances(batches: &[RecordBatch]) -> Vec<f32> {
+    batches
+        .iter()
+        .flat_map(|b| {
+            b.column_by_name("_distance")
+                .map(|c| c.as_primitive::<Float32Type>().values().to_vec())
+                .unwrap_or_default()
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone)]
@@ -323,6 +390,29 @@ impl Harness {
         let (s, n) = (rows_of(&s), rows_of(&n));
         if s != n {
             return Err(format!("rows differ:\n served {s:?}\n native {n:?}"));
+        }
+        for (q, k, f, pre) in SEARCHES {
+            let req = search(q, k, f, pre);
+            let s = self
+                .rt
+                .block_on(served.scan(req.clone()))
+                .map_err(|e| e.to_string())?;
+            let n = native.query_sync(&req).map_err(|e| e.to_string())?;
+            // Ties may pick different rows at the k-th place: the distances
+            // in order must agree, and every row when k covers the table.
+            let (sd, nd) = (distances(&s), distances(&n));
+            if sd != nd {
+                return Err(format!(
+                    "search {q:?} {f:?}: distances differ:\n served {sd:?}\n native {nd:?}"
+                ));
+            }
+            if k >= 1000 && rows_of(&s) != rows_of(&n) {
+                return Err(format!(
+                    "search {q:?} {f:?}: rows differ:\n served {:?}\n native {:?}",
+                    rows_of(&s),
+                    rows_of(&n)
+                ));
+            }
         }
         let c = self
             .rt
