@@ -9,7 +9,9 @@
  */
 export { connect, Connection } from "./connection";
 export type { ClientConfig, ConnectionOptions, CreateTableOptions, HeaderProvider, RetryConfig, TimeoutConfig, TlsConfig } from "./connection";
-export { Table, Query } from "./table";
+export { Table } from "./table";
+export { Query, VectorQuery } from "./query";
+export type { DistanceType, IntoVector } from "./query";
 export type { AddOptions, UpdateOptions, VersionInfo } from "./table";
 export { MergeInsertBuilder } from "./merge";
 export type { ExecuteOptions, MergeResult } from "./merge";

@@ -43,7 +43,7 @@ export interface NativeTable {
   add(data: Buffer, mode?: string | null): Promise<number>;
   delete(predicate: string): Promise<{ version: number; numDeletedRows: number }>;
   update(filter: string | null | undefined, valuesSql: Record<string, string>): Promise<{ version: number; rowsUpdated: number }>;
-  query(options: { filter?: string; columns?: string[]; limit?: number; offset?: number }): Promise<Buffer>;
+  query(options: NativeQueryOptions): Promise<Buffer>;
   optimize(): Promise<{ version: number; fragmentsRemoved: number; fragmentsAdded: number; deletedRowsPurged: number }>;
   mergeInsert(options: NativeMergeInsertOptions, data: Buffer): Promise<NativeMergeResult>;
 }
@@ -116,3 +116,25 @@ function load(): NativeAddon {
 }
 
 export const native: NativeAddon = load();
+
+/** A scan, or a vector search when `vectors` is set (src/table.rs `QueryOptions`). */
+export interface NativeQueryOptions {
+  filter?: string;
+  columns?: string[];
+  limit?: number;
+  offset?: number;
+  withRowId?: boolean;
+  vectors?: number[][];
+  column?: string;
+  distanceType?: string;
+  prefilter?: boolean;
+  lowerBound?: number;
+  upperBound?: number;
+  nprobes?: number;
+  minimumNprobes?: number;
+  maximumNprobes?: number;
+  ef?: number;
+  refineFactor?: number;
+  bypassVectorIndex?: boolean;
+  fastSearch?: boolean;
+}

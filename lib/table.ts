@@ -3,8 +3,9 @@
  */
 import type { Schema, Table as ArrowTable } from "apache-arrow";
 
-import { Data, fromBuffer, schemaFromBuffer, toBuffer } from "./arrow";
+import { Data, schemaFromBuffer, toBuffer } from "./arrow";
 import { count, optStr, str, strList } from "./args";
+import { IntoVector, Query, VectorQuery, vectorQuery } from "./query";
 import { call, invalid } from "./errors";
 import { MergeInsertBuilder } from "./merge";
 import type { NativeTable } from "./native";
@@ -41,49 +42,6 @@ function sqlLiteral(v: unknown): string {
   if (typeof v === "boolean") return v ? "TRUE" : "FALSE";
   if (typeof v === "string") return `'${v.replace(/'/g, "''")}'`;
   throw invalid(`update values must be numbers, strings, booleans or null; use valuesSql for ${typeof v}`);
-}
-
-/** A scan with filter, projection and paging. */
-export class Query {
-  private filter?: string;
-  private columns?: string[];
-  private lim?: number;
-  private off?: number;
-
-  /** @internal */
-  constructor(private readonly table: NativeTable) {}
-
-  /** Only rows matching this SQL filter. */
-  where(filter: string): this {
-    this.filter = str("where(filter)", filter);
-    return this;
-  }
-  /** Only these columns. */
-  select(columns: string[]): this {
-    this.columns = strList("select(columns)", columns);
-    return this;
-  }
-  /** At most `n` rows. */
-  limit(n: number): this {
-    this.lim = count("limit(n)", n);
-    return this;
-  }
-  /** Skip `n` matching rows. */
-  offset(n: number): this {
-    this.off = count("offset(n)", n);
-    return this;
-  }
-  /** Runs the scan. */
-  async toArrow(): Promise<ArrowTable> {
-    const buf = await call(() =>
-      this.table.query({ filter: this.filter, columns: this.columns, limit: this.lim, offset: this.off }),
-    );
-    return fromBuffer(buf);
-  }
-  /** Runs the scan and returns plain objects. */
-  async toArray(): Promise<Record<string, unknown>[]> {
-    return (await this.toArrow()).toArray().map((r) => ({ ...r.toJSON() }));
-  }
 }
 
 export class Table {
@@ -160,6 +118,16 @@ export class Table {
   /** A scan builder. */
   query(): Query {
     return new Query(this.inner);
+  }
+
+  /** A vector query for the rows nearest to `vector` (as @lancedb/lancedb's `search`). */
+  search(vector: IntoVector): VectorQuery {
+    return vectorQuery(this.inner, vector);
+  }
+
+  /** A vector query for one vector, or several (a `query_index` column tells them apart). */
+  vectorSearch(vectors: IntoVector | IntoVector[]): VectorQuery {
+    return vectorQuery(this.inner, vectors);
   }
 
   /** Every row. */

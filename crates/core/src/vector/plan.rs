@@ -216,19 +216,17 @@ impl VectorPlan {
     }
 }
 
-/// The answer's schema: the projection, `_distance`, then `_rowid` when
-/// asked, then `query_index` for several query vectors.
+/// The answer's schema, in Lance's order: `query_index` first for several
+/// query vectors, the projection, `_distance`, then `_rowid` when asked.
 fn output_schema(schema: &Schema, projection: &[usize], row_id: bool, multi: bool) -> SchemaRef {
-    let mut fields: Vec<Field> = projection
-        .iter()
-        .map(|i| schema.field(*i).clone())
-        .collect();
+    let mut fields: Vec<Field> = Vec::new();
+    if multi {
+        fields.push(Field::new(QUERY_INDEX_COLUMN, DataType::Int32, false));
+    }
+    fields.extend(projection.iter().map(|i| schema.field(*i).clone()));
     fields.push(Field::new(DISTANCE_COLUMN, DataType::Float32, true));
     if row_id {
         fields.push(Field::new(ROW_ID_COLUMN, DataType::UInt64, true));
-    }
-    if multi {
-        fields.push(Field::new(QUERY_INDEX_COLUMN, DataType::Int32, false));
     }
     Arc::new(Schema::new(fields))
 }

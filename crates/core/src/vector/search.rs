@@ -247,7 +247,8 @@ impl<'a> Scanner<'a> {
                 }
                 for (j, &row) in self.picked.iter().enumerate() {
                     let d = self.out[j];
-                    if !self.plan.in_range(d) || top.worst().is_some_and(|w| d > w) {
+                    // NaN (the cosine of a zero vector) is never returned, as in Lance.
+                    if d.is_nan() || !self.plan.in_range(d) || top.worst().is_some_and(|w| d > w) {
                         continue;
                     }
                     top.push(Hit {
@@ -354,13 +355,21 @@ fn gather(tiers: &[Tier], hits: &[Hit], cols: &[usize]) -> Result<Vec<ArrayRef>>
 
 /// The answer columns for query vector `qi`.
 fn assemble(plan: &VectorPlan, tiers: &[Tier], hits: &[Hit], qi: usize) -> Result<Vec<ArrayRef>> {
-    let mut cols = if hits.is_empty() {
-        (0..plan.projection.len())
-            .map(|j| arrow::array::new_empty_array(plan.output.field(j).data_type()))
-            .collect()
+    let multi = plan.vectors.len() > 1;
+    let mut cols: Vec<ArrayRef> = Vec::with_capacity(plan.output.fields().len());
+    if multi {
+        let qi = i32::try_from(qi).map_err(|_| Error::invalid("too many query vectors"))?;
+        cols.push(Arc::new(Int32Array::from_value(qi, hits.len())));
+    }
+    if hits.is_empty() {
+        let first = usize::from(multi);
+        cols.extend(
+            (first..first + plan.projection.len())
+                .map(|j| arrow::array::new_empty_array(plan.output.field(j).data_type())),
+        );
     } else {
-        gather(tiers, hits, &plan.projection)?
-    };
+        cols.extend(gather(tiers, hits, &plan.projection)?);
+    }
     cols.push(Arc::new(Float32Array::from_iter_values(
         hits.iter().map(|h| h.dist),
     )));
@@ -368,10 +377,6 @@ fn assemble(plan: &VectorPlan, tiers: &[Tier], hits: &[Hit], qi: usize) -> Resul
         cols.push(Arc::new(UInt64Array::from_iter_values(
             hits.iter().map(|h| h.row_id),
         )));
-    }
-    if plan.vectors.len() > 1 {
-        let qi = i32::try_from(qi).map_err(|_| Error::invalid("too many query vectors"))?;
-        cols.push(Arc::new(Int32Array::from_value(qi, hits.len())));
     }
     Ok(cols)
 }

@@ -155,6 +155,7 @@ fn oracle(rows: &[(u64, Row)], q: &Q, dt: DistanceType) -> Vec<Vec<(u64, f32)>> 
             let mut c: Vec<(u64, f32, &Row)> = rows
                 .iter()
                 .filter_map(|(id, r)| r.v.as_ref().map(|v| (*id, distance(dt, &qv, v), r)))
+                .filter(|(_, d, _)| !d.is_nan())
                 .filter(|(_, _, r)| !q.prefilter || ok_filter(r))
                 .filter(|(_, d, _)| q.range.is_none_or(|(lo, hi)| *d >= lo && *d < hi))
                 .collect();

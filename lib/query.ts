@@ -1,0 +1,207 @@
+/**
+ * `Query` (a scan) and `VectorQuery` (nearest neighbours), with the names of
+ * @lancedb/lancedb 0.39: `tbl.query().where(...).limit(n)`,
+ * `tbl.search(v)` / `tbl.vectorSearch(v)` / `tbl.query().nearestTo(v)` then
+ * `.distanceType("cosine").where(...).limit(k).toArray()`. Every argument is
+ * checked here, by name; the engine checks the rest (the vector column,
+ * dimensions) against the table and names what is wrong.
+ */
+import type { RecordBatch, Table as ArrowTable } from "apache-arrow";
+
+import { fromBuffer } from "./arrow";
+import { count, str, strList } from "./args";
+import { call, invalid } from "./errors";
+import type { NativeQueryOptions, NativeTable } from "./native";
+
+/** A query vector: numbers, or a typed array of floats. */
+export type IntoVector = number[] | Float32Array | Float64Array;
+
+/** How `_distance` is measured (L2 is the squared distance). */
+export type DistanceType = "l2" | "cosine" | "dot";
+
+function vectorOf(name: string, v: unknown): number[] {
+  if (!(Array.isArray(v) || v instanceof Float32Array || v instanceof Float64Array)) {
+    throw invalid(`${name} must be an array of numbers, a Float32Array or a Float64Array, got ${typeof v}`);
+  }
+  const out = Array.from(v as ArrayLike<unknown>, (x, i) => {
+    if (typeof x !== "number") throw invalid(`${name}[${i}] must be a number, got ${typeof x}`);
+    if (!Number.isFinite(x)) throw invalid(`${name}[${i}] is ${x}: query vectors must be finite`);
+    return x;
+  });
+  if (out.length === 0) throw invalid(`${name} is empty`);
+  return out;
+}
+
+function finiteOrUndefined(name: string, v: unknown): number | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "number" || Number.isNaN(v)) throw invalid(`${name} must be a number, got ${String(v)}`);
+  return v;
+}
+
+/** What both query kinds share: filter, projection, paging, running. */
+abstract class QueryBase<Self> {
+  protected opts: NativeQueryOptions = {};
+
+  /** @internal */
+  constructor(protected readonly table: NativeTable) {}
+
+  private self(): Self {
+    return this as unknown as Self;
+  }
+
+  /** Only rows matching this SQL filter. */
+  where(filter: string): Self {
+    this.opts.filter = str("where(filter)", filter);
+    return this.self();
+  }
+  /** Alias of `where`. */
+  filter(filter: string): Self {
+    return this.where(filter);
+  }
+  /** Only these columns (a list of names, or `{ name: name }`). */
+  select(columns: string[] | Record<string, string>): Self {
+    if (Array.isArray(columns)) {
+      this.opts.columns = strList("select(columns)", columns);
+    } else if (typeof columns === "object" && columns !== null) {
+      this.opts.columns = Object.entries(columns).map(([alias, expr]) => {
+        if (str(`select(columns).${alias}`, expr) !== alias) {
+          throw invalid(`select({ ${alias}: ${JSON.stringify(expr)} }): SQL projections are not supported by memwal yet`);
+        }
+        return alias;
+      });
+    } else {
+      throw invalid(`select(columns) must be an array of names, got ${String(columns)}`);
+    }
+    return this.self();
+  }
+  /** At most `n` rows (for a vector query: `k`, 10 by default). */
+  limit(n: number): Self {
+    this.opts.limit = count("limit(n)", n);
+    return this.self();
+  }
+  /** Skip `n` rows first. */
+  offset(n: number): Self {
+    this.opts.offset = count("offset(n)", n);
+    return this.self();
+  }
+  /** Add a `_rowid` column (UInt64; stable for a row within a version). */
+  withRowId(): Self {
+    this.opts.withRowId = true;
+    return this.self();
+  }
+  /** Runs the query. */
+  async toArrow(): Promise<ArrowTable> {
+    const buf = await call(() => this.table.query({ ...this.opts }));
+    return fromBuffer(buf);
+  }
+  /** Runs the query and returns plain objects. */
+  async toArray(): Promise<Record<string, unknown>[]> {
+    return (await this.toArrow()).toArray().map((r) => ({ ...r.toJSON() }));
+  }
+  /** The answer's record batches, one by one. */
+  async *[Symbol.asyncIterator](): AsyncGenerator<RecordBatch> {
+    for (const b of (await this.toArrow()).batches) yield b;
+  }
+}
+
+/** A scan with filter, projection and paging. */
+export class Query extends QueryBase<Query> {
+  /** Turns this into a vector query for the rows nearest to `vector`. */
+  nearestTo(vector: IntoVector): VectorQuery {
+    const q = new VectorQuery(this.table, [vectorOf("nearestTo(vector)", vector)]);
+    Object.assign(q.options(), this.opts);
+    return q;
+  }
+}
+
+/** Nearest-neighbour search: rows ranked by `_distance` (exact search). */
+export class VectorQuery extends QueryBase<VectorQuery> {
+  /** @internal */
+  constructor(table: NativeTable, vectors: number[][]) {
+    super(table);
+    this.opts.vectors = vectors;
+  }
+
+  /** @internal */
+  options(): NativeQueryOptions {
+    return this.opts;
+  }
+
+  /** The vector column (needed when several have the query's dimension). */
+  column(name: string): this {
+    this.opts.column = str("column(name)", name);
+    return this;
+  }
+  /** `"l2"` (default, squared), `"cosine"` (1 - cos) or `"dot"` (1 - x.y). */
+  distanceType(type: DistanceType): this {
+    const t = str("distanceType(type)", type);
+    if (!["l2", "cosine", "dot"].includes(t.toLowerCase())) {
+      throw invalid(`distanceType(type) must be "l2", "cosine" or "dot", got ${JSON.stringify(type)}`);
+    }
+    this.opts.distanceType = t.toLowerCase();
+    return this;
+  }
+  /** Filter after ranking the top k (may return fewer than k rows). */
+  postfilter(): this {
+    this.opts.prefilter = false;
+    return this;
+  }
+  /** Only rows with `lower <= _distance < upper` (either may be omitted). */
+  distanceRange(lowerBound?: number, upperBound?: number): this {
+    this.opts.lowerBound = finiteOrUndefined("distanceRange(lowerBound)", lowerBound);
+    this.opts.upperBound = finiteOrUndefined("distanceRange(upperBound)", upperBound);
+    return this;
+  }
+  /** Another query vector: each gets its own k rows, told apart by `query_index`. */
+  addQueryVector(vector: IntoVector): this {
+    const v = vectorOf("addQueryVector(vector)", vector);
+    (this.opts.vectors ??= []).push(v);
+    return this;
+  }
+  /** Skip any vector index (memwal searches exactly today either way). */
+  bypassVectorIndex(): this {
+    this.opts.bypassVectorIndex = true;
+    return this;
+  }
+  /** Search indexed rows only (no index exists yet: every row is searched). */
+  fastSearch(): this {
+    this.opts.fastSearch = true;
+    return this;
+  }
+  /** IVF partitions to probe (accepted; indexes are not implemented yet). */
+  nprobes(n: number): this {
+    this.opts.nprobes = count("nprobes(n)", n, 0xffffffff);
+    return this;
+  }
+  /** See `nprobes`. */
+  minimumNprobes(n: number): this {
+    this.opts.minimumNprobes = count("minimumNprobes(n)", n, 0xffffffff);
+    return this;
+  }
+  /** See `nprobes` (0: no maximum). */
+  maximumNprobes(n: number): this {
+    this.opts.maximumNprobes = count("maximumNprobes(n)", n, 0xffffffff);
+    return this;
+  }
+  /** HNSW search width (accepted; indexes are not implemented yet). */
+  ef(n: number): this {
+    this.opts.ef = count("ef(n)", n, 0xffffffff);
+    return this;
+  }
+  /** Re-rank `k * factor` candidates exactly (accepted; search is exact today). */
+  refineFactor(n: number): this {
+    this.opts.refineFactor = count("refineFactor(n)", n, 0xffffffff);
+    return this;
+  }
+}
+
+/** Starts a vector query from one vector or a list of vectors. */
+export function vectorQuery(table: NativeTable, v: IntoVector | IntoVector[]): VectorQuery {
+  const many = Array.isArray(v) && v.length > 0 && typeof v[0] !== "number";
+  const list = many ? (v as IntoVector[]) : [v as IntoVector];
+  if (list.length === 0) throw invalid("vectorSearch(vectors) needs at least one vector");
+  return new VectorQuery(
+    table,
+    list.map((x, i) => vectorOf(many ? `vectorSearch(vectors)[${i}]` : "search(vector)", x)),
+  );
+}
