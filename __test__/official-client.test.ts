@@ -1,17 +1,18 @@
 /**
- * Compatibility: the official @lancedb/lancedb 0.31.0 Node client, pointed at
+ * Compatibility: the official @lancedb/lancedb 0.39.0 Node client, pointed at
  * our server with hostOverride, creates, reads, merges and deletes.
  * The client is installed in bench/ (scripts/test.sh runs `npm ci --prefix bench`
  * and stops if that fails); a missing client fails this suite, it never skips.
  */
 import * as path from "path";
 import * as fs from "fs";
-import { serve, Server } from "../lib";
+import { connect, serve, Server } from "../lib";
 import { tmpDir } from "./helpers";
 
 const clientPath = path.join(__dirname, "..", "bench", "node_modules", "@lancedb", "lancedb");
 test("the official client is installed (scripts/test.sh installs it in bench/)", () => {
   expect(fs.existsSync(clientPath)).toBe(true);
+  expect(JSON.parse(fs.readFileSync(path.join(clientPath, "package.json"), "utf8")).version).toBe("0.39.0");
 });
 
 describe("the official @lancedb/lancedb client against memwal-server", () => {
@@ -67,5 +68,47 @@ describe("the official @lancedb/lancedb client against memwal-server", () => {
     expect(String(err?.message)).toMatch(/does not implement POST \/v1\/table\/u\/create_index\//);
     expect(String(err?.message)).not.toMatch(/was not found/);
     await db.dropTable("u");
+  });
+
+  test("vector search: search, vectorSearch with several vectors, distance types, filters, row ids", async () => {
+    const db = await lancedb.connect("db://test", { apiKey: "k", region: "us-east-1", hostOverride: server.url });
+    const data = Array.from({ length: 120 }, (_, i) => ({
+      id: i,
+      kind: ["a", "b", "c"][i % 3],
+      vector: Array.from({ length: 6 }, (_, j) => Math.sin(i * 7 + j * 3)),
+    }));
+    const theirs = await db.createTable("vs", data);
+    const ours = await (await connect(tmpDir())).createTable("vs", data);
+    const key = (rows: Array<Record<string, unknown>>) =>
+      rows.map((r) => [Number(r.id), Number(r._distance), r.query_index === undefined ? -1 : Number(r.query_index)]);
+    const same = (a: number[][], b: number[][]) => {
+      expect(a.map((x) => [x[0], x[2]])).toEqual(b.map((x) => [x[0], x[2]]));
+      a.forEach((x, i) => expect(Math.abs(x[1] - b[i][1])).toBeLessThan(1e-5));
+    };
+    const q = data[5].vector;
+    for (const dt of ["l2", "cosine", "dot"]) {
+      same(key(await theirs.search(q).distanceType(dt).limit(8).toArray()), key(await ours.search(q).distanceType(dt as "l2").limit(8).toArray()));
+    }
+    same(
+      key(await theirs.search(q).where("kind = 'b'").limit(5).toArray()),
+      key(await ours.search(q).where("kind = 'b'").limit(5).toArray()),
+    );
+    same(
+      key(await theirs.search(q).where("kind = 'b'").postfilter().limit(9).toArray()),
+      key(await ours.search(q).where("kind = 'b'").postfilter().limit(9).toArray()),
+    );
+    const multi = await theirs.vectorSearch([data[1].vector, data[2].vector]).limit(3).toArray();
+    same(key(multi), key(await ours.vectorSearch([data[1].vector, data[2].vector]).limit(3).toArray()));
+    expect(multi.map((r: { query_index: number }) => r.query_index)).toEqual([0, 0, 0, 1, 1, 1]);
+    const withIds = await theirs.search(q).withRowId().select(["id"]).limit(3).toArrow();
+    expect(withIds.schema.fields.map((f: { name: string }) => f.name)).toEqual(["id", "_distance", "_rowid"]);
+    // Rows upserted through the MemWAL (the official useLsm switch) are found by the next search.
+    const fresh = { id: 500, kind: "a", vector: [9, 9, 9, 9, 9, 9] };
+    await theirs.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().useLsm(true).execute([fresh]);
+    const hit = await theirs.search(fresh.vector).limit(1).toArray();
+    expect([Number(hit[0].id), hit[0]._distance]).toEqual([500, 0]);
+    const bad = await theirs.search([1, 2, 3]).toArray().then(() => null, (e: Error) => e);
+    expect(String(bad?.message)).toMatch(/dimension 3/);
+    await db.dropTable("vs");
   });
 });

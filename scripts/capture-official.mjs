@@ -123,6 +123,16 @@ await step("query", () => t.query().where("id > 0").select(["id", "a"]).limit(10
 await step("query_all", () => t.query().toArrow());
 await step("to_arrow", () => t.toArrow());
 await step("list_versions", () => t.listVersions());
+// Vector queries (compared by golden.rs against the 0.39 capture).
+const vrows = Array.from({ length: 20 }, (_, i) => ({ id: i, kind: ["a", "b"][i % 2], vector: [i, i * 0.5, 1] }));
+const vt = await step("vector_create", () => db.createTable("vt", vrows));
+await step("vector_search", () => vt.search([1, 2, 3]).toArrow());
+await step("vector_search_options", () =>
+  vt.search([1, 2, 3]).column("vector").distanceType("cosine").where("kind = 'a'").select(["id"]).limit(5).offset(1).withRowId().toArrow());
+await step("vector_postfilter_range", () => vt.search([1, 2, 3]).where("id > 2").postfilter().distanceRange(0.5, 100).limit(3).toArrow());
+await step("vector_tuning", () => vt.search([1, 2, 3]).nprobes(30).refineFactor(2).ef(64).bypassVectorIndex().fastSearch().toArrow());
+await step("vector_multi", () => vt.vectorSearch([[1, 2, 3], [3, 2, 1]]).limit(2).toArrow());
+await step("vector_nearest_to", () => vt.query().nearestTo([1, 2, 3]).limit(4).toArrow());
 await step("merge_insert", () => t.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute([{ id: 2, a: 20, s: "bb" }, { id: 9, a: 9, s: "i" }]));
 await step("merge_insert_all_clauses", () =>
   t.mergeInsert("id").whenMatchedUpdateAll({ where: "target.a < source.a" }).whenNotMatchedInsertAll().whenNotMatchedBySourceDelete({ where: "id < 2" })

@@ -6,5 +6,8 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 # The official client, for the compatibility suite: a failed install fails the run.
 npm ci --prefix bench --no-audit --no-fund
+# The official Python client, in a venv of its own: a failed install fails the run.
+[ -x .venv-compat/bin/python ] || python3 -m venv .venv-compat
+.venv-compat/bin/python -m pip install --quiet --disable-pip-version-check lancedb==0.40.0 pyarrow
 cargo test --workspace --release
 npx jest --runInBand

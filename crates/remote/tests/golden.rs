@@ -3,6 +3,9 @@
 //! field (method, path, query in order, the headers that matter, the JSON
 //! body, the Arrow body's format and schema).
 //!
+//! Vector queries are compared with @lancedb/lancedb 0.39.0's capture
+//! (`fixtures/official-node-0.39.0.json`, same script).
+//!
 //! The fixture `fixtures/official-node-0.31.0.json` was recorded by
 //! `scripts/capture-official.mjs`: the official client against our real
 //! server through a recording proxy. Here our client runs the same steps
@@ -22,7 +25,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use memwal_core::{
-    AddMode, CreateMode, CreateOptions, Data, Database, MergeInsertBuilder, QueryRequest,
+    AddMode, CreateMode, CreateOptions, Data, Database, DistanceType, MergeInsertBuilder,
+    QueryRequest, VectorQuery,
 };
 use memwal_remote::{ClientConfig, ConnectOptions, RemoteDatabase, StaticHeaders};
 use serde_json::Value;
@@ -154,10 +158,11 @@ fn arrow_shape(bytes: &[u8]) -> (Vec<(String, DataType, bool)>, usize) {
 }
 
 fn fixture() -> Vec<Value> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/official-node-0.31.0.json"
-    );
+    fixture_of("official-node-0.31.0.json")
+}
+
+fn fixture_of(name: &str) -> Vec<Value> {
+    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
     let v: Value = serde_json::from_str(&std::fs::read_to_string(path).expect("fixture"))
         .expect("fixture JSON");
     v["captured"].as_array().expect("captured").clone()
@@ -459,6 +464,134 @@ async fn every_operation_matches_the_official_client_capture() {
         }
     }
     assert!(compared >= 30, "compared only {compared} operations");
+    assert!(diffs.is_empty(), "differences:\n{}", diffs.join("\n"));
+    server.close().await;
+}
+
+fn vector_rows() -> Data {
+    use arrow::array::FixedSizeListArray;
+    use arrow::datatypes::Float32Type;
+    let item = Arc::new(Field::new("item", DataType::Float32, true));
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Float64, true),
+        Field::new("kind", DataType::Utf8, true),
+        Field::new("vector", DataType::FixedSizeList(item, 3), true),
+    ]));
+    let n = 20;
+    let b = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(Float64Array::from_iter_values((0..n).map(f64::from))),
+            Arc::new(StringArray::from_iter_values(
+                (0..n).map(|i| ["a", "b"][i as usize % 2]),
+            )),
+            Arc::new(
+                FixedSizeListArray::from_iter_primitive::<Float32Type, _, _>(
+                    (0..n).map(|i| Some(vec![Some(i as f32), Some(i as f32 * 0.5), Some(1.0)])),
+                    3,
+                ),
+            ),
+        ],
+    )
+    .expect("batch");
+    Data::new(schema, vec![b])
+}
+
+fn nearest(
+    limit: Option<usize>,
+    f: impl FnOnce(&mut QueryRequest, &mut VectorQuery),
+) -> QueryRequest {
+    let mut q = VectorQuery::new(vec![1.0, 2.0, 3.0]);
+    let mut r = QueryRequest {
+        limit,
+        ..Default::default()
+    };
+    f(&mut r, &mut q);
+    r.nearest = Some(q);
+    r
+}
+
+#[tokio::test]
+async fn vector_queries_match_the_official_0_39_capture() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut cfg = memwal_server::ServerConfig::new(dir.path());
+    cfg.api_key = Some("sk-capture".into());
+    let server = memwal_server::start(cfg).await.expect("server");
+    let (url, proxy) = proxy_to(server.url()).await;
+    let db = RemoteDatabase::connect(
+        "db://capture",
+        ConnectOptions {
+            api_key: Some("sk-capture".into()),
+            region: Some("us-east-1".into()),
+            host_override: Some(url.clone()),
+            ..Default::default()
+        },
+    )
+    .expect("connect");
+    let set = |op: &str| *proxy.op.lock().expect("lock") = op.to_string();
+    let t = db
+        .create_table("vt", vector_rows(), CreateOptions::default())
+        .await
+        .expect("create");
+    let queries = [
+        ("vector_search", nearest(None, |_, _| {})),
+        (
+            "vector_search_options",
+            nearest(Some(5), |r, q| {
+                q.column = Some("vector".into());
+                q.distance_type = Some(DistanceType::Cosine);
+                r.filter = Some("kind = 'a'".into());
+                r.columns = Some(vec!["id".into()]);
+                r.offset = Some(1);
+                r.with_row_id = true;
+            }),
+        ),
+        (
+            "vector_postfilter_range",
+            nearest(Some(3), |r, q| {
+                r.filter = Some("id > 2".into());
+                q.prefilter = false;
+                q.lower_bound = Some(0.5);
+                q.upper_bound = Some(100.0);
+            }),
+        ),
+        (
+            "vector_tuning",
+            nearest(None, |_, q| {
+                q.tuning.nprobes = Some(30);
+                q.tuning.refine_factor = Some(2);
+                q.tuning.ef = Some(64);
+                q.tuning.bypass_vector_index = true;
+                q.tuning.fast_search = true;
+            }),
+        ),
+        (
+            "vector_multi",
+            nearest(Some(2), |_, q| q.vectors.push(vec![3.0, 2.0, 1.0])),
+        ),
+        ("vector_nearest_to", nearest(Some(4), |_, _| {})),
+    ];
+    for (op, req) in queries.iter().cloned() {
+        set(op);
+        let b = t.query(req).await.expect(op);
+        assert!(
+            b.iter().map(RecordBatch::num_rows).sum::<usize>() > 0,
+            "{op} found rows"
+        );
+    }
+    let ours = proxy.seen.lock().expect("lock").clone();
+    let captured = fixture_of("official-node-0.39.0.json");
+    let mut diffs = Vec::new();
+    for (op, _) in &queries {
+        let theirs = captured
+            .iter()
+            .rfind(|c| c["op"] == *op && c.get("method").is_some())
+            .unwrap_or_else(|| panic!("{op} is in the capture"));
+        match ours.iter().rfind(|s| s.op == *op) {
+            Some(o) => diffs.extend(compare(op, theirs, o)),
+            None => diffs.push(format!("{op}: ours sent nothing")),
+        }
+    }
     assert!(diffs.is_empty(), "differences:\n{}", diffs.join("\n"));
     server.close().await;
 }

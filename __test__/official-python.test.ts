@@ -1,0 +1,72 @@
+/**
+ * Compatibility: the official Python client (lancedb 0.40.0) against our
+ * server on 127.0.0.1: it creates a table, searches vectors (every distance
+ * type, prefilter, postfilter, row ids, several query vectors), merges and
+ * finds the new row at once. Every answer must equal our own local search
+ * of the same rows. scripts/test.sh installs the client in .venv-compat; a
+ * missing client fails this suite, it never skips.
+ */
+import * as fs from "fs";
+import * as path from "path";
+import { spawn } from "child_process";
+import { connect, serve, Server } from "../lib";
+import { tmpDir } from "./helpers";
+
+const python = path.join(__dirname, "..", ".venv-compat", "bin", "python");
+const script = path.join(__dirname, "..", "compat", "official_python.py");
+
+function run(args: string[]): Promise<{ code: number | null; out: string; err: string }> {
+  return new Promise((resolve) => {
+    const p = spawn(python, args);
+    let out = "";
+    let err = "";
+    p.stdout.on("data", (d) => (out += d));
+    p.stderr.on("data", (d) => (err += d));
+    p.on("close", (code) => resolve({ code, out, err }));
+  });
+}
+
+test("the official Python client is installed (scripts/test.sh installs it)", () => {
+  expect(fs.existsSync(python)).toBe(true);
+});
+
+describe("Python lancedb 0.40 against memwal-server", () => {
+  let server: Server;
+  beforeAll(async () => {
+    server = await serve({ dataDir: tmpDir(), apiKey: "k" });
+  });
+  afterAll(async () => server.close());
+
+  test("vector search answers as our own local search", async () => {
+    const data = Array.from({ length: 120 }, (_, i) => ({
+      id: i,
+      kind: ["a", "b", "c"][i % 3],
+      vector: Array.from({ length: 6 }, (_, j) => Math.sin(i * 7 + j * 3)),
+    }));
+    const file = path.join(tmpDir(), "rows.json");
+    fs.writeFileSync(file, JSON.stringify(data));
+    const r = await run([script, server.url, file]);
+    if (r.code !== 0) throw new Error(`python exited ${r.code}: ${r.err}`);
+    const got = JSON.parse(r.out);
+    expect(got.version).toBe("0.40.0");
+    expect([got.count, got.count_after]).toEqual([120, 121]);
+
+    const ours = await (await connect(tmpDir())).createTable("py", data);
+    const key = (rows: Array<Record<string, unknown>>) =>
+      rows.map((x) => [Number(x.id), Number(x._distance), x.query_index === undefined ? -1 : Number(x.query_index)]);
+    const same = (a: number[][], b: number[][]) => {
+      expect(a.map((x) => [x[0], x[2]])).toEqual(b.map((x) => [x[0], x[2]]));
+      a.forEach((x, i) => expect(Math.abs(x[1] - b[i][1])).toBeLessThan(1e-5));
+    };
+    const q = data[5].vector;
+    for (const dt of ["l2", "cosine", "dot"] as const) {
+      same(got[dt], key(await ours.search(q).distanceType(dt).limit(8).toArray()));
+    }
+    same(got.where, key(await ours.search(q).where("kind = 'b'").limit(5).toArray()));
+    same(got.postfilter, key(await ours.search(q).where("kind = 'b'").postfilter().limit(9).toArray()));
+    same(got.multi, key(await ours.vectorSearch([data[1].vector, data[2].vector]).limit(3).toArray()));
+    expect(got.row_id_columns).toEqual(["id", "_distance", "_rowid"]);
+    expect(got.fresh).toEqual([[500, 0, -1]]);
+    expect(got.bad_dimension).toMatch(/dimension 3/);
+  }, 60_000);
+});

@@ -1,0 +1,58 @@
+"""The official Python client (lancedb 0.40) against memwal-server.
+
+Run by __test__/official-python.test.ts with the server's URL and a JSON file
+of rows; prints one JSON object of answers that the test compares with our
+own local search of the same rows. Any failure is an exception (non-zero exit).
+"""
+import json
+import sys
+
+import lancedb
+import pyarrow as pa
+
+
+def rows_of(t):
+    d = t.to_pydict()
+    n = t.num_rows
+    qi = d.get("query_index", [-1] * n)
+    return [[int(d["id"][i]), float(d["_distance"][i]), int(qi[i])] for i in range(n)]
+
+
+def main():
+    url, rows_file = sys.argv[1], sys.argv[2]
+    with open(rows_file) as f:
+        data = json.load(f)
+    dim = len(data[0]["vector"])
+    schema = pa.schema([
+        pa.field("id", pa.int64()),
+        pa.field("kind", pa.string()),
+        pa.field("vector", pa.list_(pa.float32(), dim)),
+    ])
+    db = lancedb.connect("db://test", api_key="k", region="us-east-1", host_override=url)
+    tbl = db.create_table("py", pa.Table.from_pylist(data, schema=schema))
+    q = data[5]["vector"]
+    out = {"version": lancedb.__version__, "count": tbl.count_rows()}
+    for dt in ["l2", "cosine", "dot"]:
+        out[dt] = rows_of(tbl.search(q).distance_type(dt).limit(8).to_arrow())
+    out["where"] = rows_of(tbl.search(q).where("kind = 'b'").limit(5).to_arrow())
+    out["postfilter"] = rows_of(
+        tbl.search(q).where("kind = 'b'", prefilter=False).limit(9).to_arrow())
+    t = tbl.search(q).with_row_id(True).select(["id"]).limit(3).to_arrow()
+    out["row_id_columns"] = t.column_names
+    out["multi"] = rows_of(tbl.search([data[1]["vector"], data[2]["vector"]]).limit(3).to_arrow())
+    fresh = {"id": 500, "kind": "a", "vector": [9.0] * dim}
+    (tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+        .execute(pa.Table.from_pylist([fresh], schema=schema)))
+    out["fresh"] = rows_of(tbl.search(fresh["vector"]).limit(1).to_arrow())
+    out["count_after"] = tbl.count_rows()
+    try:
+        tbl.search([1.0, 2.0, 3.0]).to_arrow()
+        out["bad_dimension"] = None
+    except Exception as e:  # the error text must name the dimension
+        out["bad_dimension"] = str(e)
+    db.drop_table("py")
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
