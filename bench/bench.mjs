@@ -1,5 +1,6 @@
-// npm run bench: every workload for memwal and @lancedb/lancedb 0.31.0,
-// each in its own process; prints a markdown table and writes results/.
+// npm run bench [workloads]: every workload for memwal and @lancedb/lancedb 0.39.0,
+// each in its own process; prints a markdown table and writes results/
+// (bench.md, bench.json, latency.svg).
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -10,6 +11,9 @@ const runs = [
   ["memwal", "B"], ["lancedb", "B"],
   ["memwal", "C"], ["lancedb", "C"],
   ["memwal-server", "D1"], ["memwal-server", "D8"], ["memwal-server", "D8proc"], ["memwal-server", "Ddirect"], ["lancedb", "Dlsm"],
+  ["bw", "bw"],
+  ["memwal", "E100k"], ["lancedb", "E100k"], ["memwal", "E1m"], ["lancedb", "E1m"],
+  ["memwal", "F"], ["lancedb", "F"], ["lancedb-lsm", "F"],
 ];
 const only = process.argv[2];
 // D8proc runs the memwal-server binary: build it (incremental) where cargo puts it.
@@ -34,6 +38,23 @@ for (const [engine, wl] of runs) {
 const g = (k, f) => (results[k] && results[k][f] !== undefined ? results[k][f] : NaN);
 const f1 = (x) => (Number.isFinite(x) ? x.toFixed(1) : "n/a");
 const f2 = (x) => (Number.isFinite(x) ? x.toFixed(2) : "n/a");
+const e = (k, v, f) => (results[k] && results[k][v] ? results[k][v][f] : NaN);
+const eRows = [];
+for (const [wl, n] of [["E100k", "100k"], ["E1m", "1M"]]) {
+  for (const v of ["random", "random_filter10", "clustered", "clustered_filter10"]) {
+    const m = `memwal:${wl}`, p = `lancedb:${wl}`;
+    eRows.push([`E: flat top-10 L2, ${n} x 128-d ${v.replace("_filter10", ", filter 10%")}: p50 / p99 ms, q/s`,
+      `${f2(e(m, v, "p50_ms"))} / ${f2(e(m, v, "p99_ms"))}, ${f1(e(m, v, "qps"))}`,
+      `${f2(e(p, v, "p50_ms"))} / ${f2(e(p, v, "p99_ms"))}, ${f1(e(p, v, "qps"))}`,
+      f2(e(m, v, "qps") / e(p, v, "qps")) + "x q/s"]);
+  }
+  eRows.push([`E: ${n} random, scan GB/s (rows x 512 B / p50) vs memory (memcpy read ${f1(g("bw:bw", "memcpy_read_gb_s"))} GB/s)`,
+    f1(e(`memwal:${wl}`, "random", "scan_gb_s")), f2(e(`lancedb:${wl}`, "random", "scan_gb_s")),
+    f2(e(`memwal:${wl}`, "random", "scan_gb_s") / g("bw:bw", "memcpy_read_gb_s")) + " of memcpy"]);
+}
+const fr = (k) => `${results[k]?.next_query_found ?? "n/a"}/${results[k]?.rounds ?? "n/a"} next query, lag p50 ${f2(g(k, "p50_ms"))} ms, p99 ${f2(g(k, "p99_ms"))} ms${results[k]?.never_found_in_10s ? `, ${results[k].never_found_in_10s} never (10 s)` : ""}${results[k]?.error ? " ERROR " + results[k].error.slice(0, 80) : ""}`;
+eRows.push(["F: 200 new vectors upserted, found by a search: memwal MemWAL | peer standard", fr("memwal:F"), fr("lancedb:F"), ""]);
+eRows.push(["F: peer LSM path (useLsm)", "", fr("lancedb-lsm:F"), ""]);
 const rows = [
   ["A: 100k-row upsert into 100k rows, rows/s", f1(g("memwal:A", "rows_per_s")), f1(g("lancedb:A", "rows_per_s")), f2(g("memwal:A", "rows_per_s") / g("lancedb:A", "rows_per_s")) + "x"],
   ["A: peak RSS MB", f1(g("memwal:A", "peak_rss_mb")), f1(g("lancedb:A", "peak_rss_mb")), f2(g("memwal:A", "peak_rss_mb") / g("lancedb:A", "peak_rss_mb")) + "x"],
@@ -49,10 +70,58 @@ const rows = [
   ["D: same vs fdatasync in place (over preallocated space: a floor for reference)", f2(g("memwal-server:D1", "p50_ms")), `fdatasync ${f2(g("fsync:fsync", "fdatasync_inplace_ms"))} ms`, f2(g("memwal-server:D1", "p50_ms") / g("fsync:fsync", "fdatasync_inplace_ms")) + "x"],
   ["D: counts exact / countRows sees all (MemWAL 8c | peer LSM)", `${results["memwal-server:D8"]?.counts_exact} / ${results["memwal-server:D8"]?.count_rows_sees_all}`, `${results["lancedb:Dlsm"]?.counts_exact} / ${results["lancedb:Dlsm"]?.count_rows_sees_all}`, ""],
 ];
-let md = `| measure | memwal | @lancedb/lancedb 0.31.0 | ratio |\n|---|---|---|---|\n`;
-for (const r of rows) md += `| ${r.join(" | ")} |\n`;
+rows.push(...eRows);
+let md = `| measure | memwal | @lancedb/lancedb 0.39.0 | ratio |\n|---|---|---|---|\n`;
+for (const r of rows) if (!r.slice(1).every((c) => c === "" || /n\/a/.test(c))) md += `| ${r.join(" | ")} |\n`;
 md += `\nMachine: ${os.cpus().length} x ${os.cpus()[0]?.model ?? "cpu"}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}, ${new Date().toISOString()}\n`;
 fs.mkdirSync("results", { recursive: true });
 fs.writeFileSync("results/bench.json", JSON.stringify(results, null, 2));
 fs.writeFileSync("results/bench.md", md);
+fs.writeFileSync("results/latency.svg", latencySvg(results));
 console.log("\n" + md);
+
+/**
+ * Per-call latency distributions, memwal beside the peer, on a log axis:
+ * a box from p25 to p75, whiskers p5..p99, a mark at p50, a dot at the max.
+ */
+function latencySvg(res) {
+  const series = [];
+  const add = (label, k, sub) => {
+    const r = sub ? res[k]?.[sub] : res[k];
+    if (r?.lat?.length) series.push({ label, lat: [...r.lat].sort((a, b) => a - b), memwal: k.startsWith("memwal") });
+  };
+  for (const [wl, n] of [["E100k", "100k"], ["E1m", "1M"]]) {
+    for (const v of ["random", "random_filter10", "clustered"]) {
+      add(`E ${n} ${v} memwal`, `memwal:${wl}`, v);
+      add(`E ${n} ${v} peer`, `lancedb:${wl}`, v);
+    }
+  }
+  add("B upsert 200 into 100k memwal", "memwal:B");
+  add("B upsert 200 into 100k peer", "lancedb:B");
+  add("C upsert 200 into 1M memwal", "memwal:C");
+  add("C upsert 200 into 1M peer", "lancedb:C");
+  add("D1 MemWAL upsert memwal", "memwal-server:D1");
+  add("F freshness memwal", "memwal:F");
+  add("F freshness peer standard", "lancedb:F");
+  add("F freshness peer LSM", "lancedb-lsm:F");
+  const W = 900, left = 260, right = 20, rowH = 22, top = 30;
+  const H = top + series.length * rowH + 40;
+  const lo = 0.1, hi = 10_000;
+  const x = (ms) => left + ((Math.log10(Math.min(hi, Math.max(lo, ms))) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo))) * (W - left - right);
+  const q = (a, p) => a[Math.min(a.length - 1, Math.floor(p * a.length))];
+  let svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif" font-size="11">\n`;
+  svg += `<text x="${left}" y="16" font-size="13">Latency per call (ms, log scale): box p25-p75, whiskers p5-p99, bar p50, dot max</text>\n`;
+  for (const t of [0.1, 1, 10, 100, 1000, 10000]) {
+    svg += `<line x1="${x(t)}" y1="${top - 6}" x2="${x(t)}" y2="${H - 30}" stroke="#ddd"/><text x="${x(t)}" y="${H - 16}" text-anchor="middle">${t}</text>\n`;
+  }
+  series.forEach((s, i) => {
+    const y = top + i * rowH + rowH / 2;
+    const c = s.memwal ? "#1f77b4" : "#d62728";
+    svg += `<text x="${left - 8}" y="${y + 4}" text-anchor="end">${s.label}</text>`;
+    svg += `<line x1="${x(q(s.lat, 0.05))}" y1="${y}" x2="${x(q(s.lat, 0.99))}" y2="${y}" stroke="${c}"/>`;
+    svg += `<rect x="${x(q(s.lat, 0.25))}" y="${y - 6}" width="${Math.max(1, x(q(s.lat, 0.75)) - x(q(s.lat, 0.25)))}" height="12" fill="${c}" fill-opacity="0.35" stroke="${c}"/>`;
+    svg += `<line x1="${x(q(s.lat, 0.5))}" y1="${y - 7}" x2="${x(q(s.lat, 0.5))}" y2="${y + 7}" stroke="${c}" stroke-width="2"/>`;
+    svg += `<circle cx="${x(s.lat[s.lat.length - 1])}" cy="${y}" r="2" fill="${c}"/>\n`;
+  });
+  return svg + "</svg>\n";
+}

@@ -1,6 +1,6 @@
 // One measurement in a fresh process (so peak RSS is its own):
 //   node worker.mjs <engine> <workload>
-// engine: memwal | lancedb | fsync ; workload: A | B | C | D1 | D8 | Ddirect | Dlsm | fsync
+// engine: memwal | lancedb | fsync | bw ; workload: A | B | C | D1 | D8 | Ddirect | Dlsm | fsync | E100k | E1m | F | bw
 // Prints one JSON line. Data generation and IPC encoding are outside the timed part.
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -103,8 +103,131 @@ async function sequential(tbl, count, size, existing, memWal = false) {
   return {
     calls: count, p50_ms: pct(lat, 0.5), p99_ms: pct(lat, 0.99), first10_ms: pct(lat.slice(0, 10), 0.5), last10_ms: pct(lat.slice(-10), 0.5),
     rows_per_s: (count * size) / secs, counts_exact: inserted === count * (size / 2) && updated === count * (size / 2),
-    count_rows_sees_all: rowsAfter === existing + count * (size / 2),
+    count_rows_sees_all: rowsAfter === existing + count * (size / 2), lat,
   };
+}
+
+/** n rows of 128-d float32: uniform random, or a seeded Gaussian mixture of 100 clusters. */
+function vectorRows(n, clustered, from = 0) {
+  const floats = new Float32Array(n * DIM);
+  const centers = Array.from({ length: 100 }, () => Float32Array.from({ length: DIM }, () => rnd()));
+  const gauss = () => Math.sqrt(-2 * Math.log(rnd() + 1e-12)) * Math.cos(2 * Math.PI * rnd());
+  for (let i = 0; i < n; i++) {
+    const c = centers[Math.floor(rnd() * 100)];
+    for (let j = 0; j < DIM; j++) floats[i * DIM + j] = clustered ? c[j] + 0.05 * gauss() : rnd();
+  }
+  const fsl = new FixedSizeList(DIM, new Field("item", new Float32(), true));
+  const vec = makeVector(makeData({ type: fsl, length: n, nullCount: 0, child: makeData({ type: new Float32(), length: n * DIM, data: floats }) }));
+  const t = new Table({
+    id: makeVector(BigInt64Array.from({ length: n }, (_, i) => BigInt(from + i))),
+    cat: makeVector(Int32Array.from({ length: n }, (_, i) => (from + i) % 10)),
+    vec,
+  });
+  return { table: tableFromIPC(tableToIPC(t, "stream")), floats };
+}
+
+async function vectorTable(name, t) {
+  if (engine === "memwal") {
+    const { db } = await memwalDb(path.join(dir, "db"));
+    return db.createTable(name, input(t));
+  }
+  const lancedb = require("@lancedb/lancedb");
+  const db = await lancedb.connect(path.join(dir, "db"));
+  return db.createTable(name, t);
+}
+
+/** E: flat top-10 L2, one query at a time, no index on either side. */
+async function flatSearch(n) {
+  const out = {};
+  const queries = engine === "memwal" ? 200 : n >= 1_000_000 ? 15 : 60;
+  for (const clustered of [false, true]) {
+    const { table } = vectorRows(n, clustered);
+    const tbl = await vectorTable(clustered ? "clustered" : "random", table);
+    const qs = Array.from({ length: queries }, () => Float32Array.from({ length: DIM }, () => rnd()));
+    for (const filter of [null, "cat = 3"]) {
+      const run = (q) => {
+        let b = tbl.search(Array.from(q)).limit(10);
+        if (filter) b = b.where(filter);
+        return b.toArray();
+      };
+      await run(qs[0]);
+      await run(qs[1]);
+      const lat = [];
+      let found = 0;
+      for (const q of qs) {
+        const s = now();
+        found += (await run(q)).length;
+        lat.push(now() - s);
+      }
+      const key = `${clustered ? "clustered" : "random"}${filter ? "_filter10" : ""}`;
+      const p50 = pct(lat, 0.5);
+      out[key] = { p50_ms: p50, p99_ms: pct(lat, 0.99), qps: 1000 / (lat.reduce((a, b) => a + b, 0) / lat.length), scan_gb_s: (n * DIM * 4) / (p50 / 1000) / 1e9, rows_per_query: found / queries, lat };
+    }
+  }
+  return { rows: n, queries, ...out };
+}
+
+/** The machine's memory bandwidth: memcpy of 512 MiB (bytes read + written per second), best of 5. */
+function bandwidth() {
+  const size = 512 * 2 ** 20;
+  const a = Buffer.alloc(size, 1);
+  const b = Buffer.alloc(size);
+  let best = Infinity;
+  for (let i = 0; i < 5; i++) {
+    const s = now();
+    a.copy(b);
+    best = Math.min(best, now() - s);
+  }
+  return { memcpy_gb_s: (2 * size) / (best / 1000) / 1e9, memcpy_read_gb_s: size / (best / 1000) / 1e9 };
+}
+
+/**
+ * F: after an upsert of 200 new vectors is acknowledged, how long until a
+ * vector search returns them: memwal (served table, memWal path) must find
+ * them in the very next query; the peer on its standard path and its LSM path.
+ */
+async function freshness() {
+  const { table } = vectorRows(100_000, false);
+  let tbl, server, write;
+  if (engine === "memwal") {
+    const m = require("../dist/lib/index.js");
+    server = await m.serve({ dataDir: path.join(dir, "server"), apiKey: "k" });
+    const db = await m.connect("db://bench", { apiKey: "k", hostOverride: server.url });
+    tbl = await db.createTable("t", input(table));
+    write = (d) => tbl.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().memWal().execute(input(d));
+  } else {
+    const lancedb = require("@lancedb/lancedb");
+    const db = await lancedb.connect(path.join(dir, "db"));
+    tbl = await db.createTable("t", table);
+    if (workload === "F" && engine === "lancedb-lsm") {
+      await tbl.setUnenforcedPrimaryKey("id");
+      await tbl.setLsmWriteSpec({ specType: "unsharded" });
+      write = (d) => tbl.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().useLsm(true).execute(d);
+    } else {
+      write = (d) => tbl.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(d);
+    }
+  }
+  const rounds = 20;
+  const lag = [];
+  let nextQueryFound = 0, never = 0;
+  for (let r = 0; r < rounds; r++) {
+    const { table: fresh, floats } = vectorRows(200, false, 1_000_000 + r * 200);
+    await write(fresh);
+    const acked = now();
+    const probe = Array.from(floats.subarray(0, DIM));
+    let polls = 0;
+    for (;;) {
+      polls++;
+      const hit = await tbl.search(probe).limit(1).toArray();
+      if (hit.length && Number(hit[0].id) === 1_000_000 + r * 200) break;
+      if (now() - acked > 10_000) { never++; break; }
+      await new Promise((res) => setTimeout(res, 5));
+    }
+    if (polls === 1) nextQueryFound++;
+    lag.push(now() - acked);
+  }
+  if (server) await server.close();
+  return { rounds, next_query_found: nextQueryFound, never_found_in_10s: never, p50_ms: pct(lag, 0.5), p99_ms: pct(lag, 0.99), lat: lag };
 }
 
 /** 8 concurrent clients, 100 MemWAL upserts each, distinct new keys per client. */
@@ -184,6 +307,12 @@ async function main() {
     const r = await upsert(tbl, d, false);
     const ms = now() - s;
     result = { ms, rows_per_s: 100_000 / (ms / 1000), counts_exact: r.numInsertedRows === 50_000 && r.numUpdatedRows === 50_000, count_rows: await tbl.countRows() };
+  } else if (workload === "E100k" || workload === "E1m") {
+    result = await flatSearch(workload === "E100k" ? 100_000 : 1_000_000);
+  } else if (workload === "F") {
+    result = await freshness();
+  } else if (workload === "bw") {
+    result = bandwidth();
   } else if (workload === "B" || workload === "C") {
     const initial = workload === "B" ? 100_000 : 1_000_000;
     const { tbl } = await openEngine(initial);
@@ -197,12 +326,13 @@ async function main() {
         await tbl.setUnenforcedPrimaryKey("id");
         await tbl.setLsmWriteSpec({ specType: "unsharded" });
         const data = batches(500, 200, 100_000, 10_000_000).map((ids) => rows(ids));
-        await tbl.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().useLsmWrite(true).execute(rows([0]));
+        const lsm = (b) => (typeof b.useLsm === "function" ? b.useLsm(true) : b.useLsmWrite(true));
+        await lsm(tbl.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll()).execute(rows([0]));
         const lat = [];
         let counted = 0;
         for (const d of data) {
           const s = now();
-          const r = await tbl.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().useLsmWrite(true).execute(d);
+          const r = await lsm(tbl.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll()).execute(d);
           lat.push(now() - s);
           counted += (r.numInsertedRows ?? 0) + (r.numUpdatedRows ?? 0);
         }
