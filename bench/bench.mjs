@@ -72,7 +72,7 @@ const rows = [
 ];
 rows.push(...eRows);
 let md = `| measure | memwal | @lancedb/lancedb 0.39.0 | ratio |\n|---|---|---|---|\n`;
-for (const r of rows) if (!r.slice(1).every((c) => c === "" || /n\/a/.test(c))) md += `| ${r.join(" | ")} |\n`;
+for (const r of rows) if (!r.slice(1).every((c) => c === "" || /n\/a|undefined/.test(c))) md += `| ${r.join(" | ")} |\n`;
 md += `\nMachine: ${os.cpus().length} x ${os.cpus()[0]?.model ?? "cpu"}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}, ${new Date().toISOString()}\n`;
 fs.mkdirSync("results", { recursive: true });
 fs.writeFileSync("results/bench.json", JSON.stringify(results, null, 2));

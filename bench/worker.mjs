@@ -14,10 +14,14 @@ const [engine, workload] = process.argv.slice(2);
 const DIM = 128;
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), `bench-${engine}-${workload}-`));
 
+// mulberry32: the old `(seed * 1103515245 + 12345) & 0x7fffffff` lost bits in float
+// arithmetic and cycled within ~5k values, so "random" vectors repeated.
 let seed = 42;
 function rnd() {
-  seed = (seed * 1103515245 + 12345) & 0x7fffffff;
-  return seed / 0x7fffffff;
+  seed = (seed + 0x6d2b79f5) | 0;
+  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
 }
 
 function rows(ids) {

@@ -538,3 +538,48 @@ fn a_large_scan_split_across_threads_gives_the_oracle_answer() {
         check(&t, &model, &q);
     }
 }
+
+fn json_leaf() -> impl Strategy<Value = serde_json::Value> {
+    use serde_json::Value;
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        (-3i64..20).prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        prop_oneof![Just(1e300f64), Just(-0.0), Just(0.5), Just(1e-40)].prop_map(Value::from),
+        prop::sample::select(vec!["l2", "cosine", "dot", "hamming", "v", "kind", "id > 3", "kind = 'a'", "x"])
+            .prop_map(Value::from),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+    /// Fuzz target of the `query/` body parser and the vector plan: any
+    /// body, well-formed or not, is an answer or an error, never a panic.
+    #[test]
+    fn any_query_body_is_an_answer_or_an_error(
+        vector in prop_oneof![
+            prop::collection::vec((-4i8..4).prop_map(f64::from), 0..7).prop_map(|v| serde_json::json!(v)),
+            prop::collection::vec(prop::collection::vec((-4i8..4).prop_map(f64::from), 0..7), 0..3)
+                .prop_map(|v| serde_json::json!(v)),
+            json_leaf(),
+        ],
+        fields in prop::collection::vec((prop::sample::select(vec![
+            "k", "offset", "filter", "columns", "prefilter", "distance_type", "vector_column",
+            "lower_bound", "upper_bound", "nprobes", "ef", "with_row_id", "version",
+        ]), json_leaf()), 0..5),
+    ) {
+        use memwal_core::protocol::QueryBody;
+        let mut body = serde_json::json!({ "vector": vector });
+        for (k, v) in fields {
+            body[k] = v;
+        }
+        let dir = tempfile::tempdir().expect("dir");
+        let t = small_table(dir.path());
+        if let Ok(b) = serde_json::from_value::<QueryBody>(body) {
+            if let Ok(req) = b.to_request() {
+                let _ = t.query_sync(&req);
+            }
+        }
+    }
+}
