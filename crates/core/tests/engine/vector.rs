@@ -547,8 +547,18 @@ fn json_leaf() -> impl Strategy<Value = serde_json::Value> {
         (-3i64..20).prop_map(Value::from),
         any::<i64>().prop_map(Value::from),
         prop_oneof![Just(1e300f64), Just(-0.0), Just(0.5), Just(1e-40)].prop_map(Value::from),
-        prop::sample::select(vec!["l2", "cosine", "dot", "hamming", "v", "kind", "id > 3", "kind = 'a'", "x"])
-            .prop_map(Value::from),
+        prop::sample::select(vec![
+            "l2",
+            "cosine",
+            "dot",
+            "hamming",
+            "v",
+            "kind",
+            "id > 3",
+            "kind = 'a'",
+            "x"
+        ])
+        .prop_map(Value::from),
     ]
 }
 
