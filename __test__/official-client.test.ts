@@ -1,7 +1,7 @@
 /**
  * Compatibility: the official @lancedb/lancedb 0.39.0 Node client, pointed at
  * our server with hostOverride, creates, reads, merges and deletes.
- * The client is installed in bench/ (scripts/test.sh runs `npm ci --prefix bench`
+ * The client is installed in bench/ (scripts/test.sh runs `npm install --prefix bench`
  * and stops if that fails); a missing client fails this suite, it never skips.
  */
 import * as path from "path";

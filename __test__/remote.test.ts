@@ -77,6 +77,18 @@ describe("remote tables on the bundled server", () => {
     });
   });
 
+  test("useLsm(true) is memWal(): the MemWAL path, exact counts; useLsm(false) a direct merge", async () => {
+    const t = await db.createTable("lsm", people([[1, 10]]));
+    const v = await t.version();
+    const r = await t.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().useLsm(true).execute(people([[1, 11], [2, 20]]));
+    expect([r.numInsertedRows, r.numUpdatedRows]).toEqual([1, 1]);
+    expect(await ages(t)).toEqual([[1, 11], [2, 20]]);
+    await t.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().useLsm(false).execute(people([[3, 30]]));
+    expect(await t.version()).toBeGreaterThan(v);
+    expect(() => t.mergeInsert("id").useLsm("yes" as unknown as boolean)).toThrow(/useLsm\(enabled\) must be true or false/);
+    await expect(t.mergeInsert("id").whenMatchedUpdateAll().useLsm().execute(people([[1, 1]]))).rejects.toMatchObject({ code: "InvalidInput" });
+  });
+
   test("errors: unknown table, wrong key, bad name", async () => {
     await expect(db.openTable("nope")).rejects.toMatchObject({ code: "TableNotFound" });
     const bad = await connect("db://test", { apiKey: "wrong", hostOverride: server.url, clientConfig: { retryConfig: { retries: 0 } } });

@@ -85,7 +85,13 @@ export class MergeInsertBuilder {
 
   /** Route the upsert through the MemWAL write path (remote tables only). */
   memWal(enabled = true): this {
-    this.opts.memWal = enabled;
+    this.opts.memWal = bool("memWal(enabled)", enabled);
+    return this;
+  }
+
+  /** @lancedb/lancedb 0.39's name for `memWal(enabled)`: the same switch, so its code ports unchanged. */
+  useLsm(enabled = true): this {
+    this.opts.memWal = bool("useLsm(enabled)", enabled);
     return this;
   }
 

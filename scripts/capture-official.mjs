@@ -2,7 +2,7 @@
 // operation, into the golden fixture that crates/remote/tests/golden.rs checks
 // our client against.
 //
-//   npm run build && npm ci --prefix bench && node scripts/capture-official.mjs
+//   npm run build && npm install --prefix bench && node scripts/capture-official.mjs
 //
 // A recording proxy on 127.0.0.1 sits between the official client and our own
 // server (serve() from dist/), so every answer the client gets is a real one.

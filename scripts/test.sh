@@ -5,7 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 # The official client, for the compatibility suite: a failed install fails the run.
-npm ci --prefix bench --no-audit --no-fund
+# `npm install`, not `npm ci`: @lancedb/lancedb 0.39.0 lists optional platform packages with no
+# published version, which npm ci reports as missing from any lock file.
+npm install --prefix bench --no-audit --no-fund --no-save
 # The official Python client, in a venv of its own: a failed install fails the run.
 [ -x .venv-compat/bin/python ] || python3 -m venv .venv-compat
 .venv-compat/bin/python -m pip install --quiet --disable-pip-version-check lancedb==0.40.0 pyarrow
