@@ -31,10 +31,15 @@ describe("remote tables on the bundled server", () => {
       expect([res.numInsertedRows, res.numUpdatedRows]).toEqual([1, 1]);
       expect(await t.countRows()).toBe(4 + i);
     }
-    // After the background flush, the rows are in the base table (a new version).
-    await new Promise((r) => setTimeout(r, 600));
+    // The background flush (every 200 ms here) puts the rows in the base table as a new version:
+    // wait for that version (polling, up to 30 s), then the rows are all still there.
+    const flushed = async () => (await t.listVersions()).some((v) => v.metadata["memwal.flushed_seq"] !== undefined);
+    const start = Date.now();
+    while (!(await flushed())) {
+      if (Date.now() - start > 30_000) throw new Error("no MemWAL flush within 30 s");
+      await new Promise((r) => setTimeout(r, 20));
+    }
     expect(await t.countRows()).toBe(23);
-    expect((await t.listVersions()).some((v) => v.metadata["memwal.flushed_seq"] !== undefined)).toBe(true);
   });
 
   test("the whole merge suite works remotely", async () => {

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -44,8 +45,9 @@ async fn every_acknowledged_row_survives_sigkill() {
     let acked: Arc<Mutex<HashMap<i64, (i64, i64)>>> = Arc::default();
     for round in 0..3i64 {
         let mut tasks = Vec::new();
+        let acks = Arc::new(AtomicUsize::new(0));
         for w in 0..4i64 {
-            let (url, acked) = (url.clone(), acked.clone());
+            let (url, acked, acks) = (url.clone(), acked.clone(), acks.clone());
             tasks.push(tokio::spawn(async move {
                 let c = Client::new(&url);
                 for r in 0..1000i64 {
@@ -73,6 +75,7 @@ async fn every_acknowledged_row_survives_sigkill() {
                         .await;
                     match sent {
                         Ok(resp) if resp.status().is_success() => {
+                            acks.fetch_add(1, Ordering::SeqCst);
                             let mut a = acked.lock().expect("lock");
                             for (k, v) in &rows {
                                 if let Some(e) = a.get_mut(k) {
@@ -85,8 +88,20 @@ async fn every_acknowledged_row_survives_sigkill() {
                 }
             }));
         }
-        // Kill at a varying moment into the stream.
-        tokio::time::sleep(Duration::from_millis(150 + 200 * round as u64)).await;
+        // Kill at a varying point into the stream: after a number of
+        // acknowledgements that grows by round (however slow the machine),
+        // then a little later still, mid-stream.
+        let want = 5 + 40 * round as usize;
+        let start = std::time::Instant::now();
+        while acks.load(Ordering::SeqCst) < want {
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "round {round}: only {} of {want} writes acknowledged in 60 s",
+                acks.load(Ordering::SeqCst)
+            );
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(20 * round as u64)).await;
         child.kill().expect("SIGKILL");
         let _ = child.wait();
         for t in tasks {

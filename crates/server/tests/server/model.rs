@@ -99,10 +99,15 @@ fn rows_of(batches: &[RecordBatch]) -> Vec<Seen> {
 }
 
 /// Vector searches run after every step: (query, k, filter, prefilter).
-const SEARCHES: [([f32; 2], usize, Option<&str>, bool); 3] = [
+/// With ties at the k-th distance, which tied rows a postfilter sees first
+/// depends on row ids (which differ between the two sides), so postfilters
+/// run with a k that covers the table; a small k runs as a prefilter, whose
+/// distances are the same whichever tied rows are picked.
+const SEARCHES: [([f32; 2], usize, Option<&str>, bool); 4] = [
     ([50.0, 3.0], 1000, None, true),
     ([10.0, 0.0], 1000, Some("v > 20"), true),
-    ([0.0, 6.0], 3, Some("name = 'a'"), false),
+    ([0.0, 6.0], 1000, Some("name = 'a'"), false),
+    ([30.0, 2.0], 3, Some("name <> 'b'"), true),
 ];
 
 fn search(q: [f32; 2], k: usize, filter: Option<&str>, prefilter: bool) -> QueryRequest {
