@@ -20,3 +20,14 @@ export async function ages(tbl: { toArrow(): Promise<import("apache-arrow").Tabl
   }
   return out.sort((a, b) => a[0] - b[0]);
 }
+
+/** Search answers as [id, _distance, query_index (-1 when absent)]. */
+export function searchKey(rows: Array<Record<string, unknown>>): number[][] {
+  return rows.map((x) => [Number(x.id), Number(x._distance), x.query_index === undefined ? -1 : Number(x.query_index)]);
+}
+
+/** Two search answers agree: same ids and query indexes in order, distances within 1e-5. */
+export function expectSameSearch(a: number[][], b: number[][]): void {
+  expect(a.map((x) => [x[0], x[2]])).toEqual(b.map((x) => [x[0], x[2]]));
+  a.forEach((x, i) => expect(Math.abs(x[1] - b[i][1])).toBeLessThan(1e-5));
+}

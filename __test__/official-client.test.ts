@@ -7,7 +7,7 @@
 import * as path from "path";
 import * as fs from "fs";
 import { connect, serve, Server } from "../lib";
-import { tmpDir } from "./helpers";
+import { expectSameSearch, searchKey, tmpDir } from "./helpers";
 
 const clientPath = path.join(__dirname, "..", "bench", "node_modules", "@lancedb", "lancedb");
 test("the official client is installed (scripts/test.sh installs it in bench/)", () => {
@@ -79,12 +79,8 @@ describe("the official @lancedb/lancedb client against memwal-server", () => {
     }));
     const theirs = await db.createTable("vs", data);
     const ours = await (await connect(tmpDir())).createTable("vs", data);
-    const key = (rows: Array<Record<string, unknown>>) =>
-      rows.map((r) => [Number(r.id), Number(r._distance), r.query_index === undefined ? -1 : Number(r.query_index)]);
-    const same = (a: number[][], b: number[][]) => {
-      expect(a.map((x) => [x[0], x[2]])).toEqual(b.map((x) => [x[0], x[2]]));
-      a.forEach((x, i) => expect(Math.abs(x[1] - b[i][1])).toBeLessThan(1e-5));
-    };
+    const key = searchKey;
+    const same = expectSameSearch;
     const q = data[5].vector;
     for (const dt of ["l2", "cosine", "dot"]) {
       same(key(await theirs.search(q).distanceType(dt).limit(8).toArray()), key(await ours.search(q).distanceType(dt as "l2").limit(8).toArray()));

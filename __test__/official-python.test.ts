@@ -10,7 +10,7 @@ import * as fs from "fs";
 import * as path from "path";
 import { spawn } from "child_process";
 import { connect, serve, Server } from "../lib";
-import { tmpDir } from "./helpers";
+import { expectSameSearch, searchKey, tmpDir } from "./helpers";
 
 const python = path.join(__dirname, "..", ".venv-compat", "bin", "python");
 const script = path.join(__dirname, "..", "compat", "official_python.py");
@@ -52,12 +52,8 @@ describe("Python lancedb 0.40 against memwal-server", () => {
     expect([got.count, got.count_after]).toEqual([120, 121]);
 
     const ours = await (await connect(tmpDir())).createTable("py", data);
-    const key = (rows: Array<Record<string, unknown>>) =>
-      rows.map((x) => [Number(x.id), Number(x._distance), x.query_index === undefined ? -1 : Number(x.query_index)]);
-    const same = (a: number[][], b: number[][]) => {
-      expect(a.map((x) => [x[0], x[2]])).toEqual(b.map((x) => [x[0], x[2]]));
-      a.forEach((x, i) => expect(Math.abs(x[1] - b[i][1])).toBeLessThan(1e-5));
-    };
+    const key = searchKey;
+    const same = expectSameSearch;
     const q = data[5].vector;
     for (const dt of ["l2", "cosine", "dot"] as const) {
       same(got[dt], key(await ours.search(q).distanceType(dt).limit(8).toArray()));

@@ -11,50 +11,25 @@
 /// Lanes of partial sums per kernel.
 pub(crate) const LANES: usize = 16;
 
-macro_rules! kernels {
-    ($l2:ident, $dot:ident, $madd:expr) => {
-        /// Squared L2 distance of every row of `rows` (`dim` floats each)
-        /// to `q`, written to `out`.
+macro_rules! kernel {
+    ($(#[$doc:meta])* $name:ident, $step:expr) => {
+        $(#[$doc])*
         #[inline(always)]
-        fn $l2(q: &[f32], rows: &[f32], out: &mut [f32]) {
-            let madd: fn(f32, f32, f32) -> f32 = $madd;
-            let dim = q.len();
-            for (row, o) in rows.chunks_exact(dim).zip(out.iter_mut()) {
-                let mut acc = [0f32; $crate::vector::kernels::LANES];
-                let mut qc = q.chunks_exact($crate::vector::kernels::LANES);
-                let mut rc = row.chunks_exact($crate::vector::kernels::LANES);
+        fn $name(q: &[f32], rows: &[f32], out: &mut [f32]) {
+            const LANES: usize = $crate::vector::kernels::LANES;
+            let step: fn(f32, f32, f32) -> f32 = $step;
+            for (row, o) in rows.chunks_exact(q.len()).zip(out.iter_mut()) {
+                let mut acc = [0f32; LANES];
+                let mut qc = q.chunks_exact(LANES);
+                let mut rc = row.chunks_exact(LANES);
                 for (a, b) in (&mut qc).zip(&mut rc) {
-                    for i in 0..$crate::vector::kernels::LANES {
-                        let d = a[i] - b[i];
-                        acc[i] = madd(d, d, acc[i]);
+                    for i in 0..LANES {
+                        acc[i] = step(a[i], b[i], acc[i]);
                     }
                 }
                 let mut tail = 0f32;
                 for (a, b) in qc.remainder().iter().zip(rc.remainder()) {
-                    let d = a - b;
-                    tail = madd(d, d, tail);
-                }
-                *o = acc.iter().sum::<f32>() + tail;
-            }
-        }
-
-        /// Dot product of every row of `rows` with `q`, written to `out`.
-        #[inline(always)]
-        fn $dot(q: &[f32], rows: &[f32], out: &mut [f32]) {
-            let madd: fn(f32, f32, f32) -> f32 = $madd;
-            let dim = q.len();
-            for (row, o) in rows.chunks_exact(dim).zip(out.iter_mut()) {
-                let mut acc = [0f32; $crate::vector::kernels::LANES];
-                let mut qc = q.chunks_exact($crate::vector::kernels::LANES);
-                let mut rc = row.chunks_exact($crate::vector::kernels::LANES);
-                for (a, b) in (&mut qc).zip(&mut rc) {
-                    for i in 0..$crate::vector::kernels::LANES {
-                        acc[i] = madd(a[i], b[i], acc[i]);
-                    }
-                }
-                let mut tail = 0f32;
-                for (a, b) in qc.remainder().iter().zip(rc.remainder()) {
-                    tail = madd(*a, *b, tail);
+                    tail = step(*a, *b, tail);
                 }
                 *o = acc.iter().sum::<f32>() + tail;
             }
@@ -62,7 +37,31 @@ macro_rules! kernels {
     };
 }
 
-kernels!(l2_plain, dot_plain, |a, b, c| a * b + c);
+/// The two kernels with a given multiply-add: squared L2 distance and dot
+/// product of every row of `rows` (`q.len()` floats each) with `q`.
+macro_rules! kernels {
+    ($l2:ident, $dot:ident, $madd:expr) => {
+        kernel!(
+            /// Squared L2 distance of every row to `q`, into `out`.
+            $l2,
+            |a, b, acc| {
+                let d = a - b;
+                $madd(d, d, acc)
+            }
+        );
+        kernel!(
+            /// Dot product of every row with `q`, into `out`.
+            $dot,
+            |a, b, acc| $madd(a, b, acc)
+        );
+    };
+}
+
+fn plain_madd(a: f32, b: f32, c: f32) -> f32 {
+    a * b + c
+}
+
+kernels!(l2_plain, dot_plain, plain_madd);
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
