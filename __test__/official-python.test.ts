@@ -37,7 +37,7 @@ describe("Python lancedb 0.40 against memwal-server", () => {
   });
   afterAll(async () => server.close());
 
-  test("vector search answers as our own local search", async () => {
+  test("vector search answers as our own local search; list_tables pages", async () => {
     const data = Array.from({ length: 120 }, (_, i) => ({
       id: i,
       kind: ["a", "b", "c"][i % 3],
@@ -64,5 +64,7 @@ describe("Python lancedb 0.40 against memwal-server", () => {
     expect(got.row_id_columns).toEqual(["id", "_distance", "_rowid"]);
     expect(got.fresh).toEqual([[500, 0, -1]]);
     expect(got.bad_dimension).toMatch(/dimension 3/);
+    // list_tables(): the namespace listing route, paged.
+    expect(got.list_tables).toEqual([["py", "py2"], ["py"], ["py2"], null]);
   }, 60_000);
 });

@@ -50,6 +50,12 @@ def main():
         out["bad_dimension"] = None
     except Exception as e:  # the error text must name the dimension
         out["bad_dimension"] = str(e)
+    # list_tables() pages through GET /v1/namespace/$/table/list.
+    db.create_table("py2", pa.Table.from_pylist(data[:1], schema=schema))
+    first = db.list_tables(limit=1)
+    rest = db.list_tables(page_token=first.page_token, limit=10)
+    out["list_tables"] = [list(db.list_tables().tables), list(first.tables), list(rest.tables), rest.page_token]
+    db.drop_table("py2")
     db.drop_table("py")
     print(json.dumps(out))
 

@@ -33,6 +33,7 @@ pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/health", get(health))
         .route("/v1/table/", get(list_tables))
+        .route("/v1/namespace/{ns}/table/list", get(list_namespace_tables))
         .route("/v1/table/{name}/create/", post(create_table))
         .route("/v1/table/{name}/drop/", post(drop_table))
         .route("/v1/table/{name}/describe/", post(describe))
@@ -46,6 +47,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/table/{name}/optimize/", post(optimize))
         .route("/v1/table/{name}/flush/", post(flush))
         .fallback(not_implemented)
+        .method_not_allowed_fallback(not_implemented)
         .layer(middleware::from_fn_with_state(state.clone(), read_body))
         .layer(middleware::from_fn_with_state(state.clone(), auth))
         .layer(DefaultBodyLimit::max(max))
@@ -176,6 +178,28 @@ async fn list_tables(
     State(state): State<Arc<AppState>>,
     Query(p): Query<ListParams>,
 ) -> Result<Json<Value>> {
+    list_page(&state, &p)
+}
+
+/// `GET /v1/namespace/{ns}/table/list` (Python lancedb 0.40's
+/// `list_tables()`): the root namespace (`$`, or empty) is the server's
+/// tables, paged as `GET /v1/table/`; memwal-server has no other namespace.
+async fn list_namespace_tables(
+    State(state): State<Arc<AppState>>,
+    Path(ns): Path<String>,
+    Query(p): Query<ListParams>,
+) -> Result<Json<Value>> {
+    if !(ns.is_empty() || ns == "$") {
+        return Err(memwal_core::Error::not_supported(format!(
+            "namespace {ns:?}: memwal-server has only the root namespace (\"$\") so far"
+        ))
+        .into());
+    }
+    list_page(&state, &p)
+}
+
+/// One page of table names after `page_token`, at most `limit`.
+fn list_page(state: &AppState, p: &ListParams) -> Result<Json<Value>> {
     let mut names = state.db.table_names_sync()?;
     if let Some(t) = &p.page_token {
         names.retain(|n| n > t);

@@ -116,10 +116,11 @@ async fn regression_what_is_not_implemented_says_so() {
         ),
         ("/v1/table/t/index/list/", "{}", 501, "index/list"),
         (
+            // The route is a GET: another method names itself, never an empty 405.
             "/v1/namespace/$/table/list",
             "{}",
             501,
-            "does not implement",
+            "does not implement POST /v1/namespace/$/table/list",
         ),
         (
             "/v1/table/t/query/",
@@ -182,6 +183,31 @@ async fn regression_what_is_not_implemented_says_so() {
         .await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(c.count("t", None).await, 1);
+    // The namespace listing: the root pages as GET /v1/table/ does; any
+    // other namespace is refused by name.
+    let get = |path: &str| {
+        let req = c
+            .http
+            .get(format!("{}{path}", c.base))
+            .header("x-api-key", c.key.clone());
+        async move {
+            let r = req.send().await.expect("send");
+            (r.status().as_u16(), r.text().await.expect("text"))
+        }
+    };
+    c.create("u", &[(1, 10)]).await;
+    let (s, b) = get("/v1/namespace/$/table/list?limit=1").await;
+    assert_eq!(
+        (s, b.as_str()),
+        (200, r#"{"page_token":"t","tables":["t"]}"#)
+    );
+    let (s, b) = get("/v1/namespace/$/table/list?page_token=t").await;
+    assert_eq!((s, b.as_str()), (200, r#"{"tables":["u"]}"#));
+    let (s, b) = get("/v1/namespace/ns1/table/list").await;
+    assert!(
+        s == 400 && b.contains("\"ns1\"") && b.contains("root namespace"),
+        "{s} {b}"
+    );
     h.close().await;
 }
 
