@@ -140,3 +140,26 @@ describe("headerProvider", () => {
     await expect(connect("db://test", { apiKey: "secret", hostOverride: server.url }, 42 as never)).rejects.toMatchObject({ code: "InvalidInput" });
   });
 });
+
+async function pagesTableNames(d: Connection): Promise<void> {
+  for (const n of ["e", "a", "c", "b", "d"]) await d.createTable(n, people([[1, 1]]));
+  expect(await d.tableNames()).toEqual(["a", "b", "c", "d", "e"]);
+  expect(await d.tableNames({ limit: 2 })).toEqual(["a", "b"]);
+  expect(await d.tableNames({ startAfter: "b", limit: 2 })).toEqual(["c", "d"]);
+  expect(await d.tableNames({ startAfter: "c" })).toEqual(["d", "e"]);
+  expect(await d.tableNames({ startAfter: "e" })).toEqual([]);
+  expect(await d.tableNames({ limit: 0 })).toEqual([]);
+  await expect(d.tableNames({ limit: -1 })).rejects.toMatchObject({ code: "InvalidInput" });
+}
+
+describe("tableNames({ startAfter, limit })", () => {
+  test("on a folder database", async () => pagesTableNames(await connect(tmpDir())));
+  test("on a served database (GET /v1/table/ with limit and page_token)", async () => {
+    const s = await serve({ dataDir: tmpDir(), apiKey: "secret" });
+    try {
+      await pagesTableNames(await connect("db://test", { apiKey: "secret", region: "local", hostOverride: s.url }));
+    } finally {
+      await s.close();
+    }
+  });
+});

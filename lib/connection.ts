@@ -3,7 +3,7 @@
  * LanceDB Cloud / Enterprise / a memwal server.
  */
 import type { Schema } from "apache-arrow";
-import { optStr, str } from "./args";
+import { count, optStr, str } from "./args";
 import { Table as ArrowTable } from "apache-arrow";
 
 import { Data, toBuffer } from "./arrow";
@@ -98,9 +98,16 @@ export class Connection {
     return this.inner.uri;
   }
 
-  /** Table names, sorted. */
-  tableNames(): Promise<string[]> {
-    return call(() => this.inner.tableNames());
+  /** Table names, sorted; with `startAfter` only those after it, with `limit` at most that many. */
+  tableNames(options?: { startAfter?: string; limit?: number }): Promise<string[]> {
+    return call(async () => {
+      if (options !== undefined && (typeof options !== "object" || options === null)) {
+        throw invalid(`tableNames(options) must be { startAfter?, limit? }, got ${String(options)}`);
+      }
+      const startAfter = optStr("tableNames(options.startAfter)", options?.startAfter);
+      const limit = options?.limit === undefined ? undefined : count("tableNames(options.limit)", options.limit, 2 ** 32 - 1);
+      return this.inner.tableNames(startAfter ?? null, limit ?? null);
+    });
   }
 
   /** Creates a table from rows. */

@@ -50,7 +50,7 @@ export interface NativeTable {
 
 export interface NativeConnection {
   readonly uri: string;
-  tableNames(): Promise<string[]>;
+  tableNames(startAfter?: string | null, limit?: number | null): Promise<string[]>;
   createTable(name: string, data: Buffer, mode?: string | null, existOk?: boolean | null, namespace?: string[] | null): Promise<NativeTable>;
   openTable(name: string, namespace?: string[] | null): Promise<NativeTable>;
   dropTable(name: string, namespace?: string[] | null): Promise<void>;

@@ -74,8 +74,15 @@ impl Connection {
 
     /// Table names, sorted.
     #[napi(catch_unwind)]
-    pub async fn table_names(&self) -> napi::Result<Vec<String>> {
-        self.inner.table_names().await.map_err(error::core)
+    pub async fn table_names(
+        &self,
+        start_after: Option<String>,
+        limit: Option<u32>,
+    ) -> napi::Result<Vec<String>> {
+        self.inner
+            .table_names_page(start_after.as_deref(), limit.map(|l| l as usize))
+            .await
+            .map_err(error::core)
     }
 
     /// Creates a table from Arrow IPC bytes.

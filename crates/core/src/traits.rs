@@ -178,6 +178,20 @@ pub trait Table: Send + Sync + std::fmt::Debug {
 pub trait Database: Send + Sync + std::fmt::Debug {
     /// Table names, sorted.
     async fn table_names(&self) -> Result<Vec<String>>;
+    /// One page of table names, sorted: those after `start_after`, at most
+    /// `limit` (the official clients' `tableNames({ startAfter, limit })`).
+    async fn table_names_page(
+        &self,
+        start_after: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<Vec<String>> {
+        let mut names = self.table_names().await?;
+        if let Some(a) = start_after {
+            names.retain(|n| n.as_str() > a);
+        }
+        names.truncate(limit.unwrap_or(usize::MAX));
+        Ok(names)
+    }
     /// Creates a table from `data`.
     async fn create_table(
         &self,

@@ -103,41 +103,68 @@ fn answer<T: serde::de::DeserializeOwned>(v: Value) -> Result<T> {
     })
 }
 
+impl RemoteDatabase {
+    /// One `GET /v1/table/` page: names after `token`, at most `limit`, and
+    /// the next page's token.
+    async fn list_page(
+        &self,
+        token: Option<&str>,
+        limit: Option<usize>,
+    ) -> memwal_core::Result<(Vec<String>, Option<String>)> {
+        let mut q: Vec<(&str, String)> = Vec::new();
+        if let Some(l) = limit {
+            q.push(("limit", l.to_string()));
+        }
+        if let Some(t) = token {
+            q.push(("page_token", t.to_string()));
+        }
+        let (resp, rid, _) = self
+            .client
+            .send(Method::GET, "/v1/table/", false, |r| r.query(&q))
+            .await?;
+        let resp = self.client.check(resp, &rid, None).await?;
+        let v = json_of(resp, &rid).await?;
+        let names: Vec<String> = v
+            .get("tables")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let next = v
+            .get("page_token")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .filter(|_| !names.is_empty());
+        Ok((names, next))
+    }
+}
+
 #[async_trait]
 impl Database for RemoteDatabase {
     async fn table_names(&self) -> memwal_core::Result<Vec<String>> {
+        self.table_names_page(None, None).await
+    }
+
+    async fn table_names_page(
+        &self,
+        start_after: Option<&str>,
+        limit: Option<usize>,
+    ) -> memwal_core::Result<Vec<String>> {
         let mut out = Vec::new();
-        let mut token: Option<String> = None;
+        let mut token = start_after.map(str::to_string);
         loop {
-            let t = token.clone();
-            let (resp, rid, _) = self
-                .client
-                .send(Method::GET, "/v1/table/", false, |r| match &t {
-                    Some(t) => r.query(&[("page_token", t.as_str())]),
-                    None => r,
-                })
-                .await?;
-            let resp = self.client.check(resp, &rid, None).await?;
-            let v = json_of(resp, &rid).await?;
-            let names: Vec<String> = v
-                .get("tables")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|x| x.as_str().map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default();
-            let empty = names.is_empty();
+            let want = limit.map(|l| l.saturating_sub(out.len()));
+            let (names, next) = self.list_page(token.as_deref(), want).await?;
             out.extend(names);
-            token = v
-                .get("page_token")
-                .and_then(Value::as_str)
-                .map(str::to_string);
-            if token.is_none() || empty {
+            token = next;
+            if token.is_none() || limit.is_some_and(|l| out.len() >= l) {
                 break;
             }
         }
+        out.truncate(limit.unwrap_or(usize::MAX));
         Ok(out)
     }
 
