@@ -1,4 +1,14 @@
-import { Field, Int64, RecordBatch, Schema, Table as ArrowTable, Utf8, tableFromArrays, tableToIPC, vectorFromArray } from "apache-arrow";
+import {
+  Table as ArrowTable,
+  Field,
+  Int64,
+  type RecordBatch,
+  Schema,
+  tableFromArrays,
+  tableToIPC,
+  Utf8,
+  vectorFromArray,
+} from "apache-arrow";
 import { connect } from "../lib";
 import { ages, people, tmpDir } from "./helpers";
 
@@ -17,15 +27,42 @@ describe("accepted data forms give the same rows", () => {
     ["Uint8Array", () => tableToIPC(arrowRows(), "stream")],
     ["apache-arrow Table", () => arrowRows()],
     ["RecordBatch", () => arrowRows().batches[0] as RecordBatch],
-    ["plain objects", () => people([[1, 10], [2, 20]])],
-    ["plain objects with number ids", () => [{ id: 1, age: 10, name: "n1" }, { id: 2, age: 20, name: "n2" }]],
+    [
+      "plain objects",
+      () =>
+        people([
+          [1, 10],
+          [2, 20],
+        ]),
+    ],
+    [
+      "plain objects with number ids",
+      () => [
+        { id: 1, age: 10, name: "n1" },
+        { id: 2, age: 20, name: "n2" },
+      ],
+    ],
   ];
   test.each(forms)("%s", async (_name, make) => {
     const db = await connect(tmpDir());
-    const t = await db.createTable("t", people([[1, 0], [3, 30]]));
-    const r = await t.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(make() as never);
+    const t = await db.createTable(
+      "t",
+      people([
+        [1, 0],
+        [3, 30],
+      ]),
+    );
+    const r = await t
+      .mergeInsert("id")
+      .whenMatchedUpdateAll()
+      .whenNotMatchedInsertAll()
+      .execute(make() as never);
     expect([r.numUpdatedRows, r.numInsertedRows]).toEqual([1, 1]);
-    expect(await ages(t)).toEqual([[1, 10], [2, 20], [3, 30]]);
+    expect(await ages(t)).toEqual([
+      [1, 10],
+      [2, 20],
+      [3, 30],
+    ]);
     await t.add(make() as never);
     expect(await t.countRows()).toBe(5);
   });
@@ -35,7 +72,14 @@ describe("table operations", () => {
   test("create, open, names, versions, checkout, delete, update, query, optimize, drop", async () => {
     const dir = tmpDir();
     const db = await connect(dir);
-    const t = await db.createTable("events", people([[1, 10], [2, 20], [3, 30]]));
+    const t = await db.createTable(
+      "events",
+      people([
+        [1, 10],
+        [2, 20],
+        [3, 30],
+      ]),
+    );
     await expect(db.createTable("events", people([[9, 9]]))).rejects.toMatchObject({ code: "TableAlreadyExists" });
     expect((await db.createTable("events", people([[9, 9]]), { existOk: true })).name).toBe("events");
     expect(await db.tableNames()).toEqual(["events"]);
@@ -71,7 +115,11 @@ describe("table operations", () => {
     const t = await db.createEmptyTable("e", schema);
     expect(await t.countRows()).toBe(0);
     await t.add([{ id: 1n, v: "a" }]);
-    const r = await t.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute([{ id: 1n, v: "b" }, { id: 2n }]);
+    const r = await t
+      .mergeInsert("id")
+      .whenMatchedUpdateAll()
+      .whenNotMatchedInsertAll()
+      .execute([{ id: 1n, v: "b" }, { id: 2n }]);
     expect([r.numUpdatedRows, r.numInsertedRows]).toEqual([1, 1]);
     const rows = await t.query().toArray();
     expect(rows.map((x) => x.v)).toEqual(expect.arrayContaining(["b", null]));
@@ -87,7 +135,12 @@ describe("bad input: clear errors, nothing lost", () => {
   ])("%s", async (_name, make) => {
     const db = await connect(tmpDir());
     const t = await db.createTable("t", people([[1, 10]]));
-    const err = await t.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(make()).catch((e) => e);
+    const err = await t
+      .mergeInsert("id")
+      .whenMatchedUpdateAll()
+      .whenNotMatchedInsertAll()
+      .execute(make())
+      .catch((e) => e);
     expect(err).toMatchObject({ code: "InvalidInput" });
     expect(err.message).toMatch(/Arrow IPC/);
     expect(await t.version()).toBe(1);
@@ -107,7 +160,10 @@ describe("bad input: clear errors, nothing lost", () => {
       message: expect.stringContaining("column 'bogus'"),
     });
     await expect(
-      t.mergeInsert("id").whenMatchedUpdateAll({ where: "target.nope > 1" }).execute(people([[1, 1]])),
+      t
+        .mergeInsert("id")
+        .whenMatchedUpdateAll({ where: "target.nope > 1" })
+        .execute(people([[1, 1]])),
     ).rejects.toMatchObject({ code: "InvalidInput", message: expect.stringContaining("unknown column 'target.nope'") });
     await expect(t.countRows("nope = 1")).rejects.toMatchObject({ message: expect.stringContaining("unknown column 'nope'") });
     await expect(t.delete("id >")).rejects.toMatchObject({ message: expect.stringContaining("cannot parse filter") });

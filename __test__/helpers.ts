@@ -1,6 +1,6 @@
-import * as fs from "fs";
-import * as os from "os";
-import * as path from "path";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 
 export function tmpDir(prefix = "memwal-test-"): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
@@ -29,5 +29,7 @@ export function searchKey(rows: Array<Record<string, unknown>>): number[][] {
 /** Two search answers agree: same ids and query indexes in order, distances within 1e-5. */
 export function expectSameSearch(a: number[][], b: number[][]): void {
   expect(a.map((x) => [x[0], x[2]])).toEqual(b.map((x) => [x[0], x[2]]));
-  a.forEach((x, i) => expect(Math.abs(x[1] - b[i][1])).toBeLessThan(1e-5));
+  a.forEach((x, i) => {
+    expect(Math.abs(x[1] - b[i][1])).toBeLessThan(1e-5);
+  });
 }

@@ -3,13 +3,19 @@
  * InvalidInputError naming what is wrong, and the table is unchanged.
  * Named after the items of the hostile-input issue.
  */
-import { Field, Float64, Int64, Schema, Table as ArrowTable, Utf8, tableToIPC, vectorFromArray } from "apache-arrow";
-import { connect, InvalidInputError, Table } from "../lib";
+import { Table as ArrowTable, Field, Float64, Int64, Schema, tableToIPC, Utf8, vectorFromArray } from "apache-arrow";
+import { connect, InvalidInputError, type Table } from "../lib";
 import { ages, people, tmpDir } from "./helpers";
 
 async function table(): Promise<Table> {
   const db = await connect(tmpDir());
-  return db.createTable("t", people([[1, 10], [2, 20]]));
+  return db.createTable(
+    "t",
+    people([
+      [1, 10],
+      [2, 20],
+    ]),
+  );
 }
 
 async function invalidInput(p: Promise<unknown> | (() => unknown), text: string | RegExp): Promise<void> {
@@ -24,14 +30,24 @@ describe("hostile input never crashes the process", () => {
     const chain = Array(3000).fill("id = 1").join(" OR ");
     await invalidInput(t.countRows(chain), /too deep/);
     await invalidInput(t.delete(chain), /too deep/);
-    await invalidInput(t.query().where(Array(2500).fill("age").join(" + ") + " > 1").toArrow(), /too deep/);
+    await invalidInput(
+      t
+        .query()
+        .where(`${Array(2500).fill("age").join(" + ")} > 1`)
+        .toArrow(),
+      /too deep/,
+    );
     expect(await t.countRows()).toBe(2);
   });
 
   test("regression: a malformed IPC body is InvalidInput, not Internal", async () => {
     const t = await table();
     const good = tableToIPC(
-      new ArrowTable({ id: vectorFromArray([3n], new Int64()), age: vectorFromArray([30n], new Int64()), name: vectorFromArray(["c"], new Utf8()) }),
+      new ArrowTable({
+        id: vectorFromArray([3n], new Int64()),
+        age: vectorFromArray([30n], new Int64()),
+        name: vectorFromArray(["c"], new Utf8()),
+      }),
       "stream",
     );
     for (let i = 8; i < good.length - 8; i += 8) {
@@ -57,9 +73,11 @@ describe("silent changes are refused", () => {
   test("regression: update to a value the column cannot hold is refused, not NULL", async () => {
     const db = await connect(tmpDir());
     const schema = new Schema([new Field("id", new Int64(), false), new Field("v", new Float64(), true)]);
-    const t = await db.createTable("f", [{ id: 1n, v: 1.5 }], { schema } as never).catch(() =>
-      db.createTable("f", new ArrowTable({ id: vectorFromArray([1n], new Int64()), v: vectorFromArray([1.5], new Float64()) })),
-    );
+    const t = await db
+      .createTable("f", [{ id: 1n, v: 1.5 }], { schema } as never)
+      .catch(() =>
+        db.createTable("f", new ArrowTable({ id: vectorFromArray([1n], new Int64()), v: vectorFromArray([1.5], new Float64()) })),
+      );
     const before = await t.version();
     await invalidInput(t.update({ values: { v: "abc" } }), /column 'v'/);
     await invalidInput(t.update({ valuesSql: { id: "'x'" } }), /column 'id'/);
@@ -91,7 +109,10 @@ describe("silent changes are refused", () => {
     await invalidInput(() => t.mergeInsert("id").timeout(Number.NaN), /timeout\(ms\)/);
     await invalidInput(() => t.mergeInsert("id").timeout(-5), /timeout\(ms\)/);
     await invalidInput(
-      t.mergeInsert("id").whenMatchedUpdateAll().execute(people([[1, 1]]), { timeoutMs: Infinity }),
+      t
+        .mergeInsert("id")
+        .whenMatchedUpdateAll()
+        .execute(people([[1, 1]]), { timeoutMs: Infinity }),
       /timeoutMs/,
     );
   });
@@ -105,6 +126,9 @@ describe("unclear errors", () => {
     await invalidInput(() => t.mergeInsert(undefined as never), /mergeInsert\(on\)/);
     await invalidInput(() => t.query().select([1] as never), /select\(columns\)\[0\]/);
     await invalidInput(connect("db://x", { apiKey: "k", hostOverride: "not a url" }), /hostOverride/);
-    expect(await ages(t)).toEqual([[1, 10], [2, 20]]);
+    expect(await ages(t)).toEqual([
+      [1, 10],
+      [2, 20],
+    ]);
   });
 });

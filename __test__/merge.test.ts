@@ -1,4 +1,4 @@
-import { connect, Table } from "../lib";
+import { connect, type Table } from "../lib";
 import { ages, people, tmpDir } from "./helpers";
 
 async function table(rows: Array<[number, number]>): Promise<Table> {
@@ -8,36 +8,95 @@ async function table(rows: Array<[number, number]>): Promise<Table> {
 
 describe("merge insert on a folder table", () => {
   test("upsert updates and inserts, counts exact", async () => {
-    const t = await table([[1, 10], [2, 20], [3, 30]]);
-    const r = await t.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(people([[2, 21], [4, 40]]));
+    const t = await table([
+      [1, 10],
+      [2, 20],
+      [3, 30],
+    ]);
+    const r = await t
+      .mergeInsert("id")
+      .whenMatchedUpdateAll()
+      .whenNotMatchedInsertAll()
+      .execute(
+        people([
+          [2, 21],
+          [4, 40],
+        ]),
+      );
     expect(r).toEqual({ version: 2, numInsertedRows: 1, numUpdatedRows: 1, numDeletedRows: 0, numAttempts: 1, numRows: 2 });
-    expect(await ages(t)).toEqual([[1, 10], [2, 21], [3, 30], [4, 40]]);
+    expect(await ages(t)).toEqual([
+      [1, 10],
+      [2, 21],
+      [3, 30],
+      [4, 40],
+    ]);
     expect(await t.countRows()).toBe(4);
   });
 
   test("insert-only leaves matched rows alone", async () => {
     const t = await table([[1, 10]]);
-    const r = await t.mergeInsert("id").whenNotMatchedInsertAll().execute(people([[1, 99], [2, 20]]));
+    const r = await t
+      .mergeInsert("id")
+      .whenNotMatchedInsertAll()
+      .execute(
+        people([
+          [1, 99],
+          [2, 20],
+        ]),
+      );
     expect([r.numInsertedRows, r.numUpdatedRows]).toEqual([1, 0]);
-    expect(await ages(t)).toEqual([[1, 10], [2, 20]]);
+    expect(await ages(t)).toEqual([
+      [1, 10],
+      [2, 20],
+    ]);
   });
 
   test("conditional update with source and target columns", async () => {
-    const t = await table([[1, 10], [2, 0], [3, 30]]);
+    const t = await table([
+      [1, 10],
+      [2, 0],
+      [3, 30],
+    ]);
     const r = await t
       .mergeInsert("id")
       .whenMatchedUpdateAll({ where: "target.age > 0 AND source.age > target.age" })
-      .execute(people([[1, 15], [2, 25], [3, 5]]));
+      .execute(
+        people([
+          [1, 15],
+          [2, 25],
+          [3, 5],
+        ]),
+      );
     expect(r.numUpdatedRows).toBe(1);
-    expect(await ages(t)).toEqual([[1, 15], [2, 0], [3, 30]]);
+    expect(await ages(t)).toEqual([
+      [1, 15],
+      [2, 0],
+      [3, 30],
+    ]);
   });
 
   test("delete by source with and without a filter", async () => {
-    const t = await table([[1, 10], [2, 20], [3, 30], [4, 40]]);
-    let r = await t.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedBySourceDelete({ where: "id < 3" }).execute(people([[2, 22]]));
+    const t = await table([
+      [1, 10],
+      [2, 20],
+      [3, 30],
+      [4, 40],
+    ]);
+    let r = await t
+      .mergeInsert("id")
+      .whenMatchedUpdateAll()
+      .whenNotMatchedBySourceDelete({ where: "id < 3" })
+      .execute(people([[2, 22]]));
     expect([r.numUpdatedRows, r.numDeletedRows]).toEqual([1, 1]);
-    expect(await ages(t)).toEqual([[2, 22], [3, 30], [4, 40]]);
-    r = await t.mergeInsert("id").whenNotMatchedBySourceDelete().execute(people([[3, 0]]));
+    expect(await ages(t)).toEqual([
+      [2, 22],
+      [3, 30],
+      [4, 40],
+    ]);
+    r = await t
+      .mergeInsert("id")
+      .whenNotMatchedBySourceDelete()
+      .execute(people([[3, 0]]));
     expect(r.numDeletedRows).toBe(2);
     expect(await ages(t)).toEqual([[3, 30]]);
   });
@@ -48,10 +107,14 @@ describe("merge insert on a folder table", () => {
       { a: 1n, b: "x", v: 1n },
       { a: 1n, b: "y", v: 2n },
     ]);
-    const r = await t.mergeInsert(["a", "b"]).whenMatchedUpdateAll().whenNotMatchedInsertAll().execute([
-      { a: 1n, b: "y", v: 20n },
-      { a: 2n, b: "x", v: 30n },
-    ]);
+    const r = await t
+      .mergeInsert(["a", "b"])
+      .whenMatchedUpdateAll()
+      .whenNotMatchedInsertAll()
+      .execute([
+        { a: 1n, b: "y", v: 20n },
+        { a: 2n, b: "x", v: 30n },
+      ]);
     expect([r.numInsertedRows, r.numUpdatedRows]).toEqual([1, 1]);
     const rows = (await t.query().toArray()).map((x) => `${x.a}${x.b}=${x.v}`).sort();
     expect(rows).toEqual(["1x=1", "1y=20", "2x=30"]);
@@ -60,7 +123,16 @@ describe("merge insert on a folder table", () => {
   test("duplicate source keys are rejected naming the key", async () => {
     const t = await table([[1, 10]]);
     await expect(
-      t.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(people([[1, 1], [1, 2]])),
+      t
+        .mergeInsert("id")
+        .whenMatchedUpdateAll()
+        .whenNotMatchedInsertAll()
+        .execute(
+          people([
+            [1, 1],
+            [1, 2],
+          ]),
+        ),
     ).rejects.toMatchObject({
       code: "InvalidInput",
       message: "Ambiguous merge inserts are prohibited: multiple source rows match the same target row on (id = 1)",
@@ -104,7 +176,15 @@ describe("MemWAL validation on a native table", () => {
     const t = await table([[1, 10]]);
     const b = t.mergeInsert("id");
     setup(b);
-    const err = await b.memWal().execute(people([[1, 11], [2, 2]])).catch((e: unknown) => e);
+    const err = await b
+      .memWal()
+      .execute(
+        people([
+          [1, 11],
+          [2, 2],
+        ]),
+      )
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(Error);
     expect(err).toMatchObject({ code, message });
     expect(await t.version()).toBe(1);
@@ -113,7 +193,12 @@ describe("MemWAL validation on a native table", () => {
 
   test("memWal(false) runs the ordinary merge", async () => {
     const t = await table([[1, 10]]);
-    const r = await t.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().memWal(false).execute(people([[1, 11]]));
+    const r = await t
+      .mergeInsert("id")
+      .whenMatchedUpdateAll()
+      .whenNotMatchedInsertAll()
+      .memWal(false)
+      .execute(people([[1, 11]]));
     expect(r.numUpdatedRows).toBe(1);
   });
 });

@@ -4,9 +4,10 @@
  * The client is installed in bench/ (scripts/test.sh runs `npm install --prefix bench`
  * and stops if that fails); a missing client fails this suite, it never skips.
  */
-import * as path from "path";
-import * as fs from "fs";
-import { connect, serve, Server } from "../lib";
+
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { connect, type Server, serve } from "../lib";
 import { expectSameSearch, searchKey, tmpDir } from "./helpers";
 
 const clientPath = path.join(__dirname, "..", "bench", "node_modules", "@lancedb", "lancedb");
@@ -17,7 +18,8 @@ test("the official client is installed (scripts/test.sh installs it in bench/)",
 
 describe("the official @lancedb/lancedb client against memwal-server", () => {
   let server: Server;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // The official client is loaded at run time from bench/ (no types are installed for it here).
+  // biome-ignore lint/suspicious/noExplicitAny: untyped module loaded with require
   let lancedb: any;
   beforeAll(async () => {
     server = await serve({ dataDir: tmpDir(), apiKey: "k" });
@@ -28,7 +30,10 @@ describe("the official @lancedb/lancedb client against memwal-server", () => {
 
   test("create, describe, count, add, merge insert, query, delete, update, versions, drop", async () => {
     const db = await lancedb.connect("db://test", { apiKey: "k", region: "us-east-1", hostOverride: server.url });
-    await db.createTable("t", [{ id: 1, v: 1.5, s: "a" }, { id: 2, v: 2.5, s: "b" }]);
+    await db.createTable("t", [
+      { id: 1, v: 1.5, s: "a" },
+      { id: 2, v: 2.5, s: "b" },
+    ]);
     expect(await db.tableNames()).toEqual(["t"]);
     const t = await db.openTable("t");
     const schema = await t.schema();
@@ -36,13 +41,20 @@ describe("the official @lancedb/lancedb client against memwal-server", () => {
     expect(await t.countRows()).toBe(2);
     expect(await t.countRows("id > 1")).toBe(1);
     await t.add([{ id: 3, v: 3.5, s: "c" }]);
-    const r = await t.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute([
-      { id: 3, v: 30, s: "c" },
-      { id: 4, v: 4, s: "d" },
-    ]);
+    const r = await t
+      .mergeInsert("id")
+      .whenMatchedUpdateAll()
+      .whenNotMatchedInsertAll()
+      .execute([
+        { id: 3, v: 30, s: "c" },
+        { id: 4, v: 4, s: "d" },
+      ]);
     expect([r.numInsertedRows, r.numUpdatedRows]).toEqual([1, 1]);
     const rows = await t.query().where("id >= 3").toArray();
-    expect(rows.map((x: { id: number; v: number }) => [Number(x.id), x.v]).sort()).toEqual([[3, 30], [4, 4]]);
+    expect(rows.map((x: { id: number; v: number }) => [Number(x.id), x.v]).sort()).toEqual([
+      [3, 30],
+      [4, 4],
+    ]);
     await t.delete("id = 1");
     expect(await t.countRows()).toBe(3);
     expect(await t.countRows("id = 1")).toBe(0);
@@ -63,7 +75,10 @@ describe("the official @lancedb/lancedb client against memwal-server", () => {
   test("what memwal-server does not implement says so (never 'table not found')", async () => {
     const db = await lancedb.connect("db://test", { apiKey: "k", region: "us-east-1", hostOverride: server.url });
     const t = await db.createTable("u", [{ id: 1, v: 1.5 }]);
-    const err = await t.createIndex("v").then(() => null, (e: Error) => e);
+    const err = await t.createIndex("v").then(
+      () => null,
+      (e: Error) => e,
+    );
     expect(err).not.toBeNull();
     expect(String(err?.message)).toMatch(/does not implement POST \/v1\/table\/u\/create_index\//);
     expect(String(err?.message)).not.toMatch(/was not found/);
@@ -83,7 +98,16 @@ describe("the official @lancedb/lancedb client against memwal-server", () => {
     const same = expectSameSearch;
     const q = data[5].vector;
     for (const dt of ["l2", "cosine", "dot"]) {
-      same(key(await theirs.search(q).distanceType(dt).limit(8).toArray()), key(await ours.search(q).distanceType(dt as "l2").limit(8).toArray()));
+      same(
+        key(await theirs.search(q).distanceType(dt).limit(8).toArray()),
+        key(
+          await ours
+            .search(q)
+            .distanceType(dt as "l2")
+            .limit(8)
+            .toArray(),
+        ),
+      );
     }
     same(
       key(await theirs.search(q).where("kind = 'b'").limit(5).toArray()),
@@ -103,7 +127,13 @@ describe("the official @lancedb/lancedb client against memwal-server", () => {
     await theirs.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().useLsm(true).execute([fresh]);
     const hit = await theirs.search(fresh.vector).limit(1).toArray();
     expect([Number(hit[0].id), hit[0]._distance]).toEqual([500, 0]);
-    const bad = await theirs.search([1, 2, 3]).toArray().then(() => null, (e: Error) => e);
+    const bad = await theirs
+      .search([1, 2, 3])
+      .toArray()
+      .then(
+        () => null,
+        (e: Error) => e,
+      );
     expect(String(bad?.message)).toMatch(/dimension 3/);
     await db.dropTable("vs");
   });

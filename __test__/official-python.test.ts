@@ -6,10 +6,11 @@
  * of the same rows. scripts/test.sh installs the client in .venv-compat; a
  * missing client fails this suite, it never skips.
  */
-import * as fs from "fs";
-import * as path from "path";
-import { spawn } from "child_process";
-import { connect, serve, Server } from "../lib";
+
+import { spawn } from "node:child_process";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { connect, type Server, serve } from "../lib";
 import { expectSameSearch, searchKey, tmpDir } from "./helpers";
 
 const python = path.join(__dirname, "..", ".venv-compat", "bin", "python");

@@ -2,7 +2,7 @@
  * The same merge-insert chain against the real bundled server on loopback,
  * through db:// — including the MemWAL path.
  */
-import { connect, serve, Server, Connection } from "../lib";
+import { type Connection, connect, type Server, serve } from "../lib";
 import { ages, people, tmpDir } from "./helpers";
 
 let server: Server;
@@ -19,15 +19,45 @@ afterAll(async () => {
 
 describe("remote tables on the bundled server", () => {
   test("memWal upsert: exact counts, visible at once", async () => {
-    const t = await db.createTable("mw", people([[1, 10], [2, 20]]));
-    const r = await t.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().memWal().execute(people([[2, 21], [3, 30]]));
+    const t = await db.createTable(
+      "mw",
+      people([
+        [1, 10],
+        [2, 20],
+      ]),
+    );
+    const r = await t
+      .mergeInsert("id")
+      .whenMatchedUpdateAll()
+      .whenNotMatchedInsertAll()
+      .memWal()
+      .execute(
+        people([
+          [2, 21],
+          [3, 30],
+        ]),
+      );
     expect(r).toMatchObject({ numInsertedRows: 1, numUpdatedRows: 1, numDeletedRows: 0, numRows: 2 });
     expect(await t.countRows()).toBe(3);
-    expect(await ages(t)).toEqual([[1, 10], [2, 21], [3, 30]]);
+    expect(await ages(t)).toEqual([
+      [1, 10],
+      [2, 21],
+      [3, 30],
+    ]);
     expect(await t.countRows("age > 20")).toBe(2);
     // Many small upserts, each visible right after it is acknowledged.
     for (let i = 0; i < 20; i++) {
-      const res = await t.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().memWal().execute(people([[100 + i, i], [1, i]]));
+      const res = await t
+        .mergeInsert("id")
+        .whenMatchedUpdateAll()
+        .whenNotMatchedInsertAll()
+        .memWal()
+        .execute(
+          people([
+            [100 + i, i],
+            [1, i],
+          ]),
+        );
       expect([res.numInsertedRows, res.numUpdatedRows]).toEqual([1, 1]);
       expect(await t.countRows()).toBe(4 + i);
     }
@@ -43,32 +73,72 @@ describe("remote tables on the bundled server", () => {
   });
 
   test("the whole merge suite works remotely", async () => {
-    const t = await db.createTable("direct", people([[1, 10], [2, 0], [3, 30], [4, 40]]));
-    let r = await t.mergeInsert("id").whenMatchedUpdateAll({ where: "target.age > 0" }).whenNotMatchedInsertAll().execute(people([[1, 11], [2, 22], [5, 50]]));
+    const t = await db.createTable(
+      "direct",
+      people([
+        [1, 10],
+        [2, 0],
+        [3, 30],
+        [4, 40],
+      ]),
+    );
+    let r = await t
+      .mergeInsert("id")
+      .whenMatchedUpdateAll({ where: "target.age > 0" })
+      .whenNotMatchedInsertAll()
+      .execute(
+        people([
+          [1, 11],
+          [2, 22],
+          [5, 50],
+        ]),
+      );
     expect([r.numUpdatedRows, r.numInsertedRows]).toEqual([1, 1]);
-    r = await t.mergeInsert("id").whenNotMatchedBySourceDelete({ where: "id > 3" }).execute(people([[1, 0]]));
+    r = await t
+      .mergeInsert("id")
+      .whenNotMatchedBySourceDelete({ where: "id > 3" })
+      .execute(people([[1, 0]]));
     expect(r.numDeletedRows).toBe(2);
-    expect(await ages(t)).toEqual([[1, 11], [2, 0], [3, 30]]);
+    expect(await ages(t)).toEqual([
+      [1, 11],
+      [2, 0],
+      [3, 30],
+    ]);
     expect(await t.version()).toBe(3);
     expect(await t.delete("id = 3")).toMatchObject({ numDeletedRows: 1 });
     expect(await t.update({ where: "id = 2", valuesSql: { age: "age + 5" } })).toMatchObject({ rowsUpdated: 1 });
-    expect(await ages(t)).toEqual([[1, 11], [2, 5]]);
+    expect(await ages(t)).toEqual([
+      [1, 11],
+      [2, 5],
+    ]);
     expect((await t.schema()).fields.map((f) => f.name)).toEqual(["id", "age", "name"]);
     expect(await db.tableNames()).toEqual(expect.arrayContaining(["direct", "mw"]));
   });
 
   test("checkout of an older version reads it and refuses writes; namespaces are sent as ids", async () => {
-    const t = await db.createTable("tt", people([[1, 10], [2, 20]]));
+    const t = await db.createTable(
+      "tt",
+      people([
+        [1, 10],
+        [2, 20],
+      ]),
+    );
     await t.add(people([[3, 30]]));
     await t.delete("id = 1");
     const v1 = await t.checkout(1);
     expect(await v1.version()).toBe(1);
     expect(await v1.countRows()).toBe(2);
-    expect(await ages(v1)).toEqual([[1, 10], [2, 20]]);
+    expect(await ages(v1)).toEqual([
+      [1, 10],
+      [2, 20],
+    ]);
     await expect(v1.add(people([[9, 9]]))).rejects.toMatchObject({ code: "InvalidInput", message: expect.stringContaining("read-only") });
     await expect(t.checkout(99)).rejects.toMatchObject({ code: "VersionNotFound" });
     const latest = await v1.checkoutLatest();
-    expect(await ages(latest)).toEqual([[2, 20], [3, 30]]);
+    expect(await ages(latest)).toEqual([
+      [2, 20],
+      [3, 30],
+    ]);
     // Our server has no namespaces: the id `ns$tt` reaches it and is refused by name.
     await expect(db.openTable("tt", ["ns"])).rejects.toMatchObject({ code: "InvalidInput", message: expect.stringContaining("ns$tt") });
     await expect(db.openTable("tt", ["../x"])).rejects.toMatchObject({ code: "InvalidInput" });
@@ -76,7 +146,13 @@ describe("remote tables on the bundled server", () => {
 
   test("MemWAL validation fails before anything is sent, with the native messages", async () => {
     const t = await db.openTable("direct");
-    await expect(t.mergeInsert("id").whenMatchedUpdateAll().memWal().execute(people([[1, 1]]))).rejects.toMatchObject({
+    await expect(
+      t
+        .mergeInsert("id")
+        .whenMatchedUpdateAll()
+        .memWal()
+        .execute(people([[1, 1]])),
+    ).rejects.toMatchObject({
       code: "InvalidInput",
       message: "MemWAL requires when_not_matched_insert_all() to be set",
     });
@@ -85,13 +161,37 @@ describe("remote tables on the bundled server", () => {
   test("useLsm(true) is memWal(): the MemWAL path, exact counts; useLsm(false) a direct merge", async () => {
     const t = await db.createTable("lsm", people([[1, 10]]));
     const v = await t.version();
-    const r = await t.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().useLsm(true).execute(people([[1, 11], [2, 20]]));
+    const r = await t
+      .mergeInsert("id")
+      .whenMatchedUpdateAll()
+      .whenNotMatchedInsertAll()
+      .useLsm(true)
+      .execute(
+        people([
+          [1, 11],
+          [2, 20],
+        ]),
+      );
     expect([r.numInsertedRows, r.numUpdatedRows]).toEqual([1, 1]);
-    expect(await ages(t)).toEqual([[1, 11], [2, 20]]);
-    await t.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().useLsm(false).execute(people([[3, 30]]));
+    expect(await ages(t)).toEqual([
+      [1, 11],
+      [2, 20],
+    ]);
+    await t
+      .mergeInsert("id")
+      .whenMatchedUpdateAll()
+      .whenNotMatchedInsertAll()
+      .useLsm(false)
+      .execute(people([[3, 30]]));
     expect(await t.version()).toBeGreaterThan(v);
     expect(() => t.mergeInsert("id").useLsm("yes" as unknown as boolean)).toThrow(/useLsm\(enabled\) must be true or false/);
-    await expect(t.mergeInsert("id").whenMatchedUpdateAll().useLsm().execute(people([[1, 1]]))).rejects.toMatchObject({ code: "InvalidInput" });
+    await expect(
+      t
+        .mergeInsert("id")
+        .whenMatchedUpdateAll()
+        .useLsm()
+        .execute(people([[1, 1]])),
+    ).rejects.toMatchObject({ code: "InvalidInput" });
   });
 
   test("errors: unknown table, wrong key, bad name", async () => {
@@ -118,7 +218,11 @@ describe("headerProvider", () => {
     expect(calls).toBe(3);
 
     // The official client's forms: a fourth argument, an object with getHeaders(), a synchronous function.
-    const viaArg = await connect("db://test", { apiKey: "wrong", hostOverride: server.url }, { getHeaders: () => ({ "x-api-key": "secret" }) });
+    const viaArg = await connect(
+      "db://test",
+      { apiKey: "wrong", hostOverride: server.url },
+      { getHeaders: () => ({ "x-api-key": "secret" }) },
+    );
     expect(await (await viaArg.openTable("mw")).countRows()).toBeGreaterThan(0);
 
     // Without it the same connection is refused.
@@ -130,14 +234,21 @@ describe("headerProvider", () => {
     const throws = await connect("db://test", { apiKey: "secret", hostOverride: server.url }, () => {
       throw new Error("token service is down");
     });
-    await expect(throws.tableNames()).rejects.toMatchObject({ code: "HeaderProvider", message: expect.stringContaining("token service is down") });
-    const rejects = await connect("db://test", { apiKey: "secret", hostOverride: server.url }, async () => Promise.reject(new Error("expired")));
+    await expect(throws.tableNames()).rejects.toMatchObject({
+      code: "HeaderProvider",
+      message: expect.stringContaining("token service is down"),
+    });
+    const rejects = await connect("db://test", { apiKey: "secret", hostOverride: server.url }, async () =>
+      Promise.reject(new Error("expired")),
+    );
     await expect(rejects.tableNames()).rejects.toMatchObject({ code: "HeaderProvider", message: expect.stringContaining("expired") });
     const junk = await connect("db://test", { apiKey: "secret", hostOverride: server.url }, () => ({ "bad header": "x" }));
     await expect(junk.tableNames()).rejects.toMatchObject({ code: "HeaderProvider", message: expect.stringContaining("bad header name") });
     // The server is unharmed and the regular connection still works.
     expect(await db.tableNames()).toEqual(expect.arrayContaining(["mw"]));
-    await expect(connect("db://test", { apiKey: "secret", hostOverride: server.url }, 42 as never)).rejects.toMatchObject({ code: "InvalidInput" });
+    await expect(connect("db://test", { apiKey: "secret", hostOverride: server.url }, 42 as never)).rejects.toMatchObject({
+      code: "InvalidInput",
+    });
   });
 });
 

@@ -4,7 +4,7 @@
  * still in the memtable included), each answer compared with a brute-force
  * oracle written here.
  */
-import { connect, serve, Server, Connection, Table, InvalidInputError } from "../lib";
+import { type Connection, connect, InvalidInputError, type Server, serve, type Table } from "../lib";
 import { tmpDir } from "./helpers";
 
 type Row = { id: number; kind: string; vector: number[] };
@@ -50,7 +50,9 @@ function pairs(rowsOut: Record<string, unknown>[]): Array<[number, number]> {
 
 function expectClose(got: Array<[number, number]>, want: Array<[number, number]>): void {
   expect(got.map((p) => p[0])).toEqual(want.map((p) => p[0]));
-  got.forEach((p, i) => expect(Math.abs(p[1] - want[i][1])).toBeLessThan(1e-4));
+  got.forEach((p, i) => {
+    expect(Math.abs(p[1] - want[i][1])).toBeLessThan(1e-4);
+  });
 }
 
 let server: Server;
@@ -99,13 +101,21 @@ describe.each(kinds)("vector search on a %s table", (kind, open) => {
     expectClose(pairs(await t.search(q).where("kind = 'a'").limit(12).toArray()), oracle(data, q, "l2", 12, isA));
     const top = oracle(data, q, "l2", 12);
     const post = pairs(await t.search(q).where("kind = 'a'").postfilter().limit(12).toArray());
-    expectClose(post, top.filter(([id]) => data[id].kind === "a"));
+    expectClose(
+      post,
+      top.filter(([id]) => data[id].kind === "a"),
+    );
     const page = pairs(await t.search(q).offset(5).limit(4).toArray());
     expectClose(page, oracle(data, q, "l2", 9).slice(5));
     const sel = await t.search(q).select(["id"]).withRowId().limit(3).toArrow();
     expect(sel.schema.fields.map((f) => f.name)).toEqual(["id", "_distance", "_rowid"]);
     const ranged = pairs(await t.search(q).distanceRange(1, 20).limit(1000).toArray());
-    expect(ranged.length).toBe(data.filter((r) => { const d = dist("l2", q, r.vector); return d >= 1 && d < 20; }).length);
+    expect(ranged.length).toBe(
+      data.filter((r) => {
+        const d = dist("l2", q, r.vector);
+        return d >= 1 && d < 20;
+      }).length,
+    );
     expect(ranged.every(([, d]) => d >= 1 && d < 20)).toBe(true);
     const ids = await t.query().withRowId().toArray();
     expect(new Set(ids.map((r) => String(r._rowid))).size).toBe(data.length);
@@ -142,7 +152,12 @@ test("served: a memWal upsert is found by the very next search, old vectors neve
   const fresh = rows(50, 1000, 7);
   // Rows 0..9 get new vectors (far away); 1000.. are new.
   const moved = rows(10, 0, 99).map((r) => ({ ...r, vector: r.vector.map((x) => x + 100) }));
-  const res = await t.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().memWal().execute([...fresh, ...moved]);
+  const res = await t
+    .mergeInsert("id")
+    .whenMatchedUpdateAll()
+    .whenNotMatchedInsertAll()
+    .memWal()
+    .execute([...fresh, ...moved]);
   expect([res.numInsertedRows, res.numUpdatedRows]).toEqual([50, 10]);
   for (const r of fresh.slice(0, 5)) {
     expect(pairs(await t.search(r.vector).limit(1).toArray())[0]).toEqual([r.id, 0]);

@@ -7,20 +7,35 @@ import * as os from "node:os";
 
 const runs = [
   ["fsync", "fsync"],
-  ["memwal", "A"], ["lancedb", "A"],
-  ["memwal", "B"], ["lancedb", "B"],
-  ["memwal", "C"], ["lancedb", "C"],
-  ["memwal-server", "D1"], ["memwal-server", "D8"], ["memwal-server", "D8proc"], ["memwal-server", "Ddirect"], ["lancedb", "Dlsm"],
+  ["memwal", "A"],
+  ["lancedb", "A"],
+  ["memwal", "B"],
+  ["lancedb", "B"],
+  ["memwal", "C"],
+  ["lancedb", "C"],
+  ["memwal-server", "D1"],
+  ["memwal-server", "D8"],
+  ["memwal-server", "D8proc"],
+  ["memwal-server", "Ddirect"],
+  ["lancedb", "Dlsm"],
   ["bw", "bw"],
-  ["memwal", "E100k"], ["lancedb", "E100k"], ["memwal", "E1m"], ["lancedb", "E1m"],
-  ["memwal", "F"], ["lancedb", "F"], ["lancedb-lsm", "F"],
+  ["memwal", "E100k"],
+  ["lancedb", "E100k"],
+  ["memwal", "E1m"],
+  ["lancedb", "E1m"],
+  ["memwal", "F"],
+  ["lancedb", "F"],
+  ["lancedb-lsm", "F"],
 ];
 const only = process.argv[2];
 // D8proc runs the memwal-server binary: build it (incremental) where cargo puts it.
 if (!only || only.split(",").includes("D8proc")) {
   const target = process.env.CARGO_TARGET_DIR ?? new URL("../target", import.meta.url).pathname;
   process.stdout.write("building memwal-server (cargo build --release -p memwal-server) ... ");
-  execFileSync("cargo", ["build", "--release", "-p", "memwal-server", "--quiet"], { cwd: new URL("..", import.meta.url).pathname, stdio: ["ignore", "ignore", "inherit"] });
+  execFileSync("cargo", ["build", "--release", "-p", "memwal-server", "--quiet"], {
+    cwd: new URL("..", import.meta.url).pathname,
+    stdio: ["ignore", "ignore", "inherit"],
+  });
   process.env.MEMWAL_SERVER_BIN = `${target}/release/memwal-server`;
   console.log("done");
 }
@@ -29,46 +44,114 @@ for (const [engine, wl] of runs) {
   if (only && !only.split(",").includes(wl)) continue;
   process.stdout.write(`running ${engine} ${wl} ... `);
   const t0 = Date.now();
-  const out = execFileSync(process.execPath, ["--max-old-space-size=16000", "worker.mjs", engine, wl], { encoding: "utf8", maxBuffer: 1 << 24 });
+  const out = execFileSync(process.execPath, ["--max-old-space-size=16000", "worker.mjs", engine, wl], {
+    encoding: "utf8",
+    maxBuffer: 1 << 24,
+  });
   const line = out.trim().split("\n").pop();
   const r = JSON.parse(line);
   results[`${engine}:${wl}`] = r;
-  console.log(`${((Date.now() - t0) / 1000).toFixed(1)} s ${r.error ? "ERROR " + r.error : ""}`);
+  console.log(`${((Date.now() - t0) / 1000).toFixed(1)} s ${r.error ? `ERROR ${r.error}` : ""}`);
 }
 const g = (k, f) => (results[k] && results[k][f] !== undefined ? results[k][f] : NaN);
 const f1 = (x) => (Number.isFinite(x) ? x.toFixed(1) : "n/a");
 const f2 = (x) => (Number.isFinite(x) ? x.toFixed(2) : "n/a");
-const e = (k, v, f) => (results[k] && results[k][v] ? results[k][v][f] : NaN);
+const e = (k, v, f) => (results[k]?.[v] ? results[k][v][f] : NaN);
 const eRows = [];
-for (const [wl, n] of [["E100k", "100k"], ["E1m", "1M"]]) {
+for (const [wl, n] of [
+  ["E100k", "100k"],
+  ["E1m", "1M"],
+]) {
   for (const v of ["random", "random_filter10", "clustered", "clustered_filter10"]) {
-    const m = `memwal:${wl}`, p = `lancedb:${wl}`;
-    eRows.push([`E: flat top-10 L2, ${n} x 128-d ${v.replace("_filter10", ", filter 10%")}: p50 / p99 ms, q/s`,
+    const m = `memwal:${wl}`,
+      p = `lancedb:${wl}`;
+    eRows.push([
+      `E: flat top-10 L2, ${n} x 128-d ${v.replace("_filter10", ", filter 10%")}: p50 / p99 ms, q/s`,
       `${f2(e(m, v, "p50_ms"))} / ${f2(e(m, v, "p99_ms"))}, ${f1(e(m, v, "qps"))}`,
       `${f2(e(p, v, "p50_ms"))} / ${f2(e(p, v, "p99_ms"))}, ${f1(e(p, v, "qps"))}`,
-      f2(e(m, v, "qps") / e(p, v, "qps")) + "x q/s"]);
+      `${f2(e(m, v, "qps") / e(p, v, "qps"))}x q/s`,
+    ]);
   }
-  eRows.push([`E: ${n} random, scan GB/s (rows x 512 B / p50) vs memory (memcpy read ${f1(g("bw:bw", "memcpy_read_gb_s"))} GB/s)`,
-    f1(e(`memwal:${wl}`, "random", "scan_gb_s")), f2(e(`lancedb:${wl}`, "random", "scan_gb_s")),
-    f2(e(`memwal:${wl}`, "random", "scan_gb_s") / g("bw:bw", "memcpy_read_gb_s")) + " of memcpy"]);
+  eRows.push([
+    `E: ${n} random, scan GB/s (rows x 512 B / p50) vs memory (memcpy read ${f1(g("bw:bw", "memcpy_read_gb_s"))} GB/s)`,
+    f1(e(`memwal:${wl}`, "random", "scan_gb_s")),
+    f2(e(`lancedb:${wl}`, "random", "scan_gb_s")),
+    `${f2(e(`memwal:${wl}`, "random", "scan_gb_s") / g("bw:bw", "memcpy_read_gb_s"))} of memcpy`,
+  ]);
 }
-const fr = (k) => `${results[k]?.next_query_found ?? "n/a"}/${results[k]?.rounds ?? "n/a"} next query, lag p50 ${f2(g(k, "p50_ms"))} ms, p99 ${f2(g(k, "p99_ms"))} ms${results[k]?.never_found_in_10s ? `, ${results[k].never_found_in_10s} never (10 s)` : ""}${results[k]?.error ? " ERROR " + results[k].error.slice(0, 80) : ""}`;
+const fr = (k) =>
+  `${results[k]?.next_query_found ?? "n/a"}/${results[k]?.rounds ?? "n/a"} next query, lag p50 ${f2(g(k, "p50_ms"))} ms, p99 ${f2(g(k, "p99_ms"))} ms${results[k]?.never_found_in_10s ? `, ${results[k].never_found_in_10s} never (10 s)` : ""}${results[k]?.error ? ` ERROR ${results[k].error.slice(0, 80)}` : ""}`;
 eRows.push(["F: 200 new vectors upserted, found by a search: memwal MemWAL | peer standard", fr("memwal:F"), fr("lancedb:F"), ""]);
 eRows.push(["F: peer LSM path (useLsm)", "", fr("lancedb-lsm:F"), ""]);
 const rows = [
-  ["A: 100k-row upsert into 100k rows, rows/s", f1(g("memwal:A", "rows_per_s")), f1(g("lancedb:A", "rows_per_s")), f2(g("memwal:A", "rows_per_s") / g("lancedb:A", "rows_per_s")) + "x"],
-  ["A: peak RSS MB", f1(g("memwal:A", "peak_rss_mb")), f1(g("lancedb:A", "peak_rss_mb")), f2(g("memwal:A", "peak_rss_mb") / g("lancedb:A", "peak_rss_mb")) + "x"],
-  ["B: 200-row upserts into 100k, p50 ms", f2(g("memwal:B", "p50_ms")), f2(g("lancedb:B", "p50_ms")), f2(g("lancedb:B", "p50_ms") / g("memwal:B", "p50_ms")) + "x faster"],
+  [
+    "A: 100k-row upsert into 100k rows, rows/s",
+    f1(g("memwal:A", "rows_per_s")),
+    f1(g("lancedb:A", "rows_per_s")),
+    `${f2(g("memwal:A", "rows_per_s") / g("lancedb:A", "rows_per_s"))}x`,
+  ],
+  [
+    "A: peak RSS MB",
+    f1(g("memwal:A", "peak_rss_mb")),
+    f1(g("lancedb:A", "peak_rss_mb")),
+    `${f2(g("memwal:A", "peak_rss_mb") / g("lancedb:A", "peak_rss_mb"))}x`,
+  ],
+  [
+    "B: 200-row upserts into 100k, p50 ms",
+    f2(g("memwal:B", "p50_ms")),
+    f2(g("lancedb:B", "p50_ms")),
+    `${f2(g("lancedb:B", "p50_ms") / g("memwal:B", "p50_ms"))}x faster`,
+  ],
   ["B: p99 ms", f2(g("memwal:B", "p99_ms")), f2(g("lancedb:B", "p99_ms")), ""],
-  ["C: 200-row upserts into 1M, p50 ms", f2(g("memwal:C", "p50_ms")), f2(g("lancedb:C", "p50_ms")), f2(g("lancedb:C", "p50_ms") / g("memwal:C", "p50_ms")) + "x faster"],
-  ["C/B p50 (cost growth with table size)", f2(g("memwal:C", "p50_ms") / g("memwal:B", "p50_ms")), f2(g("lancedb:C", "p50_ms") / g("lancedb:B", "p50_ms")), ""],
-  ["D: MemWAL 1 client p50 / p99 ms", `${f2(g("memwal-server:D1", "p50_ms"))} / ${f2(g("memwal-server:D1", "p99_ms"))}`, `LSM ${f2(g("lancedb:Dlsm", "p50_ms"))} / ${f2(g("lancedb:Dlsm", "p99_ms"))}`, ""],
+  [
+    "C: 200-row upserts into 1M, p50 ms",
+    f2(g("memwal:C", "p50_ms")),
+    f2(g("lancedb:C", "p50_ms")),
+    `${f2(g("lancedb:C", "p50_ms") / g("memwal:C", "p50_ms"))}x faster`,
+  ],
+  [
+    "C/B p50 (cost growth with table size)",
+    f2(g("memwal:C", "p50_ms") / g("memwal:B", "p50_ms")),
+    f2(g("lancedb:C", "p50_ms") / g("lancedb:B", "p50_ms")),
+    "",
+  ],
+  [
+    "D: MemWAL 1 client p50 / p99 ms",
+    `${f2(g("memwal-server:D1", "p50_ms"))} / ${f2(g("memwal-server:D1", "p99_ms"))}`,
+    `LSM ${f2(g("lancedb:Dlsm", "p50_ms"))} / ${f2(g("lancedb:Dlsm", "p99_ms"))}`,
+    "",
+  ],
   ["D: MemWAL 8 clients p50 / p99 ms", `${f2(g("memwal-server:D8", "p50_ms"))} / ${f2(g("memwal-server:D8", "p99_ms"))}`, "", ""],
-  ["D: same, server in its own process: p50 / p99 ms, upserts/s", `${f2(g("memwal-server:D8proc", "p50_ms"))} / ${f2(g("memwal-server:D8proc", "p99_ms"))}, ${f1(g("memwal-server:D8proc", "upserts_per_s"))}`, "", ""],
-  ["D: MemWAL 8 clients upserts/s vs direct merge (same server)", f1(g("memwal-server:D8", "upserts_per_s")), `direct ${f1(1000 / g("memwal-server:Ddirect", "p50_ms"))}`, f2(g("memwal-server:D8", "upserts_per_s") / (1000 / g("memwal-server:Ddirect", "p50_ms"))) + "x"],
-  ["D: 1-client MemWAL p50 vs disk fdatasync (4 KiB append)", f2(g("memwal-server:D1", "p50_ms")), `fdatasync ${f2(g("fsync:fsync", "fdatasync_ms"))} ms`, f2(g("memwal-server:D1", "p50_ms") / g("fsync:fsync", "fdatasync_ms")) + "x"],
-  ["D: same vs fdatasync in place (over preallocated space: a floor for reference)", f2(g("memwal-server:D1", "p50_ms")), `fdatasync ${f2(g("fsync:fsync", "fdatasync_inplace_ms"))} ms`, f2(g("memwal-server:D1", "p50_ms") / g("fsync:fsync", "fdatasync_inplace_ms")) + "x"],
-  ["D: counts exact / countRows sees all (MemWAL 8c | peer LSM)", `${results["memwal-server:D8"]?.counts_exact} / ${results["memwal-server:D8"]?.count_rows_sees_all}`, `${results["lancedb:Dlsm"]?.counts_exact} / ${results["lancedb:Dlsm"]?.count_rows_sees_all}`, ""],
+  [
+    "D: same, server in its own process: p50 / p99 ms, upserts/s",
+    `${f2(g("memwal-server:D8proc", "p50_ms"))} / ${f2(g("memwal-server:D8proc", "p99_ms"))}, ${f1(g("memwal-server:D8proc", "upserts_per_s"))}`,
+    "",
+    "",
+  ],
+  [
+    "D: MemWAL 8 clients upserts/s vs direct merge (same server)",
+    f1(g("memwal-server:D8", "upserts_per_s")),
+    `direct ${f1(1000 / g("memwal-server:Ddirect", "p50_ms"))}`,
+    `${f2(g("memwal-server:D8", "upserts_per_s") / (1000 / g("memwal-server:Ddirect", "p50_ms")))}x`,
+  ],
+  [
+    "D: 1-client MemWAL p50 vs disk fdatasync (4 KiB append)",
+    f2(g("memwal-server:D1", "p50_ms")),
+    `fdatasync ${f2(g("fsync:fsync", "fdatasync_ms"))} ms`,
+    `${f2(g("memwal-server:D1", "p50_ms") / g("fsync:fsync", "fdatasync_ms"))}x`,
+  ],
+  [
+    "D: same vs fdatasync in place (over preallocated space: a floor for reference)",
+    f2(g("memwal-server:D1", "p50_ms")),
+    `fdatasync ${f2(g("fsync:fsync", "fdatasync_inplace_ms"))} ms`,
+    `${f2(g("memwal-server:D1", "p50_ms") / g("fsync:fsync", "fdatasync_inplace_ms"))}x`,
+  ],
+  [
+    "D: counts exact / countRows sees all (MemWAL 8c | peer LSM)",
+    `${results["memwal-server:D8"]?.counts_exact} / ${results["memwal-server:D8"]?.count_rows_sees_all}`,
+    `${results["lancedb:Dlsm"]?.counts_exact} / ${results["lancedb:Dlsm"]?.count_rows_sees_all}`,
+    "",
+  ],
 ];
 rows.push(...eRows);
 let md = `| measure | memwal | @lancedb/lancedb 0.39.0 | ratio |\n|---|---|---|---|\n`;
@@ -78,7 +161,7 @@ fs.mkdirSync("results", { recursive: true });
 fs.writeFileSync("results/bench.json", JSON.stringify(results, null, 2));
 fs.writeFileSync("results/bench.md", md);
 fs.writeFileSync("results/latency.svg", latencySvg(results));
-console.log("\n" + md);
+console.log(`\n${md}`);
 
 /**
  * Per-call latency distributions, memwal beside the peer, on a log axis:
@@ -90,7 +173,10 @@ function latencySvg(res) {
     const r = sub ? res[k]?.[sub] : res[k];
     if (r?.lat?.length) series.push({ label, lat: [...r.lat].sort((a, b) => a - b), memwal: k.startsWith("memwal") });
   };
-  for (const [wl, n] of [["E100k", "100k"], ["E1m", "1M"]]) {
+  for (const [wl, n] of [
+    ["E100k", "100k"],
+    ["E1m", "1M"],
+  ]) {
     for (const v of ["random", "random_filter10", "clustered"]) {
       add(`E ${n} ${v} memwal`, `memwal:${wl}`, v);
       add(`E ${n} ${v} peer`, `lancedb:${wl}`, v);
@@ -104,10 +190,16 @@ function latencySvg(res) {
   add("F freshness memwal", "memwal:F");
   add("F freshness peer standard", "lancedb:F");
   add("F freshness peer LSM", "lancedb-lsm:F");
-  const W = 900, left = 260, right = 20, rowH = 22, top = 30;
+  const W = 900,
+    left = 260,
+    right = 20,
+    rowH = 22,
+    top = 30;
   const H = top + series.length * rowH + 40;
-  const lo = 0.1, hi = 10_000;
-  const x = (ms) => left + ((Math.log10(Math.min(hi, Math.max(lo, ms))) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo))) * (W - left - right);
+  const lo = 0.1,
+    hi = 10_000;
+  const x = (ms) =>
+    left + ((Math.log10(Math.min(hi, Math.max(lo, ms))) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo))) * (W - left - right);
   const q = (a, p) => a[Math.min(a.length - 1, Math.floor(p * a.length))];
   let svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif" font-size="11">\n`;
   svg += `<text x="${left}" y="16" font-size="13">Latency per call (ms, log scale): box p25-p75, whiskers p5-p99, bar p50, dot max</text>\n`;
@@ -123,5 +215,5 @@ function latencySvg(res) {
     svg += `<line x1="${x(q(s.lat, 0.5))}" y1="${y - 7}" x2="${x(q(s.lat, 0.5))}" y2="${y + 7}" stroke="${c}" stroke-width="2"/>`;
     svg += `<circle cx="${x(s.lat[s.lat.length - 1])}" cy="${y}" r="2" fill="${c}"/>\n`;
   });
-  return svg + "</svg>\n";
+  return `${svg}</svg>\n`;
 }

@@ -3,13 +3,24 @@
 // engine: memwal | lancedb | fsync | bw ; workload: A | B | C | D1 | D8 | Ddirect | Dlsm | fsync | E100k | E1m | F | bw
 // Prints one JSON line. Data generation and IPC encoding are outside the timed part.
 import * as fs from "node:fs";
+import { createRequire } from "node:module";
 import * as os from "node:os";
 import * as path from "node:path";
-import { createRequire } from "node:module";
 
 const require = createRequire(import.meta.url);
 // The CommonJS build, as @lancedb/lancedb loads it (the ESM build's classes fail its instanceof checks).
-const { Field, FixedSizeList, Float32, Table, Utf8, makeData, makeVector, tableFromIPC, tableToIPC, vectorFromArray } = require("apache-arrow");
+const {
+  Field,
+  FixedSizeList,
+  Float32,
+  Table,
+  Utf8,
+  makeData,
+  makeVector,
+  tableFromIPC,
+  tableToIPC,
+  vectorFromArray,
+} = require("apache-arrow");
 const [engine, workload] = process.argv.slice(2);
 const DIM = 128;
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), `bench-${engine}-${workload}-`));
@@ -29,11 +40,16 @@ function rows(ids) {
   const floats = new Float32Array(n * DIM);
   for (let i = 0; i < floats.length; i++) floats[i] = rnd();
   const fsl = new FixedSizeList(DIM, new Field("item", new Float32(), true));
-  const vec = makeVector(makeData({ type: fsl, length: n, nullCount: 0, child: makeData({ type: new Float32(), length: n * DIM, data: floats }) }));
+  const vec = makeVector(
+    makeData({ type: fsl, length: n, nullCount: 0, child: makeData({ type: new Float32(), length: n * DIM, data: floats }) }),
+  );
   const t = new Table({
     id: makeVector(BigInt64Array.from(ids, (x) => BigInt(x))),
     a: makeVector(Float64Array.from(ids, () => rnd())),
-    s: vectorFromArray(ids.map((x) => `s-${String(x).padStart(14, "0")}`.slice(0, 16)), new Utf8()),
+    s: vectorFromArray(
+      ids.map((x) => `s-${String(x).padStart(14, "0")}`.slice(0, 16)),
+      new Utf8(),
+    ),
     vec,
   });
   // Round-trip once so schema and batches agree exactly (the peer checks).
@@ -78,7 +94,7 @@ async function openEngine(initial) {
   }
   const lancedb = require("@lancedb/lancedb");
   const db = await lancedb.connect(path.join(dir, "db"));
-  let base = rows(range(0, initial));
+  const base = rows(range(0, initial));
   return { tbl: await db.createTable("t", base) };
 }
 
@@ -93,7 +109,8 @@ async function sequential(tbl, count, size, existing, memWal = false) {
   // Warm-up (not timed, adds no row): the first call builds the key index / opens the table.
   await upsert(tbl, input(rows([0])), memWal);
   const lat = [];
-  let inserted = 0, updated = 0;
+  let inserted = 0,
+    updated = 0;
   const t0 = now();
   for (const d of data) {
     const s = now();
@@ -105,9 +122,15 @@ async function sequential(tbl, count, size, existing, memWal = false) {
   const secs = (now() - t0) / 1000;
   const rowsAfter = await tbl.countRows();
   return {
-    calls: count, p50_ms: pct(lat, 0.5), p99_ms: pct(lat, 0.99), first10_ms: pct(lat.slice(0, 10), 0.5), last10_ms: pct(lat.slice(-10), 0.5),
-    rows_per_s: (count * size) / secs, counts_exact: inserted === count * (size / 2) && updated === count * (size / 2),
-    count_rows_sees_all: rowsAfter === existing + count * (size / 2), lat,
+    calls: count,
+    p50_ms: pct(lat, 0.5),
+    p99_ms: pct(lat, 0.99),
+    first10_ms: pct(lat.slice(0, 10), 0.5),
+    last10_ms: pct(lat.slice(-10), 0.5),
+    rows_per_s: (count * size) / secs,
+    counts_exact: inserted === count * (size / 2) && updated === count * (size / 2),
+    count_rows_sees_all: rowsAfter === existing + count * (size / 2),
+    lat,
   };
 }
 
@@ -121,7 +144,9 @@ function vectorRows(n, clustered, from = 0) {
     for (let j = 0; j < DIM; j++) floats[i * DIM + j] = clustered ? c[j] + 0.05 * gauss() : rnd();
   }
   const fsl = new FixedSizeList(DIM, new Field("item", new Float32(), true));
-  const vec = makeVector(makeData({ type: fsl, length: n, nullCount: 0, child: makeData({ type: new Float32(), length: n * DIM, data: floats }) }));
+  const vec = makeVector(
+    makeData({ type: fsl, length: n, nullCount: 0, child: makeData({ type: new Float32(), length: n * DIM, data: floats }) }),
+  );
   const t = new Table({
     id: makeVector(BigInt64Array.from({ length: n }, (_, i) => BigInt(from + i))),
     cat: makeVector(Int32Array.from({ length: n }, (_, i) => (from + i) % 10)),
@@ -165,7 +190,14 @@ async function flatSearch(n) {
       }
       const key = `${clustered ? "clustered" : "random"}${filter ? "_filter10" : ""}`;
       const p50 = pct(lat, 0.5);
-      out[key] = { p50_ms: p50, p99_ms: pct(lat, 0.99), qps: 1000 / (lat.reduce((a, b) => a + b, 0) / lat.length), scan_gb_s: (n * DIM * 4) / (p50 / 1000) / 1e9, rows_per_query: found / queries, lat };
+      out[key] = {
+        p50_ms: p50,
+        p99_ms: pct(lat, 0.99),
+        qps: 1000 / (lat.reduce((a, b) => a + b, 0) / lat.length),
+        scan_gb_s: (n * DIM * 4) / (p50 / 1000) / 1e9,
+        rows_per_query: found / queries,
+        lat,
+      };
     }
   }
   return { rows: n, queries, ...out };
@@ -213,7 +245,8 @@ async function freshness() {
   }
   const rounds = 20;
   const lag = [];
-  let nextQueryFound = 0, never = 0;
+  let nextQueryFound = 0,
+    never = 0;
   for (let r = 0; r < rounds; r++) {
     const { table: fresh, floats } = vectorRows(200, false, 1_000_000 + r * 200);
     await write(fresh);
@@ -224,7 +257,10 @@ async function freshness() {
       polls++;
       const hit = await tbl.search(probe).limit(1).toArray();
       if (hit.length && Number(hit[0].id) === 1_000_000 + r * 200) break;
-      if (now() - acked > 10_000) { never++; break; }
+      if (now() - acked > 10_000) {
+        never++;
+        break;
+      }
       await new Promise((res) => setTimeout(res, 5));
     }
     if (polls === 1) nextQueryFound++;
@@ -236,28 +272,39 @@ async function freshness() {
 
 /** 8 concurrent clients, 100 MemWAL upserts each, distinct new keys per client. */
 async function concurrent(tbl) {
-  const clients = 8, per = 100, size = 200;
+  const clients = 8,
+    per = 100,
+    size = 200;
   const work = range(0, clients).map((c) => batches(per, size, 100_000, 10_000_000 + c * per * size).map((ids) => input(rows(ids))));
   await upsert(tbl, input(rows([0])), true); // warm-up, not timed, adds no row
   const lat = [];
-  let inserted = 0, updated = 0;
+  let inserted = 0,
+    updated = 0;
   const t0 = now();
-  await Promise.all(work.map(async (list) => {
-    for (const d of list) {
-      const s = now();
-      const r = await upsert(tbl, d, true);
-      lat.push(now() - s);
-      inserted += r.numInsertedRows;
-      updated += r.numUpdatedRows;
-    }
-  }));
+  await Promise.all(
+    work.map(async (list) => {
+      for (const d of list) {
+        const s = now();
+        const r = await upsert(tbl, d, true);
+        lat.push(now() - s);
+        inserted += r.numInsertedRows;
+        updated += r.numUpdatedRows;
+      }
+    }),
+  );
   const secs = (now() - t0) / 1000;
   const seen = await tbl.countRows();
-  return { clients, calls: clients * per, p50_ms: pct(lat, 0.5), p99_ms: pct(lat, 0.99), upserts_per_s: (clients * per) / secs,
+  return {
+    clients,
+    calls: clients * per,
+    p50_ms: pct(lat, 0.5),
+    p99_ms: pct(lat, 0.99),
+    upserts_per_s: (clients * per) / secs,
     rows_per_s: (clients * per * size) / secs,
     // Each batch: size/2 ids that exist (updates), size/2 new ids distinct across clients (inserts).
     counts_exact: inserted === clients * per * (size / 2) && updated === clients * per * (size / 2),
-    count_rows_sees_all: seen === 100_000 + clients * per * (size / 2) };
+    count_rows_sees_all: seen === 100_000 + clients * per * (size / 2),
+  };
 }
 
 /** Starts the memwal-server binary (path in MEMWAL_SERVER_BIN, set by bench.mjs) on a free port. */
@@ -265,7 +312,10 @@ async function spawnServer(dataDir) {
   const bin = process.env.MEMWAL_SERVER_BIN;
   if (!bin || !fs.existsSync(bin)) throw new Error(`memwal-server binary not found (${bin}); run bench.mjs, which builds it`);
   const { spawn } = await import("node:child_process");
-  const child = spawn(bin, ["--data", dataDir, "--api-key", "k", "--port", "0"], { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, MEMWAL_LOG: "warn" } });
+  const child = spawn(bin, ["--data", dataDir, "--api-key", "k", "--port", "0"], {
+    stdio: ["ignore", "pipe", "inherit"],
+    env: { ...process.env, MEMWAL_LOG: "warn" },
+  });
   const url = await new Promise((resolve, reject) => {
     let out = "";
     child.stdout.on("data", (c) => {
@@ -275,7 +325,12 @@ async function spawnServer(dataDir) {
     });
     child.on("exit", (code) => reject(new Error(`memwal-server exited with ${code}`)));
   });
-  return { url, close: async () => { child.kill("SIGINT"); } };
+  return {
+    url,
+    close: async () => {
+      child.kill("SIGINT");
+    },
+  };
 }
 
 async function main() {
@@ -290,7 +345,8 @@ async function main() {
         fs.writeSync(fd, Buffer.alloc(64 << 20));
         fs.fsyncSync(fd);
       }
-      let n = 0, pos = 0;
+      let n = 0,
+        pos = 0;
       const t0 = now();
       while (now() - t0 < 2000 && pos + buf.length <= 64 << 20) {
         fs.writeSync(fd, buf, 0, buf.length, pos);
@@ -310,7 +366,12 @@ async function main() {
     const s = now();
     const r = await upsert(tbl, d, false);
     const ms = now() - s;
-    result = { ms, rows_per_s: 100_000 / (ms / 1000), counts_exact: r.numInsertedRows === 50_000 && r.numUpdatedRows === 50_000, count_rows: await tbl.countRows() };
+    result = {
+      ms,
+      rows_per_s: 100_000 / (ms / 1000),
+      counts_exact: r.numInsertedRows === 50_000 && r.numUpdatedRows === 50_000,
+      count_rows: await tbl.countRows(),
+    };
   } else if (workload === "E100k" || workload === "E1m") {
     result = await flatSearch(workload === "E100k" ? 100_000 : 1_000_000);
   } else if (workload === "F") {
@@ -341,17 +402,28 @@ async function main() {
           counted += (r.numInsertedRows ?? 0) + (r.numUpdatedRows ?? 0);
         }
         const seen = await tbl.countRows();
-        result = { p50_ms: pct(lat, 0.5), p99_ms: pct(lat, 0.99), counts_exact: counted === 500 * 200, count_rows_sees_all: seen === 100_000 + 500 * 100, count_rows: seen };
+        result = {
+          p50_ms: pct(lat, 0.5),
+          p99_ms: pct(lat, 0.99),
+          counts_exact: counted === 500 * 200,
+          count_rows_sees_all: seen === 100_000 + 500 * 100,
+          count_rows: seen,
+        };
       } catch (e) {
-        result = { error: String(e && e.message ? e.message : e).slice(0, 300) };
+        result = { error: String(e?.message ? e.message : e).slice(0, 300) };
       }
     } else {
       const m = require("../dist/lib/index.js");
       // D8proc: the same server as a separate process (the memwal-server binary), so that the clients
       // do not share its process; every other D workload runs it in process with serve().
-      const server = workload === "D8proc"
-        ? await spawnServer(path.join(dir, "server"))
-        : await m.serve({ dataDir: path.join(dir, "server"), apiKey: "k", ...(process.env.FLUSH_ROWS ? { flushRows: Number(process.env.FLUSH_ROWS) } : {}) });
+      const server =
+        workload === "D8proc"
+          ? await spawnServer(path.join(dir, "server"))
+          : await m.serve({
+              dataDir: path.join(dir, "server"),
+              apiKey: "k",
+              ...(process.env.FLUSH_ROWS ? { flushRows: Number(process.env.FLUSH_ROWS) } : {}),
+            });
       const db = await m.connect("db://bench", { apiKey: "k", hostOverride: server.url });
       const tbl = await db.createTable("t", input(rows(range(0, 100_000))));
       if (workload === "D1") result = await sequential(tbl, 500, 200, 100_000, true);
@@ -371,6 +443,6 @@ async function main() {
 }
 
 main().catch((e) => {
-  console.log(JSON.stringify({ engine, workload, error: String(e && e.stack ? e.stack : e).slice(0, 500) }));
+  console.log(JSON.stringify({ engine, workload, error: String(e?.stack ? e.stack : e).slice(0, 500) }));
   process.exit(0);
 });

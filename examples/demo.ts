@@ -3,11 +3,11 @@
  * fed by streamed upserts, then the same stream through the bundled server
  * on loopback with the MemWAL path.
  */
-import * as fs from "fs";
-import * as os from "os";
-import * as path from "path";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 
-import { connect, serve, Table } from "../lib";
+import { connect, serve, type Table } from "../lib";
 
 const BATCH = 500;
 const BATCHES = 200;

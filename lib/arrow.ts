@@ -5,35 +5,30 @@
  * come back as apache-arrow Tables.
  */
 import {
+  Table as ArrowTable,
+  Binary,
   Bool,
-  DataType,
+  type DataType,
   Field,
   FixedSizeList,
   Float32,
   Float64,
   Int64,
-  Binary,
-  RecordBatch,
-  Schema,
-  Table as ArrowTable,
+  type RecordBatch,
+  type Schema,
   TimestampMillisecond,
   Type,
-  Utf8,
-  Vector,
   tableFromIPC,
   tableToIPC,
+  Utf8,
+  type Vector,
   vectorFromArray,
 } from "apache-arrow";
 
 import { invalid } from "./errors";
 
 /** Rows in any accepted form. */
-export type Data =
-  | Buffer
-  | Uint8Array
-  | ArrowTable
-  | RecordBatch
-  | ReadonlyArray<Record<string, unknown>>;
+export type Data = Buffer | Uint8Array | ArrowTable | RecordBatch | ReadonlyArray<Record<string, unknown>>;
 
 function isTableLike(d: unknown): d is ArrowTable {
   return typeof d === "object" && d !== null && "schema" in d && "batches" in d && Array.isArray((d as ArrowTable).batches);
@@ -71,7 +66,7 @@ function coerceInt(name: string, values: unknown[], type: DataType): unknown[] {
     let v: bigint;
     if (typeof x === "bigint") v = x;
     else if (typeof x === "number" && Number.isSafeInteger(x)) v = BigInt(x);
-    else throw invalid(`column '${name}' is ${type} but got ${typeof x === "number" ? String(x) : JSON.stringify(x) ?? String(x)}`);
+    else throw invalid(`column '${name}' is ${type} but got ${typeof x === "number" ? String(x) : (JSON.stringify(x) ?? String(x))}`);
     if (v < min || v > max) throw invalid(`column '${name}' is ${type}: the value ${v} is out of its range (${min} to ${max})`);
     return bitWidth === 64 ? v : Number(v);
   });
@@ -120,7 +115,12 @@ export function rowsToTable(rows: ReadonlyArray<Record<string, unknown>>, schema
   const fields = new Map<string, Field>((schema?.fields ?? []).map((f) => [f.name, f]));
   const columns: Record<string, Vector> = {};
   // With a schema, emit its columns in its order (those the rows have).
-  const order = schema ? schema.fields.map((f) => f.name).filter((n) => seen.has(n)).concat(names.filter((n) => !fields.has(n))) : names;
+  const order = schema
+    ? schema.fields
+        .map((f) => f.name)
+        .filter((n) => seen.has(n))
+        .concat(names.filter((n) => !fields.has(n)))
+    : names;
   for (const name of order) {
     const values = rows.map((r) => r[name]);
     const type = fields.get(name)?.type ?? inferType(name, values);
@@ -147,9 +147,7 @@ export function toBuffer(data: Data, schema?: Schema): Buffer {
   if (isTableLike(data)) return view(tableToIPC(data as ArrowTable, "stream"));
   if (isBatchLike(data)) return view(tableToIPC(new ArrowTable(data as RecordBatch), "stream"));
   if (Array.isArray(data)) return view(tableToIPC(rowsToTable(data, schema), "stream"));
-  throw invalid(
-    "data must be an Arrow IPC Buffer/Uint8Array, an apache-arrow Table or RecordBatch, or an array of objects",
-  );
+  throw invalid("data must be an Arrow IPC Buffer/Uint8Array, an apache-arrow Table or RecordBatch, or an array of objects");
 }
 
 /** Arrow IPC bytes from the addon -> apache-arrow Table. */

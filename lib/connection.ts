@@ -3,12 +3,12 @@
  * LanceDB Cloud / Enterprise / a memwal server.
  */
 import type { Schema } from "apache-arrow";
-import { count, optStr, str } from "./args";
 import { Table as ArrowTable } from "apache-arrow";
+import { count, optStr, str } from "./args";
 
-import { Data, toBuffer } from "./arrow";
+import { type Data, toBuffer } from "./arrow";
 import { call, invalid } from "./errors";
-import { native, type NativeConnection } from "./native";
+import { type NativeConnection, native } from "./native";
 import { Table } from "./table";
 
 export interface RetryConfig {
@@ -113,7 +113,13 @@ export class Connection {
   /** Creates a table from rows. */
   async createTable(name: string, data: Data, options?: CreateTableOptions): Promise<Table> {
     const t = await call(async () =>
-      this.inner.createTable(name, toBuffer(data, options?.schema), options?.mode ?? "create", options?.existOk ?? false, options?.namespace),
+      this.inner.createTable(
+        name,
+        toBuffer(data, options?.schema),
+        options?.mode ?? "create",
+        options?.existOk ?? false,
+        options?.namespace,
+      ),
     );
     return new Table(t);
   }
@@ -145,7 +151,8 @@ function providerFn(p: HeaderProvider | undefined): (() => Promise<Record<string
   if (!get) throw invalid("headerProvider must be a function or an object with getHeaders()");
   return async () => {
     const h = await get();
-    if (h === null || typeof h !== "object") throw new Error(`headerProvider returned ${h === null ? "null" : typeof h}, not an object of headers`);
+    if (h === null || typeof h !== "object")
+      throw new Error(`headerProvider returned ${h === null ? "null" : typeof h}, not an object of headers`);
     return Object.fromEntries(Object.entries(h).map(([k, v]) => [k, String(v)]));
   };
 }
@@ -155,11 +162,7 @@ function providerFn(p: HeaderProvider | undefined): (() => Promise<Record<string
  * `headerProvider` (as in the official client's fourth argument) may also be
  * given here instead of in `clientConfig`.
  */
-export async function connect(
-  uri: string,
-  options?: ConnectionOptions,
-  headerProvider?: HeaderProvider,
-): Promise<Connection> {
+export async function connect(uri: string, options?: ConnectionOptions, headerProvider?: HeaderProvider): Promise<Connection> {
   const { headerProvider: fromConfig, ...clientConfig } = options?.clientConfig ?? {};
   const provider = providerFn(headerProvider ?? fromConfig);
   const c = await call(async () => {

@@ -7,38 +7,47 @@
  * await tbl.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(rows);
  * ```
  */
-export { connect, Connection } from "./connection";
-export type { ClientConfig, ConnectionOptions, CreateTableOptions, HeaderProvider, RetryConfig, TimeoutConfig, TlsConfig } from "./connection";
-export { Table } from "./table";
-export { Query, VectorQuery } from "./query";
-export type { DistanceType, IntoVector } from "./query";
-export type { AddOptions, UpdateOptions, VersionInfo } from "./table";
-export { MergeInsertBuilder } from "./merge";
-export type { ExecuteOptions, MergeResult } from "./merge";
+
 export type { Data } from "./arrow";
 export { rowsToTable } from "./arrow";
-export { serve } from "./server";
-export type { ServeOptions, Server } from "./server";
-export {
-  ERROR_CODES,
-  ERROR_CLASSES,
-  MemwalError,
-  InvalidInputError,
-  NotSupportedError,
-  TableNotFoundError,
-  TableAlreadyExistsError,
-  VersionNotFoundError,
-  CommitConflictError,
-  TimeoutError,
-  CorruptError,
-  IoError,
-  HttpError,
-  AuthError,
-  RetryLimitError,
-  HeaderProviderError,
-  BusyError,
-  PoisonedError,
-  UnavailableError,
-  InternalError,
-} from "./errors";
+export type {
+  ClientConfig,
+  ConnectionOptions,
+  CreateTableOptions,
+  HeaderProvider,
+  RetryConfig,
+  TimeoutConfig,
+  TlsConfig,
+} from "./connection";
+export { Connection, connect } from "./connection";
 export type { ErrorCode } from "./errors";
+export {
+  AuthError,
+  BusyError,
+  CommitConflictError,
+  CorruptError,
+  ERROR_CLASSES,
+  ERROR_CODES,
+  HeaderProviderError,
+  HttpError,
+  InternalError,
+  InvalidInputError,
+  IoError,
+  MemwalError,
+  NotSupportedError,
+  PoisonedError,
+  RetryLimitError,
+  TableAlreadyExistsError,
+  TableNotFoundError,
+  TimeoutError,
+  UnavailableError,
+  VersionNotFoundError,
+} from "./errors";
+export type { ExecuteOptions, MergeResult } from "./merge";
+export { MergeInsertBuilder } from "./merge";
+export type { DistanceType, IntoVector } from "./query";
+export { Query, VectorQuery } from "./query";
+export type { ServeOptions, Server } from "./server";
+export { serve } from "./server";
+export type { AddOptions, UpdateOptions, VersionInfo } from "./table";
+export { Table } from "./table";

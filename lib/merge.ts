@@ -4,11 +4,12 @@
  * Validation (including the MemWAL rules) happens in Rust at `execute`,
  * before any data is read or any request is sent.
  */
-import { Data, toBuffer } from "./arrow";
-import { bool, count } from "./args";
-import { call } from "./errors";
-import { native, type NativeMergeInsertOptions, type NativeTable } from "./native";
+
 import type { Schema } from "apache-arrow";
+import { bool, count } from "./args";
+import { type Data, toBuffer } from "./arrow";
+import { call } from "./errors";
+import { type NativeMergeInsertOptions, type NativeTable, native } from "./native";
 
 /** What a merge insert did. */
 export interface MergeResult {

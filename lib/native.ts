@@ -2,8 +2,9 @@
  * Loads the napi addon (memwal.<platform>.node at the package root) and
  * declares the shape of what it exports. Only lib/ talks to it.
  */
-import * as path from "path";
-import * as fs from "fs";
+
+import * as fs from "node:fs";
+import * as path from "node:path";
 
 export interface NativeMergeInsertOptions {
   on: string[];
@@ -51,7 +52,13 @@ export interface NativeTable {
 export interface NativeConnection {
   readonly uri: string;
   tableNames(startAfter?: string | null, limit?: number | null): Promise<string[]>;
-  createTable(name: string, data: Buffer, mode?: string | null, existOk?: boolean | null, namespace?: string[] | null): Promise<NativeTable>;
+  createTable(
+    name: string,
+    data: Buffer,
+    mode?: string | null,
+    existOk?: boolean | null,
+    namespace?: string[] | null,
+  ): Promise<NativeTable>;
   openTable(name: string, namespace?: string[] | null): Promise<NativeTable>;
   dropTable(name: string, namespace?: string[] | null): Promise<void>;
 }
@@ -94,9 +101,9 @@ export interface NativeAddon {
 
 function load(): NativeAddon {
   // lib/ (ts-jest) and dist/lib/ (compiled) both resolve to the package root.
-  const root = [path.join(__dirname, ".."), path.join(__dirname, "..", "..")].find((d) =>
-    fs.existsSync(path.join(d, "package.json")),
-  ) ?? path.join(__dirname, "..");
+  const root =
+    [path.join(__dirname, ".."), path.join(__dirname, "..", "..")].find((d) => fs.existsSync(path.join(d, "package.json"))) ??
+    path.join(__dirname, "..");
   const candidates = [
     `memwal.${process.platform}-${process.arch}-gnu.node`,
     `memwal.${process.platform}-${process.arch}-musl.node`,

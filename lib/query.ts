@@ -6,10 +6,9 @@
  * checked here, by name; the engine checks the rest (the vector column,
  * dimensions) against the table and names what is wrong.
  */
-import type { RecordBatch, Table as ArrowTable } from "apache-arrow";
-
-import { fromBuffer } from "./arrow";
+import type { Table as ArrowTable, RecordBatch } from "apache-arrow";
 import { count, str, strList } from "./args";
+import { fromBuffer } from "./arrow";
 import { call, invalid } from "./errors";
 import type { NativeQueryOptions, NativeTable } from "./native";
 
@@ -155,7 +154,7 @@ export class VectorQuery extends QueryBase<VectorQuery> {
   /** Another query vector: each gets its own k rows, told apart by `query_index`. */
   addQueryVector(vector: IntoVector): this {
     const v = vectorOf("addQueryVector(vector)", vector);
-    (this.opts.vectors ??= []).push(v);
+    this.opts.vectors = [...(this.opts.vectors ?? []), v];
     return this;
   }
   /** Skip any vector index (memwal searches exactly today either way). */

@@ -1,14 +1,13 @@
 /**
  * `Table` and its `Query`: the user-facing face of a native or remote table.
  */
-import type { Schema, Table as ArrowTable } from "apache-arrow";
-
-import { Data, schemaFromBuffer, toBuffer } from "./arrow";
+import type { Table as ArrowTable, Schema } from "apache-arrow";
 import { count, optStr, str, strList } from "./args";
-import { IntoVector, Query, VectorQuery, vectorQuery } from "./query";
+import { type Data, schemaFromBuffer, toBuffer } from "./arrow";
 import { call, invalid } from "./errors";
 import { MergeInsertBuilder } from "./merge";
 import type { NativeTable } from "./native";
+import { type IntoVector, Query, type VectorQuery, vectorQuery } from "./query";
 
 export interface VersionInfo {
   version: number;

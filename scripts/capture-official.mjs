@@ -11,16 +11,18 @@
 // IPC streams, which apache-arrow JS cannot decode; the Rust test can).
 import * as fs from "node:fs";
 import * as http from "node:http";
+import { createRequire } from "node:module";
 import * as os from "node:os";
 import * as path from "node:path";
-import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), "..");
 const require = createRequire(path.join(root, "bench", "package.json"));
 const lancedb = require("@lancedb/lancedb");
 const arrow = require("apache-arrow");
-const clientVersion = JSON.parse(fs.readFileSync(path.join(root, "bench", "node_modules", "@lancedb", "lancedb", "package.json"), "utf8")).version;
+const clientVersion = JSON.parse(
+  fs.readFileSync(path.join(root, "bench", "node_modules", "@lancedb", "lancedb", "package.json"), "utf8"),
+).version;
 const memwal = require(path.join(root, "dist", "lib", "index.js"));
 
 const out = process.argv[2] ?? path.join(root, "crates", "remote", "tests", "fixtures", `official-node-${clientVersion}.json`);
@@ -104,10 +106,7 @@ await step("table_names", () => db.tableNames());
 await step("create_table", () => db.createTable("t", rows));
 await step("create_table_exist_ok", () => db.createTable("t", rows, { existOk: true }));
 await step("create_table_overwrite", () => db.createTable("t", rows, { mode: "overwrite" }));
-const schema = new arrow.Schema([
-  new arrow.Field("id", new arrow.Int64(), false),
-  new arrow.Field("name", new arrow.Utf8(), true),
-]);
+const schema = new arrow.Schema([new arrow.Field("id", new arrow.Int64(), false), new arrow.Field("name", new arrow.Utf8(), true)]);
 await step("create_empty_table", () => db.createEmptyTable("e", schema));
 const t = await step("open_table", () => db.openTable("t"));
 await step("schema", () => t.schema());
@@ -128,16 +127,45 @@ const vrows = Array.from({ length: 20 }, (_, i) => ({ id: i, kind: ["a", "b"][i 
 const vt = await step("vector_create", () => db.createTable("vt", vrows));
 await step("vector_search", () => vt.search([1, 2, 3]).toArrow());
 await step("vector_search_options", () =>
-  vt.search([1, 2, 3]).column("vector").distanceType("cosine").where("kind = 'a'").select(["id"]).limit(5).offset(1).withRowId().toArrow());
+  vt.search([1, 2, 3]).column("vector").distanceType("cosine").where("kind = 'a'").select(["id"]).limit(5).offset(1).withRowId().toArrow(),
+);
 await step("vector_postfilter_range", () => vt.search([1, 2, 3]).where("id > 2").postfilter().distanceRange(0.5, 100).limit(3).toArrow());
 await step("vector_tuning", () => vt.search([1, 2, 3]).nprobes(30).refineFactor(2).ef(64).bypassVectorIndex().fastSearch().toArrow());
-await step("vector_multi", () => vt.vectorSearch([[1, 2, 3], [3, 2, 1]]).limit(2).toArrow());
+await step("vector_multi", () =>
+  vt
+    .vectorSearch([
+      [1, 2, 3],
+      [3, 2, 1],
+    ])
+    .limit(2)
+    .toArrow(),
+);
 await step("vector_nearest_to", () => vt.query().nearestTo([1, 2, 3]).limit(4).toArrow());
-await step("merge_insert", () => t.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute([{ id: 2, a: 20, s: "bb" }, { id: 9, a: 9, s: "i" }]));
+await step("merge_insert", () =>
+  t
+    .mergeInsert("id")
+    .whenMatchedUpdateAll()
+    .whenNotMatchedInsertAll()
+    .execute([
+      { id: 2, a: 20, s: "bb" },
+      { id: 9, a: 9, s: "i" },
+    ]),
+);
 await step("merge_insert_all_clauses", () =>
-  t.mergeInsert("id").whenMatchedUpdateAll({ where: "target.a < source.a" }).whenNotMatchedInsertAll().whenNotMatchedBySourceDelete({ where: "id < 2" })
-    .execute([{ id: 2, a: 30, s: "bb" }], { timeoutMs: 5000 }));
-await step("merge_insert_no_index", () => t.mergeInsert("id").whenNotMatchedInsertAll().useIndex(false).execute([{ id: 10, a: 10, s: "j" }]));
+  t
+    .mergeInsert("id")
+    .whenMatchedUpdateAll({ where: "target.a < source.a" })
+    .whenNotMatchedInsertAll()
+    .whenNotMatchedBySourceDelete({ where: "id < 2" })
+    .execute([{ id: 2, a: 30, s: "bb" }], { timeoutMs: 5000 }),
+);
+await step("merge_insert_no_index", () =>
+  t
+    .mergeInsert("id")
+    .whenNotMatchedInsertAll()
+    .useIndex(false)
+    .execute([{ id: 10, a: 10, s: "j" }]),
+);
 await step("optimize", () => t.optimize());
 await step("checkout", () => t.checkout(2));
 await step("checkout_version", () => t.version());
@@ -151,17 +179,36 @@ await step("open_missing_table", () => db.openTable("missing"));
 // Namespaced ids, with the default delimiter and with another one.
 await step("open_table_namespaced", () => db.openTable("t", ["ns1", "ns2"]));
 const db2 = await lancedb.connect("db://capture", {
-  apiKey: "sk-capture", region: "us-east-1", hostOverride,
+  apiKey: "sk-capture",
+  region: "us-east-1",
+  hostOverride,
   clientConfig: { idDelimiter: ".", extraHeaders: { "x-extra": "1" }, userId: "user-7" },
 });
 await step("open_table_delimiter", () => db2.openTable("t", ["ns1"]));
-const db3 = await lancedb.connect("db://capture", { apiKey: "sk-capture", region: "us-east-1", hostOverride }, undefined, async () => ({ "x-from-provider": "p1" }));
+const db3 = await lancedb.connect("db://capture", { apiKey: "sk-capture", region: "us-east-1", hostOverride }, undefined, async () => ({
+  "x-from-provider": "p1",
+}));
 await step("header_provider", () => db3.tableNames());
 
 await server.close();
 proxy.close();
 fs.mkdirSync(path.dirname(out), { recursive: true });
-fs.writeFileSync(out, JSON.stringify({ client: `@lancedb/lancedb ${clientVersion}`, node: process.version, captured: captured.filter((c) => c.op !== "connect" || c.method) }, null, 1) + "\n");
+fs.writeFileSync(
+  out,
+  `${JSON.stringify(
+    {
+      client: `@lancedb/lancedb ${clientVersion}`,
+      node: process.version,
+      captured: captured.filter((c) => c.op !== "connect" || c.method),
+    },
+    null,
+    1,
+  )}\n`,
+);
 console.log(`captured ${captured.length} requests from @lancedb/lancedb ${clientVersion} into ${path.relative(root, out)}`);
-for (const c of captured) console.log(c.op, c.error ? `ERROR ${c.error}` : `${c.method} ${c.path} ${c.query.map(([k, v]) => `${k}=${v}`).join("&")} -> ${c.response.status}`);
+for (const c of captured)
+  console.log(
+    c.op,
+    c.error ? `ERROR ${c.error}` : `${c.method} ${c.path} ${c.query.map(([k, v]) => `${k}=${v}`).join("&")} -> ${c.response.status}`,
+  );
 process.exit(0);
