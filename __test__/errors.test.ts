@@ -1,6 +1,9 @@
-import { ERROR_CLASSES, ERROR_CODES, MemwalError } from "../lib";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { connect, ERROR_CLASSES, ERROR_CODES, MemwalError } from "../lib";
 import { convertError } from "../lib/errors";
 import { native } from "../lib/native";
+import { people, tmpDir } from "./helpers";
 
 describe("error codes", () => {
   test("the TypeScript list is the Rust ErrorCode list, in order", () => {
@@ -26,5 +29,33 @@ describe("error codes", () => {
     const e = convertError(raw);
     expect(e.code).toBe("Internal");
     expect(e.cause).toBe(raw);
+  });
+});
+
+describe("the Rust source chain", () => {
+  test("arrives as err.cause, outermost first, not in the message", async () => {
+    const file = path.join(tmpDir(), "a-file");
+    fs.writeFileSync(file, "x");
+    const err = await connect(path.join(file, "db"))
+      .then((db) => db.createTable("t", people([[1, 1]])))
+      .then(
+        () => null,
+        (e: unknown) => e as MemwalError,
+      );
+    expect(err?.code).toBe("Io");
+    expect(err?.message).not.toContain("[memwal:");
+    const cause = err?.cause as Error;
+    expect(cause).toBeInstanceOf(Error);
+    expect(cause.message).toMatch(/Not a directory|os error 20/);
+  });
+
+  test("a message with no chain keeps the addon's error as its cause", () => {
+    const raw = new Error("[memwal:InvalidInput] bad");
+    const e = convertError(raw);
+    expect([e.message, e.cause]).toEqual(["bad", raw]);
+    const chained = convertError(new Error("[memwal:Io] outer\n[memwal:cause] middle\n[memwal:cause] inner"));
+    expect(chained.message).toBe("outer");
+    expect((chained.cause as Error).message).toBe("middle");
+    expect(((chained.cause as Error).cause as Error).message).toBe("inner");
   });
 });

@@ -93,6 +93,8 @@ export const ERROR_CLASSES: Record<ErrorCode, typeof MemwalError> = {
 };
 
 const PREFIX = /^\[memwal:([A-Za-z]+)\] /;
+/** Separates the errors of the Rust source chain (src/error.rs `CAUSE_MARKER`). */
+const CAUSE_MARKER = "\n[memwal:cause] ";
 
 /** Converts whatever the addon threw into a MemwalError. */
 export function convertError(e: unknown): MemwalError {
@@ -103,9 +105,11 @@ export function convertError(e: unknown): MemwalError {
   const m = PREFIX.exec(msg);
   const named = m ? m[1] : "Internal";
   const code: ErrorCode = (ERROR_CODES as readonly string[]).includes(named) ? (named as ErrorCode) : "Internal";
-  const text = m ? msg.slice(m[0].length) : msg;
+  const [text, ...chain] = (m ? msg.slice(m[0].length) : msg).split(CAUSE_MARKER);
   const Cls = ERROR_CLASSES[code];
-  return new Cls(code, text, { cause: e });
+  // The Rust source chain, outermost first, as nested `cause`s (the innermost's cause is the addon's error).
+  const cause = chain.reduceRight<unknown>((inner, link) => new Error(link, { cause: inner }), e);
+  return new Cls(code, text, { cause });
 }
 
 /** Runs a native call, mapping its errors. */

@@ -20,31 +20,47 @@ pub fn error_codes() -> Vec<String> {
 /// Prefix marker parsed by lib/errors.ts.
 pub const CODE_PREFIX: &str = "[memwal:";
 
+/// Marker before each error of the source chain, parsed by lib/errors.ts
+/// into `err.cause` (outermost first).
+pub const CAUSE_MARKER: &str = "\n[memwal:cause] ";
+
 /// Converts an engine error.
 pub fn core(e: memwal_core::Error) -> Error {
-    coded(e.code(), &e)
+    coded(e.code(), &e.to_string(), std::error::Error::source(&e))
 }
 
 /// Converts a remote-client error.
 pub fn remote(e: memwal_remote::Error) -> Error {
-    coded(e.code(), &e)
+    coded(e.code(), &e.to_string(), std::error::Error::source(&e))
 }
 
 /// Converts a server error.
 pub fn server(e: memwal_server::Error) -> Error {
-    coded(e.code(), &e)
+    coded(e.code(), &e.to_string(), std::error::Error::source(&e))
 }
 
 /// An InvalidInput error raised by the bindings themselves.
 pub fn invalid(msg: impl std::fmt::Display) -> Error {
-    coded(ErrorCode::InvalidInput, &msg)
+    coded(ErrorCode::InvalidInput, &msg.to_string(), None)
 }
 
-fn coded(code: ErrorCode, e: &dyn std::fmt::Display) -> Error {
-    let mut msg = e.to_string();
-    // Include the source chain the Display text does not already carry.
-    Error::new(Status::GenericFailure, {
-        msg.insert_str(0, &format!("{CODE_PREFIX}{code}] "));
-        msg
-    })
+/// `[memwal:Code] message`, then each error of the source chain after a
+/// [`CAUSE_MARKER`] (a chain is cut at 16 links).
+fn coded(
+    code: ErrorCode,
+    message: &str,
+    mut source: Option<&(dyn std::error::Error + 'static)>,
+) -> Error {
+    let mut msg = format!("{CODE_PREFIX}{code}] {message}");
+    let mut links = 0;
+    while let Some(s) = source {
+        if links == 16 {
+            break;
+        }
+        msg.push_str(CAUSE_MARKER);
+        msg.push_str(&s.to_string());
+        source = s.source();
+        links += 1;
+    }
+    Error::new(Status::GenericFailure, msg)
 }
