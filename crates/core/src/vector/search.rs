@@ -74,8 +74,7 @@ pub fn search(plan: &VectorPlan, tiers: &[Tier]) -> Result<RecordBatch> {
         .map(|t| prepare(plan, t))
         .collect::<Result<Vec<_>>>()?;
     let mut columns: Vec<Vec<ArrayRef>> = Vec::new();
-    for (qi, q) in plan.vectors.iter().enumerate() {
-        let hits = rank(plan, &prepared, tiers, q)?;
+    for (qi, hits) in rank(plan, &prepared, tiers)?.into_iter().enumerate() {
         let hits = finish(plan, tiers, hits)?;
         columns.push(assemble(plan, tiers, &hits, qi)?);
     }
@@ -125,9 +124,11 @@ fn complete(v: &FixedSizeListArray, i: usize) -> bool {
     (start..start + v.value_length() as usize).all(|j| vals.is_valid(j))
 }
 
-/// The top `k + offset` hits of query `q` over every tier (the whole table
-/// for a postfilter: the filter comes after).
-fn rank(plan: &VectorPlan, prepared: &[Prepared], tiers: &[Tier], q: &[f32]) -> Result<Vec<Hit>> {
+/// The top `k + offset` hits of each query vector over every tier (the
+/// whole table for a postfilter: the filter comes after). One pass over the
+/// data ranks every query vector: each block is compared with all of them
+/// while it is in cache.
+fn rank(plan: &VectorPlan, prepared: &[Prepared], tiers: &[Tier]) -> Result<Vec<Vec<Hit>>> {
     let cap = plan.k.saturating_add(plan.offset);
     let units: Vec<(usize, Range<usize>)> = prepared
         .iter()
@@ -144,9 +145,10 @@ fn rank(plan: &VectorPlan, prepared: &[Prepared], tiers: &[Tier], q: &[f32]) -> 
         std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
     };
     let next = AtomicUsize::new(0);
-    let work = || -> Result<TopK> {
-        let mut top = TopK::new(cap);
-        let mut scan = Scanner::new(plan, q);
+    let fresh = || -> Vec<TopK> { plan.vectors.iter().map(|_| TopK::new(cap)).collect() };
+    let work = || -> Result<Vec<TopK>> {
+        let mut top = fresh();
+        let mut scan = Scanner::new(plan);
         loop {
             let u = next.fetch_add(1, Ordering::Relaxed);
             let Some((t, range)) = units.get(u) else {
@@ -162,11 +164,16 @@ fn rank(plan: &VectorPlan, prepared: &[Prepared], tiers: &[Tier], q: &[f32]) -> 
         }
         Ok(top)
     };
-    let mut top = TopK::new(cap);
+    let mut top = fresh();
+    let merge = |top: &mut Vec<TopK>, other: Vec<TopK>| {
+        for (t, o) in top.iter_mut().zip(other) {
+            t.merge(o);
+        }
+    };
     if threads == 1 {
-        top.merge(work()?);
+        merge(&mut top, work()?);
     } else {
-        let tops: Vec<Result<TopK>> = std::thread::scope(|s| {
+        let tops: Vec<Result<Vec<TopK>>> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
             handles
                 .into_iter()
@@ -177,17 +184,19 @@ fn rank(plan: &VectorPlan, prepared: &[Prepared], tiers: &[Tier], q: &[f32]) -> 
                 .collect()
         });
         for t in tops {
-            top.merge(t?);
+            merge(&mut top, t?);
         }
     }
-    Ok(top.into_sorted())
+    Ok(top.into_iter().map(TopK::into_sorted).collect())
 }
 
-/// Per-thread state of a scan: the query, its norm, scratch buffers.
+/// Per-thread state of a scan: the query vectors and their norms, which
+/// one `distances` uses, scratch buffers.
 struct Scanner<'a> {
     plan: &'a VectorPlan,
-    q: &'a [f32],
-    q_norm: f32,
+    queries: Vec<(&'a [f32], f32)>,
+    current: usize,
+    dim: usize,
     isa: Isa,
     rows: Vec<f32>,
     out: Vec<f32>,
@@ -196,30 +205,38 @@ struct Scanner<'a> {
 }
 
 impl<'a> Scanner<'a> {
-    fn new(plan: &'a VectorPlan, q: &'a [f32]) -> Self {
+    fn new(plan: &'a VectorPlan) -> Self {
         let isa = kernels::isa();
-        let mut n = [0f32];
-        kernels::dot(isa, q, q, &mut n);
+        let queries = plan
+            .vectors
+            .iter()
+            .map(|q| {
+                let mut n = [0f32];
+                kernels::dot(isa, q, q, &mut n);
+                (q.as_slice(), n[0].sqrt())
+            })
+            .collect();
         Self {
             plan,
-            q,
-            q_norm: n[0].sqrt(),
+            queries,
+            current: 0,
+            dim: plan.dim,
             isa,
-            rows: Vec::with_capacity(BLOCK * q.len()),
+            rows: Vec::with_capacity(BLOCK * plan.dim),
             out: vec![0f32; BLOCK],
             norms: vec![0f32; BLOCK],
             picked: Vec::with_capacity(BLOCK),
         }
     }
 
-    /// Ranks rows `range` of a tier into `top`.
+    /// Ranks rows `range` of a tier into `tops` (one per query vector).
     fn range(
         &mut self,
         p: &Prepared,
         ids: &RowIds,
         tier: u32,
         range: Range<usize>,
-        top: &mut TopK,
+        tops: &mut [TopK],
     ) -> Result<()> {
         let mut start = range.start;
         while start < range.end {
@@ -231,32 +248,27 @@ impl<'a> Scanner<'a> {
             }
             if !self.picked.is_empty() {
                 let contiguous = self.picked.len() == end - start;
-                match (self.plan.element, contiguous) {
-                    (Element::F32, true) => {
+                let gathered = if matches!((self.plan.element, contiguous), (Element::F32, true)) {
+                    None
+                } else {
+                    self.gather(p.vectors);
+                    Some(std::mem::take(&mut self.rows))
+                };
+                let rows = match &gathered {
+                    Some(r) => r.as_slice(),
+                    None => {
                         let s = p.vectors.values().as_primitive::<Float32Type>().values();
                         let from = p.vectors.value_offset_at(start);
-                        let rows = &s[from..from + (end - start) * self.q.len()];
-                        self.distances(rows);
+                        &s[from..from + (end - start) * self.dim]
                     }
-                    _ => {
-                        self.gather(p.vectors);
-                        let rows = std::mem::take(&mut self.rows);
-                        self.distances(&rows);
-                        self.rows = rows;
-                    }
+                };
+                for (qi, top) in tops.iter_mut().enumerate() {
+                    self.current = qi;
+                    self.distances(rows);
+                    self.offer(ids, tier, top);
                 }
-                for (j, &row) in self.picked.iter().enumerate() {
-                    let d = self.out[j];
-                    // NaN (the cosine of a zero vector) is never returned, as in Lance.
-                    if d.is_nan() || !self.plan.in_range(d) || top.worst().is_some_and(|w| d > w) {
-                        continue;
-                    }
-                    top.push(Hit {
-                        dist: d,
-                        row_id: ids.get(row),
-                        tier,
-                        row: row as u32,
-                    });
+                if let Some(r) = gathered {
+                    self.rows = r;
                 }
             }
             start = end;
@@ -264,10 +276,27 @@ impl<'a> Scanner<'a> {
         Ok(())
     }
 
+    /// Offers the picked rows, at the distances in `self.out`, to `top`.
+    fn offer(&self, ids: &RowIds, tier: u32, top: &mut TopK) {
+        for (j, &row) in self.picked.iter().enumerate() {
+            let d = self.out[j];
+            // NaN (the cosine of a zero vector) is never returned, as in Lance.
+            if d.is_nan() || !self.plan.in_range(d) || top.worst().is_some_and(|w| d > w) {
+                continue;
+            }
+            top.push(Hit {
+                dist: d,
+                row_id: ids.get(row),
+                tier,
+                row: row as u32,
+            });
+        }
+    }
+
     /// Copies the picked rows' vectors into `self.rows` as f32 (a float32
     /// block with every row picked is read in place instead).
     fn gather(&mut self, v: &FixedSizeListArray) {
-        let dim = self.q.len();
+        let dim = self.dim;
         self.rows.clear();
         let vals = v.values();
         let off = |i: usize| v.value_offset_at(i);
@@ -299,20 +328,20 @@ impl<'a> Scanner<'a> {
     fn distances(&mut self, rows: &[f32]) {
         let n = self.picked.len();
         let out = &mut self.out[..n];
+        let (q, q_norm) = self.queries[self.current];
         match self.plan.distance {
-            DistanceType::L2 => kernels::l2_sq(self.isa, self.q, rows, out),
+            DistanceType::L2 => kernels::l2_sq(self.isa, q, rows, out),
             DistanceType::Dot => {
-                kernels::dot(self.isa, self.q, rows, out);
+                kernels::dot(self.isa, q, rows, out);
                 out.iter_mut().for_each(|d| *d = 1.0 - *d);
             }
             DistanceType::Cosine => {
-                kernels::dot(self.isa, self.q, rows, out);
-                let dim = self.q.len();
-                for (j, row) in rows.chunks_exact(dim).enumerate() {
+                kernels::dot(self.isa, q, rows, out);
+                for (j, row) in rows.chunks_exact(self.dim).enumerate() {
                     kernels::dot(self.isa, row, row, &mut self.norms[j..j + 1]);
                 }
                 for (d, n) in out.iter_mut().zip(&self.norms) {
-                    *d = 1.0 - *d / (self.q_norm * n.sqrt());
+                    *d = 1.0 - *d / (q_norm * n.sqrt());
                 }
             }
         }
