@@ -153,8 +153,39 @@ fn concurrent_writers_both_land_with_retries() {
         "no row lost, no duplicate key"
     );
     assert_eq!(rows.iter().filter(|r| r.0 == 0).count(), 1);
-    assert!(
-        attempts.iter().any(|a| *a > 1),
-        "a writer must have retried: {attempts:?}"
-    );
+    // Whether the two writers raced is up to the scheduler; the retry
+    // itself is forced, deterministically, in the next test.
+    assert!(attempts.iter().all(|a| *a >= 1), "{attempts:?}");
+}
+
+#[test]
+fn a_writer_that_loses_the_publish_race_retries_on_the_new_version() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let local: Arc<dyn Storage> = Arc::new(LocalStorage::new(dir.path()).expect("local"));
+    let other = NativeDatabase::with_storage("other", local.clone());
+    other
+        .create_table_sync("t", people(&[(1, 10)]), CreateOptions::default())
+        .expect("create");
+    // Just before our writer publishes its manifest, another writer (same
+    // folder, another handle) commits the same version number first.
+    let armed = Arc::new(AtomicBool::new(false));
+    let a2 = armed.clone();
+    let faulty: Arc<dyn Storage> = Arc::new(FaultyStorage::new(local, move |op, path| {
+        if op == Op::PutNew && path.contains("_versions") && a2.swap(false, Ordering::SeqCst) {
+            let t = other.open_table_sync("t").expect("other open");
+            t.merge_insert_sync(&upsert(), people(&[(2, 20)]))
+                .expect("the other writer commits first");
+        }
+        false
+    }));
+    let db = NativeDatabase::with_storage("ours", faulty);
+    let t = db.open_table_sync("t").expect("open");
+    armed.store(true, Ordering::SeqCst);
+    let r = t
+        .merge_insert_sync(&upsert(), people(&[(1, 11), (3, 30)]))
+        .expect("merge after a lost race");
+    assert_eq!(r.num_attempts, 2, "one lost publish, one retry");
+    assert_eq!((r.num_inserted_rows, r.num_updated_rows), (1, 1));
+    assert_eq!(r.version, 3);
+    assert_eq!(ages(&t), vec![(1, Some(11)), (2, Some(20)), (3, Some(30))]);
 }
