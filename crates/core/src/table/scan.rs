@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, BooleanArray, RecordBatch, UInt64Array};
-use arrow::compute::{and, filter, filter_record_batch};
+use arrow::array::{ArrayRef, BooleanArray, RecordBatch};
+use arrow::compute::{and, filter_record_batch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use super::{NativeTable, Snapshot};
@@ -134,16 +134,6 @@ pub fn with_row_ids(batch: &RecordBatch, ids: ArrayRef) -> Result<RecordBatch> {
     Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)?)
 }
 
-/// The row ids of a fragment's rows (`id << 32 | offset`), masked.
-fn fragment_row_ids(f: &LoadedFragment, mask: Option<&BooleanArray>) -> Result<ArrayRef> {
-    let ids =
-        UInt64Array::from_iter_values((0..f.batch.num_rows() as u64).map(|i| (f.id << 32) | i));
-    Ok(match mask {
-        Some(m) => filter(&ids, m)?,
-        None => Arc::new(ids),
-    })
-}
-
 /// Scans rows of a snapshot (or searches it, for a vector query).
 pub fn scan_snapshot(snap: &Snapshot, req: &QueryRequest) -> Result<Vec<RecordBatch>> {
     if req.nearest.is_some() {
@@ -158,7 +148,8 @@ pub fn scan_snapshot(snap: &Snapshot, req: &QueryRequest) -> Result<Vec<RecordBa
         let mask = row_mask(f, pred.as_ref())?;
         let mut b = apply(&f.batch, mask.as_ref())?;
         if req.with_row_id {
-            b = with_row_ids(&b, fragment_row_ids(f, mask.as_ref())?)?;
+            let ids = RowIds::Fragment(f.id).masked(f.batch.num_rows(), mask.as_ref())?;
+            b = with_row_ids(&b, ids)?;
         }
         pager.push(b)?;
     }

@@ -41,6 +41,18 @@ impl RowIds {
             RowIds::Given(a) => a.value(i),
         }
     }
+
+    /// The ids of the first `n` rows, only those `mask` keeps (all when `None`).
+    pub fn masked(&self, n: usize, mask: Option<&BooleanArray>) -> Result<ArrayRef> {
+        let ids = match self {
+            RowIds::Fragment(_) => UInt64Array::from_iter_values((0..n).map(|i| self.get(i))),
+            RowIds::Given(a) => a.slice(0, n.min(a.len())),
+        };
+        Ok(match mask {
+            Some(m) => arrow::compute::filter(&ids, m)?,
+            None => Arc::new(ids),
+        })
+    }
 }
 
 /// Rows that a search may return.

@@ -9,8 +9,8 @@
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, BooleanArray, RecordBatch, UInt32Array, UInt64Array};
-use arrow::compute::{and, concat_batches, filter, filter_record_batch, take_record_batch};
+use arrow::array::{BooleanArray, RecordBatch, UInt32Array, UInt64Array};
+use arrow::compute::{and, concat_batches, filter_record_batch, take_record_batch};
 use hashbrown::HashMap;
 use memwal_core::filter::{Predicate, Resolve};
 use memwal_core::keys::{Key, KeyEncoder};
@@ -148,11 +148,7 @@ impl MemWalTable {
                 None => t.batch.clone(),
             };
             if req.with_row_id {
-                let ids = ids_of(&t.row_ids, t.batch.num_rows());
-                let ids: ArrayRef = match &mask {
-                    Some(m) => filter(&ids, m)?,
-                    None => Arc::new(ids),
-                };
+                let ids = t.row_ids.masked(t.batch.num_rows(), mask.as_ref())?;
                 b = with_row_ids(&b, ids)?;
             }
             pager.push(b)?;
@@ -164,10 +160,6 @@ impl MemWalTable {
 /// Row ids of memtable rows: `2^63 | position` in this read's view (rows
 /// in memory belong to no version; their ids hold for one read).
 pub const MEMTABLE_ROW_ID_BASE: u64 = 1 << 63;
-
-fn ids_of(ids: &RowIds, n: usize) -> UInt64Array {
-    UInt64Array::from_iter_values((0..n).map(|i| ids.get(i)))
-}
 
 /// The view as tiers: each base fragment with the rows that are live and
 /// not superseded by a memtable row, then the memtable rows (a memtable row
