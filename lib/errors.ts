@@ -11,6 +11,7 @@ export const ERROR_CODES = [
   "TableNotFound",
   "TableAlreadyExists",
   "VersionNotFound",
+  "IndexNotFound",
   "CommitConflict",
   "Timeout",
   "Corrupt",
@@ -46,6 +47,8 @@ export class TableNotFoundError extends MemwalError {}
 export class TableAlreadyExistsError extends MemwalError {}
 /** No such version. */
 export class VersionNotFoundError extends MemwalError {}
+/** No index of that name. */
+export class IndexNotFoundError extends MemwalError {}
 /** Another writer won every commit race. */
 export class CommitConflictError extends MemwalError {}
 /** Past the deadline; nothing was committed. */
@@ -78,6 +81,7 @@ export const ERROR_CLASSES: Record<ErrorCode, typeof MemwalError> = {
   TableNotFound: TableNotFoundError,
   TableAlreadyExists: TableAlreadyExistsError,
   VersionNotFound: VersionNotFoundError,
+  IndexNotFound: IndexNotFoundError,
   CommitConflict: CommitConflictError,
   Timeout: TimeoutError,
   Corrupt: CorruptError,

@@ -42,6 +42,7 @@ export {
   TimeoutError,
   UnavailableError,
   VersionNotFoundError,
+  IndexNotFoundError,
 } from "./errors";
 export type { ExecuteOptions, MergeResult } from "./merge";
 export { MergeInsertBuilder } from "./merge";

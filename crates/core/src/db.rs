@@ -156,6 +156,7 @@ impl NativeDatabase {
             next_fragment_id: fragments.len() as u64,
             fragments,
             metadata: Default::default(),
+            indices: Vec::new(),
         };
         if written.is_some() {
             self.storage.sync(&format!("{name}/data"))?;

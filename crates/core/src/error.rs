@@ -19,6 +19,8 @@ pub enum ErrorCode {
     TableAlreadyExists,
     /// No such version.
     VersionNotFound,
+    /// No index of that name.
+    IndexNotFound,
     /// Another writer won every commit race.
     CommitConflict,
     /// Past the deadline; nothing committed.
@@ -53,6 +55,7 @@ impl ErrorCode {
         ErrorCode::TableNotFound,
         ErrorCode::TableAlreadyExists,
         ErrorCode::VersionNotFound,
+        ErrorCode::IndexNotFound,
         ErrorCode::CommitConflict,
         ErrorCode::Timeout,
         ErrorCode::Corrupt,
@@ -75,6 +78,7 @@ impl ErrorCode {
             ErrorCode::TableNotFound => "TableNotFound",
             ErrorCode::TableAlreadyExists => "TableAlreadyExists",
             ErrorCode::VersionNotFound => "VersionNotFound",
+            ErrorCode::IndexNotFound => "IndexNotFound",
             ErrorCode::CommitConflict => "CommitConflict",
             ErrorCode::Timeout => "Timeout",
             ErrorCode::Corrupt => "Corrupt",
@@ -138,6 +142,14 @@ pub enum Error {
         table: String,
         /// The version asked for.
         version: u64,
+    },
+    /// The table has no index of that name.
+    #[error("Index '{name}' of table '{table}' does not exist")]
+    IndexNotFound {
+        /// The table.
+        table: String,
+        /// The index name asked for.
+        name: String,
     },
     /// Another writer committed first every time we retried.
     #[error("commit conflict on table '{table}' after {attempts} attempts; retry the operation")]
@@ -226,6 +238,7 @@ impl Error {
             Error::TableNotFound { .. } => ErrorCode::TableNotFound,
             Error::TableAlreadyExists { .. } => ErrorCode::TableAlreadyExists,
             Error::VersionNotFound { .. } => ErrorCode::VersionNotFound,
+            Error::IndexNotFound { .. } => ErrorCode::IndexNotFound,
             Error::CommitConflict { .. } => ErrorCode::CommitConflict,
             Error::Timeout { .. } => ErrorCode::Timeout,
             Error::Corrupt { .. } => ErrorCode::Corrupt,

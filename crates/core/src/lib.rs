@@ -13,6 +13,7 @@ pub mod db;
 pub mod error;
 pub mod filter;
 pub mod fragment;
+pub mod index;
 pub mod ipc;
 pub mod json_schema;
 pub mod keys;
@@ -28,6 +29,7 @@ pub mod vector;
 
 pub use db::{NativeDatabase, NativeDb};
 pub use error::{Error, ErrorCode, Result};
+pub use index::{IndexInfo, IndexRequest, IndexType};
 pub use merge::{MergeInsertBuilder, MergeInsertParams, MergeResult};
 pub use table::{NativeTable, Snapshot};
 pub use traits::*;

@@ -6,6 +6,7 @@
 //!   _deletions/{version}-{uuid}.bin    roaring bitmaps of deleted row offsets, one
 //!                                      per fragment the commit changed, back to back
 //!   _versions/{version:020}.manifest   JSON manifest, published create-new
+//!   _indices/{uuid}-*.arrow            the files of one index build (Arrow IPC)
 //! ```
 //! A version exists exactly when its manifest file exists; a commit writes
 //! its data and deletion files first and publishes the manifest last, so a
@@ -61,6 +62,45 @@ impl FragmentMeta {
     }
 }
 
+/// One file of an index.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct IndexFile {
+    /// Path relative to the table folder, inside `_indices/`.
+    pub path: String,
+    /// crc32c of its bytes.
+    pub crc32c: u32,
+}
+
+/// An index recorded in a version: what it is, its files, and the
+/// fragments whose rows it holds (rows of other fragments are unindexed).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct IndexMeta {
+    /// Unique within the version.
+    pub name: String,
+    /// The indexed columns.
+    pub columns: Vec<String>,
+    /// Wire type name (`IVF_FLAT`, `IVF_PQ`).
+    pub index_type: String,
+    /// Distance of a vector index (`l2`, `cosine`, `dot`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distance_type: Option<String>,
+    /// Vector dimension.
+    pub dimension: u64,
+    /// PQ sub-vectors (0: no PQ).
+    #[serde(default)]
+    pub num_sub_vectors: u64,
+    /// PQ bits per code.
+    #[serde(default)]
+    pub num_bits: u8,
+    /// The build parameters as used, for reporting.
+    #[serde(default)]
+    pub params: BTreeMap<String, serde_json::Value>,
+    /// Its files.
+    pub files: Vec<IndexFile>,
+    /// Fragments it covers.
+    pub fragment_ids: Vec<u64>,
+}
+
 /// Everything that defines one version of a table.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Manifest {
@@ -82,6 +122,9 @@ pub struct Manifest {
     /// flushed sequence number, recorded atomically with the data).
     #[serde(default)]
     pub metadata: BTreeMap<String, String>,
+    /// Indexes of this version.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub indices: Vec<IndexMeta>,
 }
 
 impl Manifest {
@@ -149,6 +192,14 @@ fn check_manifest(m: &Manifest, version: u64) -> std::result::Result<(), String>
         }
         if f.deletion_offset.checked_add(f.deletion_len).is_none() {
             return Err(format!("fragment {} has a deletion range past 2^64", f.id));
+        }
+    }
+    for i in &m.indices {
+        if let Some(f) = i.files.iter().find(|f| !inside(&f.path, "_indices/")) {
+            return Err(format!(
+                "index {:?} names the file {:?}, outside _indices/",
+                i.name, f.path
+            ));
         }
     }
     Ok(())

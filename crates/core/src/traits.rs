@@ -12,6 +12,7 @@ use arrow_schema::SchemaRef;
 use async_trait::async_trait;
 
 use crate::error::Result;
+use crate::index::{IndexInfo, IndexRequest};
 use crate::merge::{MergeInsertParams, MergeResult};
 
 /// Rows handed to a write: a schema and zero or more batches of it.
@@ -171,6 +172,14 @@ pub trait Table: Send + Sync + std::fmt::Debug {
     async fn optimize(&self) -> Result<OptimizeStats>;
     /// Runs a merge insert whose clauses were validated by the builder.
     async fn merge_insert(&self, params: MergeInsertParams, data: Data) -> Result<MergeResult>;
+    /// Builds an index and commits a version that records it.
+    async fn create_index(&self, request: IndexRequest) -> Result<()>;
+    /// The indexes, with indexed and unindexed row counts.
+    async fn list_indices(&self) -> Result<Vec<IndexInfo>>;
+    /// One index (`IndexNotFound` if there is none of that name).
+    async fn index_stats(&self, name: &str) -> Result<IndexInfo>;
+    /// Drops an index.
+    async fn drop_index(&self, name: &str) -> Result<()>;
 }
 
 /// A database: a namespace of tables.

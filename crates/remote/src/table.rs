@@ -7,8 +7,9 @@ use arrow::array::RecordBatch;
 use arrow_schema::SchemaRef;
 use async_trait::async_trait;
 use memwal_core::{
-    ipc, json_schema, AddMode, CreateOptions, Data, Database, DeleteResult, MergeInsertParams,
-    MergeResult, OptimizeStats, QueryRequest, Table, UpdateResult, VersionInfo,
+    ipc, json_schema, AddMode, CreateOptions, Data, Database, DeleteResult, IndexInfo,
+    IndexRequest, MergeInsertParams, MergeResult, OptimizeStats, QueryRequest, Table, UpdateResult,
+    VersionInfo,
 };
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -18,8 +19,8 @@ use crate::config::ConnectOptions;
 use crate::error::{Error, Result};
 
 use memwal_core::protocol::{
-    self, header, DeleteResponse, MergeInsertResponse, OptimizeResponse, UpdateBody,
-    UpdateResponse, VersionResponse, ARROW_STREAM,
+    self, header, DeleteResponse, IndexListResponse, IndexStatsResponse, MergeInsertResponse,
+    OptimizeResponse, UpdateBody, UpdateResponse, VersionResponse, ARROW_STREAM,
 };
 
 /// A database on LanceDB Cloud / Enterprise / a memwal server.
@@ -491,5 +492,66 @@ impl Table for RemoteTable {
             num_attempts: r.num_attempts.unwrap_or(0).max(tries),
             num_rows: r.num_rows.unwrap_or(data.num_rows() as u64),
         })
+    }
+    async fn create_index(&self, request: IndexRequest) -> memwal_core::Result<()> {
+        self.ensure_writable()?;
+        let body = protocol::create_index_body(&request);
+        self.post_json("create_index/", body).await?;
+        Ok(())
+    }
+    async fn list_indices(&self) -> memwal_core::Result<Vec<IndexInfo>> {
+        let body = json!({ "version": self.version });
+        let list: IndexListResponse = answer(self.post_json("index/list/", body).await?)?;
+        let mut out = Vec::with_capacity(list.indexes.len());
+        for e in list.indexes {
+            // As the official client does: the type and counts from stats.
+            out.push(self.stats_of(&e.index_name, e.columns).await?);
+        }
+        Ok(out)
+    }
+    async fn index_stats(&self, name: &str) -> memwal_core::Result<IndexInfo> {
+        let list: IndexListResponse = answer(
+            self.post_json("index/list/", json!({ "version": self.version }))
+                .await?,
+        )?;
+        let columns = list
+            .indexes
+            .into_iter()
+            .find(|e| e.index_name == name)
+            .map(|e| e.columns)
+            .unwrap_or_default();
+        self.stats_of(name, columns).await
+    }
+    async fn drop_index(&self, name: &str) -> memwal_core::Result<()> {
+        self.ensure_writable()?;
+        let op = format!("index/{}/drop/", crate::client::urlencode(name));
+        match self.send_json(&op, None).await {
+            Err(Error::TableNotFound { .. }) => Err(self.no_index(name)),
+            Err(e) => Err(e.into()),
+            Ok(_) => Ok(()),
+        }
+    }
+}
+
+impl RemoteTable {
+    fn no_index(&self, name: &str) -> memwal_core::Error {
+        memwal_core::Error::IndexNotFound {
+            table: self.name.clone(),
+            name: name.to_string(),
+        }
+    }
+
+    /// `index/{name}/stats/` (a 404 is "no such index").
+    async fn stats_of(&self, name: &str, columns: Vec<String>) -> memwal_core::Result<IndexInfo> {
+        let op = format!("index/{}/stats/", crate::client::urlencode(name));
+        let v = match self
+            .post_json(&op, json!({ "version": self.version }))
+            .await
+        {
+            Err(Error::TableNotFound { .. }) => return Err(self.no_index(name)),
+            other => other?,
+        };
+        let r: IndexStatsResponse = answer(v)?;
+        Ok(r.into_info(name, columns))
     }
 }

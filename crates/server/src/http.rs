@@ -13,12 +13,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use memwal_core::protocol::{
-    self, header, DeleteResponse, MergeInsertResponse, OptimizeResponse, PredicateBody, QueryBody,
+    self, header, CreateIndexBody, DeleteResponse, IndexEntry, IndexListResponse,
+    IndexStatsResponse, MergeInsertResponse, OptimizeResponse, PredicateBody, QueryBody,
     UpdateBody, UpdateResponse, VersionBody, VersionResponse, ARROW_FILE, ARROW_STREAM,
     PHALANX_VERSION,
 };
 use memwal_core::table::scan::answer_schema;
-use memwal_core::{ipc, json_schema, NativeTable};
+use memwal_core::{ipc, json_schema, NativeTable, Table};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use subtle::ConstantTimeEq;
@@ -46,6 +47,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/table/{name}/version/list/", post(list_versions))
         .route("/v1/table/{name}/optimize/", post(optimize))
         .route("/v1/table/{name}/flush/", post(flush))
+        .route("/v1/table/{name}/create_index/", post(create_index))
+        .route("/v1/table/{name}/index/list/", post(list_indices))
+        .route("/v1/table/{name}/index/{index}/stats/", post(index_stats))
+        .route("/v1/table/{name}/index/{index}/drop/", post(drop_index))
         .fallback(not_implemented)
         .method_not_allowed_fallback(not_implemented)
         .layer(middleware::from_fn_with_state(state.clone(), read_body))
@@ -400,6 +405,77 @@ async fn flush(
 ) -> Result<(StatusCode, Json<Value>)> {
     state.table(&name)?.memwal().flush_all().await?;
     Ok((StatusCode::OK, Json(json!({}))))
+}
+
+async fn create_index(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Json<Value>> {
+    let b: CreateIndexBody = json_body(&body)?;
+    let req = b.to_request()?;
+    state.table(&name)?.build_index(req).await?;
+    Ok(Json(json!({})))
+}
+
+/// The indexes of the latest version (memtable rows counted unindexed) or
+/// of an older one.
+async fn indices_at(
+    state: &AppState,
+    name: &str,
+    body: &Bytes,
+) -> Result<Vec<memwal_core::IndexInfo>> {
+    let b: VersionBody = json_body(body)?;
+    let t = state.table(name)?;
+    match b.version {
+        None => t.indices().await,
+        Some(v) => {
+            blocking(move || {
+                Ok(t.memwal()
+                    .base()
+                    .checkout_sync(Some(v))?
+                    .list_indices_sync()?)
+            })
+            .await
+        }
+    }
+}
+
+async fn list_indices(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Json<IndexListResponse>> {
+    let list = indices_at(&state, &name, &body).await?;
+    Ok(Json(IndexListResponse {
+        indexes: list.iter().map(IndexEntry::from).collect(),
+    }))
+}
+
+async fn index_stats(
+    State(state): State<Arc<AppState>>,
+    Path((name, index)): Path<(String, String)>,
+    body: Bytes,
+) -> Result<Json<IndexStatsResponse>> {
+    let list = indices_at(&state, &name, &body).await?;
+    list.iter()
+        .find(|i| i.name == index)
+        .map(|i| Json(IndexStatsResponse::from(i)))
+        .ok_or_else(|| {
+            Error::Core(memwal_core::Error::IndexNotFound {
+                table: name.clone(),
+                name: index.clone(),
+            })
+        })
+}
+
+async fn drop_index(
+    State(state): State<Arc<AppState>>,
+    Path((name, index)): Path<(String, String)>,
+) -> Result<Json<Value>> {
+    let t = state.table(&name)?;
+    Table::drop_index(&t, &index).await?;
+    Ok(Json(json!({})))
 }
 
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {

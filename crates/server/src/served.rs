@@ -10,8 +10,8 @@ use arrow::array::RecordBatch;
 use arrow_schema::SchemaRef;
 use async_trait::async_trait;
 use memwal_core::{
-    AddMode, Data, DeleteResult, MergeInsertParams, MergeResult, OptimizeStats, QueryRequest,
-    Table, UpdateResult, VersionInfo,
+    AddMode, Data, DeleteResult, IndexInfo, IndexRequest, MergeInsertParams, MergeResult,
+    OptimizeStats, QueryRequest, Table, UpdateResult, VersionInfo,
 };
 
 use crate::error::Error;
@@ -118,11 +118,41 @@ impl ServedTable {
             .await
     }
 
-    /// Compacts the base (after merging the memtables into it).
+    /// Compacts the base (after merging the memtables into it), then adds
+    /// its unindexed rows to its indexes.
     pub async fn compact(&self) -> crate::Result<OptimizeStats> {
-        self.mem
+        let mut stats = self
+            .mem
             .direct(Turn::Drain, |c| Ok(c.base.optimize_sync()?))
-            .await
+            .await?;
+        let base = self.mem.base().clone();
+        if let Some(v) = blocking(move || Ok(base.optimize_indices_sync()?)).await? {
+            stats.version = v;
+        }
+        Ok(stats)
+    }
+
+    /// Builds an index over the base. Writes go on meanwhile (the index
+    /// commits on whatever version is then the latest; rows it does not
+    /// hold are searched exactly), as do reads.
+    pub async fn build_index(&self, request: IndexRequest) -> crate::Result<()> {
+        let base = self.mem.base().clone();
+        blocking(move || Ok(base.create_index_sync(&request)?)).await
+    }
+
+    /// The base's indexes; rows still in the memtables count as unindexed
+    /// (they are searched exactly).
+    pub async fn indices(&self) -> crate::Result<Vec<IndexInfo>> {
+        let mem = self.mem.clone();
+        blocking(move || {
+            let buffered = mem.buffered_rows()?;
+            let mut list = mem.base().list_indices_sync()?;
+            for i in &mut list {
+                i.num_unindexed_rows += buffered;
+            }
+            Ok(list)
+        })
+        .await
     }
 }
 
@@ -176,5 +206,27 @@ impl Table for ServedTable {
         data: Data,
     ) -> memwal_core::Result<MergeResult> {
         self.merge(params, data).await.map_err(core)
+    }
+    async fn create_index(&self, request: IndexRequest) -> memwal_core::Result<()> {
+        self.build_index(request).await.map_err(core)
+    }
+    async fn list_indices(&self) -> memwal_core::Result<Vec<IndexInfo>> {
+        self.indices().await.map_err(core)
+    }
+    async fn index_stats(&self, name: &str) -> memwal_core::Result<IndexInfo> {
+        let list = self.indices().await.map_err(core)?;
+        list.into_iter()
+            .find(|i| i.name == name)
+            .ok_or_else(|| memwal_core::Error::IndexNotFound {
+                table: self.name().to_string(),
+                name: name.to_string(),
+            })
+    }
+    async fn drop_index(&self, name: &str) -> memwal_core::Result<()> {
+        let base = self.mem.base().clone();
+        let n = name.to_string();
+        blocking(move || Ok(base.drop_index_sync(&n)?))
+            .await
+            .map_err(core)
     }
 }

@@ -10,7 +10,11 @@ use crate::error::{Error, Result};
 use crate::merge::{MergeInsertParams, MergeResult};
 use crate::traits::{AddMode, CreateMode, CreateOptions};
 
+mod index;
 mod query;
+pub use index::{
+    create_index_body, CreateIndexBody, IndexEntry, IndexListResponse, IndexStatsResponse,
+};
 pub use query::{query_body, QueryBody, PHALANX_VERSION};
 
 /// Content type of an Arrow IPC stream body.

@@ -14,7 +14,9 @@ use super::{lock, NativeTable, Snapshot, State};
 use crate::error::{Error, Result};
 use crate::fragment::encode_deletions;
 use crate::keys::KeyIndex;
-use crate::manifest::{now_ms, publish_manifest, FragmentMeta, Manifest, FORMAT_VERSION};
+use crate::manifest::{
+    now_ms, publish_manifest, FragmentMeta, IndexMeta, Manifest, FORMAT_VERSION,
+};
 use crate::traits::Deadline;
 
 /// Most commit attempts before giving up with `CommitConflict`.
@@ -38,6 +40,8 @@ pub(crate) struct Change {
     pub operation: &'static str,
     /// Metadata to record with the version.
     pub metadata: BTreeMap<String, String>,
+    /// The version's indexes (`None`: the base version's).
+    pub indices: Option<Vec<IndexMeta>>,
 }
 
 /// A change that made it into a version.
@@ -140,6 +144,7 @@ impl NativeTable {
                     md.extend(change.metadata.clone());
                     md
                 },
+                indices: change.indices.clone().unwrap_or_else(|| m.indices.clone()),
             };
             // The new files' folder entries must be durable before the
             // manifest that references them is.

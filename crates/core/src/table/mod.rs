@@ -6,6 +6,7 @@
 //! operations through [`ops`]; merge insert through [`crate::merge`].
 
 pub(crate) mod commit;
+pub mod indices;
 mod ops;
 pub mod scan;
 
@@ -19,6 +20,7 @@ use roaring::RoaringBitmap;
 
 use crate::error::{Error, Result};
 use crate::fragment::{read_data_file, read_deletions, LoadedFragment};
+use crate::index::{IndexInfo, IndexRequest};
 use crate::keys::{KeyEncoder, KeyIndex};
 use crate::manifest::{latest_version, list_versions, read_manifest, Manifest};
 use crate::merge::{MergeInsertParams, MergeResult, MEM_WAL_NATIVE_UNSUPPORTED};
@@ -34,6 +36,8 @@ pub struct Snapshot {
     pub manifest: Arc<Manifest>,
     /// Fragments in manifest order.
     pub fragments: Vec<LoadedFragment>,
+    /// The version's indexes.
+    pub indices: Vec<indices::LoadedIndex>,
 }
 
 impl Snapshot {
@@ -52,6 +56,8 @@ pub(crate) struct State {
     pub manifest: Option<Arc<Manifest>>,
     pub batches: HashMap<u64, RecordBatch>,
     pub deletions: HashMap<String, Arc<RoaringBitmap>>,
+    /// Loaded vector indexes by their first file.
+    pub ann: HashMap<String, Arc<crate::index::ivf::IvfIndex>>,
 }
 
 #[derive(Debug)]
@@ -197,10 +203,51 @@ impl NativeTable {
                 deleted,
             });
         }
+        let indices = self.load_indices_locked(st, m)?;
         Ok(Snapshot {
             manifest: m.clone(),
             fragments,
+            indices,
         })
+    }
+
+    /// Loads the indexes of `m` (from cache where possible).
+    fn load_indices_locked(
+        &self,
+        st: &mut State,
+        m: &Manifest,
+    ) -> Result<Vec<indices::LoadedIndex>> {
+        let mut out = Vec::with_capacity(m.indices.len());
+        for meta in &m.indices {
+            let key = meta
+                .files
+                .first()
+                .map(|f| f.path.clone())
+                .unwrap_or_default();
+            let ivf = match st.ann.get(&key) {
+                Some(i) => i.clone(),
+                None => {
+                    let i = Arc::new(crate::index::store::read(self.storage(), self.dir(), meta)?);
+                    st.ann.insert(key, i.clone());
+                    i
+                }
+            };
+            out.push(indices::LoadedIndex {
+                meta: Arc::new(meta.clone()),
+                ivf,
+                fragments: Arc::new(meta.fragment_ids.iter().copied().collect()),
+            });
+        }
+        if st.ann.len() > m.indices.len() + 8 {
+            // Keep this version's indexes and forget older builds.
+            let keep: std::collections::HashSet<String> = m
+                .indices
+                .iter()
+                .filter_map(|i| i.files.first().map(|f| f.path.clone()))
+                .collect();
+            st.ann.retain(|k, _| keep.contains(k));
+        }
+        Ok(out)
     }
 
     /// The manifest reads should use: the pinned one, or the latest.
@@ -404,7 +451,28 @@ impl Table for NativeTable {
         self.blocking(move |t| t.query_sync(&request)).await
     }
     async fn optimize(&self) -> Result<OptimizeStats> {
-        self.blocking(|t| t.optimize_sync()).await
+        self.blocking(|t| {
+            let mut stats = t.optimize_sync()?;
+            if let Some(v) = t.optimize_indices_sync()? {
+                stats.version = v;
+            }
+            Ok(stats)
+        })
+        .await
+    }
+    async fn create_index(&self, request: IndexRequest) -> Result<()> {
+        self.blocking(move |t| t.create_index_sync(&request)).await
+    }
+    async fn list_indices(&self) -> Result<Vec<IndexInfo>> {
+        self.blocking(|t| t.list_indices_sync()).await
+    }
+    async fn index_stats(&self, name: &str) -> Result<IndexInfo> {
+        let n = name.to_string();
+        self.blocking(move |t| t.index_stats_sync(&n)).await
+    }
+    async fn drop_index(&self, name: &str) -> Result<()> {
+        let n = name.to_string();
+        self.blocking(move |t| t.drop_index_sync(&n)).await
     }
     async fn merge_insert(&self, params: MergeInsertParams, data: Data) -> Result<MergeResult> {
         if params.mem_wal {

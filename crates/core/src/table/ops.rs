@@ -45,6 +45,8 @@ impl NativeTable {
                             new_rows: Some(align_all(&data.batches, &schema)?),
                             replace_all: true,
                             schema: Some(schema),
+                            // New rows and perhaps a new schema: no index applies.
+                            indices: Some(Vec::new()),
                             operation: "overwrite",
                             metadata: metadata.clone(),
                             ..Default::default()

@@ -14,7 +14,7 @@ use crate::filter::{Predicate, Resolve};
 use crate::fragment::LoadedFragment;
 use crate::schema::projection;
 use crate::traits::QueryRequest;
-use crate::vector::{self, RowIds, Tier, VectorPlan, ROW_ID_COLUMN};
+use crate::vector::{self, Ann, RowIds, Tier, VectorPlan, ROW_ID_COLUMN};
 
 /// The live rows of `f` that pass `pred`, as a mask (`None`: all rows).
 pub(crate) fn row_mask(
@@ -156,9 +156,8 @@ pub fn scan_snapshot(snap: &Snapshot, req: &QueryRequest) -> Result<Vec<RecordBa
     Ok(pager.finish())
 }
 
-/// Exact vector search over a snapshot's live rows.
+/// Vector search over a snapshot's live rows.
 pub fn search_snapshot(snap: &Snapshot, req: &QueryRequest) -> Result<RecordBatch> {
-    let plan = VectorPlan::new(&snap.manifest.schema, req)?;
     let tiers: Vec<Tier> = snap
         .fragments
         .iter()
@@ -168,7 +167,28 @@ pub fn search_snapshot(snap: &Snapshot, req: &QueryRequest) -> Result<RecordBatc
             row_ids: RowIds::Fragment(f.id),
         })
         .collect();
-    vector::search(&plan, &tiers)
+    search_tiers(snap, req, &tiers)
+}
+
+/// Vector search over `tiers` (a snapshot's fragments, perhaps masked,
+/// and rows newer than it), through the snapshot's index on the queried
+/// column when there is one for the query's distance. A query that names
+/// no distance uses the index's.
+pub fn search_tiers(snap: &Snapshot, req: &QueryRequest, tiers: &[Tier]) -> Result<RecordBatch> {
+    let mut plan = VectorPlan::new(&snap.manifest.schema, req)?;
+    let column = snap.manifest.schema.field(plan.column).name().clone();
+    let ix = snap.indices.iter().find(|i| {
+        i.meta.columns == [column.clone()]
+            && (!plan.distance_given || i.ivf.distance == plan.distance)
+    });
+    if let Some(i) = ix {
+        plan.distance = i.ivf.distance;
+    }
+    let ann = ix.map(|i| Ann {
+        index: i.ivf.as_ref(),
+        fragments: &i.fragments,
+    });
+    vector::search(&plan, tiers, ann)
 }
 
 impl NativeTable {

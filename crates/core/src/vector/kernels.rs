@@ -37,10 +37,26 @@ macro_rules! kernel {
     };
 }
 
-/// The two kernels with a given multiply-add: squared L2 distance and dot
-/// product of every row of `rows` (`q.len()` floats each) with `q`.
+/// The kernels with a given multiply-add: squared L2 distance and dot
+/// product of every row of `rows` (`q.len()` floats each) with `q`, and
+/// squared L2 distance of `x` to every column of a transposed matrix.
 macro_rules! kernels {
-    ($l2:ident, $dot:ident, $madd:expr) => {
+    ($l2:ident, $dot:ident, $l2t:ident, $madd:expr) => {
+        /// Squared L2 distance of `x` to each of `out.len()` centroids
+        /// stored transposed in `ct` (element `j` of centroid `c` at
+        /// `j * out.len() + c`): the loop runs across centroids, so it is
+        /// SIMD even for a short `x` (a product-quantiser sub-vector).
+        #[inline(always)]
+        fn $l2t(x: &[f32], ct: &[f32], out: &mut [f32]) {
+            let k = out.len();
+            out.fill(0.0);
+            for (xj, row) in x.iter().zip(ct.chunks_exact(k)) {
+                for (o, c) in out.iter_mut().zip(row) {
+                    let d = xj - c;
+                    *o = $madd(d, d, *o);
+                }
+            }
+        }
         kernel!(
             /// Squared L2 distance of every row to `q`, into `out`.
             $l2,
@@ -61,11 +77,17 @@ fn plain_madd(a: f32, b: f32, c: f32) -> f32 {
     a * b + c
 }
 
-kernels!(l2_plain, dot_plain, plain_madd);
+kernels!(l2_plain, dot_plain, l2t_plain, plain_madd);
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    kernels!(l2_inner, dot_inner, f32::mul_add);
+    kernels!(l2_inner, dot_inner, l2t_inner, f32::mul_add);
+
+    /// [`super::l2t_plain`] compiled for AVX2 + FMA.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn l2t(x: &[f32], ct: &[f32], out: &mut [f32]) {
+        l2t_inner(x, ct, out)
+    }
 
     /// [`super::l2_plain`] compiled for AVX2 + FMA.
     #[target_feature(enable = "avx2,fma")]
@@ -132,6 +154,30 @@ pub fn dot(isa: Isa, q: &[f32], rows: &[f32], out: &mut [f32]) {
     }
 }
 
+/// Squared L2 distances of `x` to `out.len()` centroids stored transposed
+/// in `ct` (`x.len()` rows of `out.len()` floats); see [`transpose`].
+pub fn l2_transposed(isa: Isa, x: &[f32], ct: &[f32], out: &mut [f32]) {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as in `l2_sq`.
+        #[allow(unsafe_code)]
+        Isa::Avx2Fma => unsafe { avx2::l2t(x, ct, out) },
+        _ => l2t_plain(x, ct, out),
+    }
+}
+
+/// `rows` (`n` rows of `dim` floats) transposed: `dim` rows of `n`.
+pub fn transpose(rows: &[f32], dim: usize) -> Vec<f32> {
+    let n = rows.len() / dim.max(1);
+    let mut out = vec![0f32; n * dim];
+    for (c, row) in rows.chunks_exact(dim).enumerate() {
+        for (j, v) in row.iter().enumerate() {
+            out[j * n + c] = *v;
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,8 +208,14 @@ mod tests {
                 let mut d = vec![0f32; 5];
                 l2_sq(isa, &q, &rows, &mut l);
                 dot(isa, &q, &rows, &mut d);
+                let mut t = vec![0f32; 5];
+                l2_transposed(isa, &q, &transpose(&rows, dim), &mut t);
                 for (i, row) in rows.chunks(dim).enumerate() {
                     let (el, ed) = (naive_l2(&q, row), naive_dot(&q, row));
+                    assert!(
+                        (t[i] as f64 - el).abs() <= 1e-5 * (1.0 + el),
+                        "{dim} {isa:?}"
+                    );
                     assert!(
                         (l[i] as f64 - el).abs() <= 1e-5 * (1.0 + el),
                         "{dim} {isa:?}"

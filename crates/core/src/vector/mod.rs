@@ -8,7 +8,7 @@
 pub mod kernels;
 pub mod plan;
 pub mod search;
-mod topk;
+pub(crate) mod topk;
 
 use std::fmt;
 use std::str::FromStr;
@@ -16,7 +16,7 @@ use std::str::FromStr;
 use crate::error::{Error, Result};
 
 pub use plan::VectorPlan;
-pub use search::{search, RowIds, Tier};
+pub use search::{search, Ann, AnnIndex, RowIds, Tier};
 
 /// Name of the distance column of a vector query's answer.
 pub const DISTANCE_COLUMN: &str = "_distance";

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use super::{
-    DistanceType, VectorQuery, DEFAULT_K, DISTANCE_COLUMN, QUERY_INDEX_COLUMN, ROW_ID_COLUMN,
+    DistanceType, IndexTuning, VectorQuery, DEFAULT_K, DISTANCE_COLUMN, QUERY_INDEX_COLUMN,
+    ROW_ID_COLUMN,
 };
 use crate::error::{Error, Result};
 use crate::filter::{Predicate, Resolve};
@@ -57,6 +58,10 @@ pub struct VectorPlan {
     pub with_row_id: bool,
     /// The answer's schema.
     pub output: SchemaRef,
+    /// Index tuning (`nprobes`, `refine_factor`, `fast_search`, ...).
+    pub tuning: IndexTuning,
+    /// Whether the query named its distance (else an index's is used).
+    pub distance_given: bool,
 }
 
 /// The element type and dimension of a vector column, if `dt` is one.
@@ -207,6 +212,8 @@ impl VectorPlan {
             projection,
             with_row_id: req.with_row_id,
             output,
+            tuning: q.tuning.clone(),
+            distance_given: q.distance_type.is_some(),
         })
     }
 

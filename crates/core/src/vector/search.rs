@@ -6,6 +6,7 @@
 //! (k results whenever k rows match); a postfilter ranks first and filters
 //! the top `k + offset`, so it may return fewer.
 
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -21,7 +22,7 @@ use arrow::datatypes::{Float16Type, Float32Type, Float64Type};
 use super::kernels::{self, Isa};
 use super::plan::{Element, VectorPlan};
 use super::topk::{Hit, TopK};
-use super::DistanceType;
+use super::{DistanceType, IndexTuning};
 use crate::error::{Error, Result};
 
 /// How a tier's row ids are formed.
@@ -55,6 +56,32 @@ impl RowIds {
     }
 }
 
+/// An approximate index over the rows of some fragments, addressed by row
+/// id (`fragment id << 32 | offset`).
+pub trait AnnIndex: Send + Sync + std::fmt::Debug {
+    /// The distance it was built for.
+    fn distance_type(&self) -> DistanceType;
+    /// Up to `n` ids of rows near `q`, nearest first by the index's own
+    /// (approximate) distance, only rows `keep` accepts.
+    fn candidates(
+        &self,
+        q: &[f32],
+        tuning: &IndexTuning,
+        n: usize,
+        keep: &dyn Fn(u64) -> bool,
+    ) -> Vec<u64>;
+}
+
+/// An index and the fragments whose rows it holds: tiers of those
+/// fragments are searched through it, every other tier exactly.
+#[derive(Debug, Clone, Copy)]
+pub struct Ann<'a> {
+    /// The index.
+    pub index: &'a dyn AnnIndex,
+    /// Ids of the fragments it covers.
+    pub fragments: &'a HashSet<u64>,
+}
+
 /// Rows that a search may return.
 #[derive(Debug, Clone)]
 pub struct Tier {
@@ -80,13 +107,22 @@ struct Prepared<'a> {
 }
 
 /// Runs `plan` over `tiers`: the answer as one batch of `plan.output`.
-pub fn search(plan: &VectorPlan, tiers: &[Tier]) -> Result<RecordBatch> {
+/// With `ann` (and no `bypass_vector_index`), the tiers it covers are
+/// searched through the index: its candidates are re-ranked with exact
+/// distances and merged with an exact search of every other tier (skipped
+/// under `fast_search`), so rows written since the index was built are
+/// always found.
+pub fn search(plan: &VectorPlan, tiers: &[Tier], ann: Option<Ann>) -> Result<RecordBatch> {
     let prepared = tiers
         .iter()
         .map(|t| prepare(plan, t))
         .collect::<Result<Vec<_>>>()?;
+    let hits = match ann.filter(|_| !plan.tuning.bypass_vector_index) {
+        Some(a) => rank_indexed(plan, &prepared, tiers, a)?,
+        None => rank(plan, &prepared, tiers, &vec![true; tiers.len()])?,
+    };
     let mut columns: Vec<Vec<ArrayRef>> = Vec::new();
-    for (qi, hits) in rank(plan, &prepared, tiers)?.into_iter().enumerate() {
+    for (qi, hits) in hits.into_iter().enumerate() {
         let hits = finish(plan, tiers, hits)?;
         columns.push(assemble(plan, tiers, &hits, qi)?);
     }
@@ -140,17 +176,23 @@ fn complete(v: &FixedSizeListArray, i: usize) -> bool {
 /// whole table for a postfilter: the filter comes after). One pass over the
 /// data ranks every query vector: each block is compared with all of them
 /// while it is in cache.
-fn rank(plan: &VectorPlan, prepared: &[Prepared], tiers: &[Tier]) -> Result<Vec<Vec<Hit>>> {
+fn rank(
+    plan: &VectorPlan,
+    prepared: &[Prepared],
+    tiers: &[Tier],
+    include: &[bool],
+) -> Result<Vec<Vec<Hit>>> {
     let cap = plan.k.saturating_add(plan.offset);
     let units: Vec<(usize, Range<usize>)> = prepared
         .iter()
         .enumerate()
+        .filter(|(t, _)| include[*t])
         .flat_map(|(t, p)| {
             let n = p.vectors.len();
             (0..n.div_ceil(CHUNK)).map(move |c| (t, c * CHUNK..((c + 1) * CHUNK).min(n)))
         })
         .collect();
-    let rows: usize = prepared.iter().map(|p| p.vectors.len()).sum();
+    let rows: usize = units.iter().map(|(_, r)| r.len()).sum();
     let threads = if rows < PARALLEL_MIN {
         1
     } else {
@@ -200,6 +242,81 @@ fn rank(plan: &VectorPlan, prepared: &[Prepared], tiers: &[Tier]) -> Result<Vec<
         }
     }
     Ok(top.into_iter().map(TopK::into_sorted).collect())
+}
+
+/// Whether row `i` of `p` may be ranked.
+fn eligible(p: &Prepared, i: usize) -> bool {
+    i < p.vectors.len() && p.eligible.as_ref().is_none_or(|e| e.value(i))
+}
+
+/// [`rank`] with an index over some tiers: the index's candidates for the
+/// covered tiers (re-ranked exactly), an exact search of the others. Falls
+/// back to an exact search of every tier when that is about as cheap (few
+/// eligible rows, a huge `k`) or when the index, limited by
+/// `maximum_nprobes`, found fewer than `k + offset` rows that exist.
+fn rank_indexed(
+    plan: &VectorPlan,
+    prepared: &[Prepared],
+    tiers: &[Tier],
+    ann: Ann,
+) -> Result<Vec<Vec<Hit>>> {
+    let fast = plan.tuning.fast_search;
+    let by_fragment: HashMap<u64, usize> = tiers
+        .iter()
+        .enumerate()
+        .filter_map(|(t, tier)| match tier.row_ids {
+            RowIds::Fragment(id) if ann.fragments.contains(&id) => Some((id, t)),
+            _ => None,
+        })
+        .collect();
+    let covered: Vec<bool> = (0..tiers.len())
+        .map(|t| by_fragment.values().any(|c| *c == t))
+        .collect();
+    let exact_all: Vec<bool> = covered.iter().map(|c| *c || !fast).collect();
+    let cap = plan.k.saturating_add(plan.offset);
+    let refine = plan.tuning.refine_factor.unwrap_or(1).max(1) as usize;
+    let n = cap.saturating_mul(refine);
+    let in_index: usize = by_fragment
+        .values()
+        .map(|t| match &prepared[*t].eligible {
+            Some(e) => e.count_set_bits(),
+            None => prepared[*t].vectors.len(),
+        })
+        .sum();
+    if n.saturating_mul(4) >= in_index {
+        return rank(plan, prepared, tiers, &exact_all);
+    }
+    let others: Vec<bool> = covered.iter().map(|c| !*c && !fast).collect();
+    let mut out = rank(plan, prepared, tiers, &others)?;
+    let keep = |id: u64| {
+        by_fragment
+            .get(&(id >> 32))
+            .is_some_and(|t| eligible(&prepared[*t], (id & 0xffff_ffff) as usize))
+    };
+    let mut scan = Scanner::new(plan);
+    for (qi, q) in plan.vectors.iter().enumerate() {
+        let found = ann.index.candidates(q, &plan.tuning, n, &keep);
+        if found.len() < cap.min(in_index) {
+            return rank(plan, prepared, tiers, &exact_all);
+        }
+        let mut rows: HashMap<usize, Vec<usize>> = HashMap::new();
+        for id in found {
+            if let Some(t) = by_fragment.get(&(id >> 32)) {
+                rows.entry(*t)
+                    .or_default()
+                    .push((id & 0xffff_ffff) as usize);
+            }
+        }
+        let mut top = TopK::new(cap);
+        for h in std::mem::take(&mut out[qi]) {
+            top.push(h);
+        }
+        for (t, r) in rows {
+            scan.exact(&prepared[t], &tiers[t].row_ids, t as u32, &r, qi, &mut top);
+        }
+        out[qi] = top.into_sorted();
+    }
+    Ok(out)
 }
 
 /// Per-thread state of a scan: the query vectors and their norms, which
@@ -286,6 +403,29 @@ impl<'a> Scanner<'a> {
             start = end;
         }
         Ok(())
+    }
+
+    /// Ranks the given rows of a tier (eligible ones) for query `qi`.
+    fn exact(
+        &mut self,
+        p: &Prepared,
+        ids: &RowIds,
+        tier: u32,
+        rows: &[usize],
+        qi: usize,
+        top: &mut TopK,
+    ) {
+        for chunk in rows.chunks(BLOCK) {
+            self.picked.clear();
+            self.picked
+                .extend(chunk.iter().filter(|i| eligible(p, **i)));
+            self.gather(p.vectors);
+            let r = std::mem::take(&mut self.rows);
+            self.current = qi;
+            self.distances(&r);
+            self.rows = r;
+            self.offer(ids, tier, top);
+        }
     }
 
     /// Offers the picked rows, at the distances in `self.out`, to `top`.

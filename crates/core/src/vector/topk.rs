@@ -62,6 +62,11 @@ impl TopK {
             .flatten()
     }
 
+    /// Hits held.
+    pub fn len(&self) -> usize {
+        self.heap.len()
+    }
+
     /// Offers a hit.
     pub fn push(&mut self, h: Hit) {
         if self.heap.len() < self.cap {

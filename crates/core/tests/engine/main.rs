@@ -6,6 +6,7 @@ mod support;
 mod bad_input;
 mod crash;
 mod fuzz;
+mod index;
 mod merge;
 mod model;
 mod scale;

@@ -15,7 +15,7 @@ use hashbrown::HashMap;
 use memwal_core::filter::{Predicate, Resolve};
 use memwal_core::keys::{Key, KeyEncoder};
 use memwal_core::table::scan::{with_row_ids, Pager};
-use memwal_core::vector::{RowIds, Tier, VectorPlan};
+use memwal_core::vector::{RowIds, Tier};
 use memwal_core::{QueryRequest, Snapshot};
 
 use super::{flushed_seq_in, MemWalTable};
@@ -83,6 +83,11 @@ impl MemWalTable {
         })
     }
 
+    /// Rows a read sees in the memtables (not yet in the base).
+    pub fn buffered_rows(&self) -> Result<u64> {
+        Ok(self.view()?.rows.map_or(0, |r| r.num_rows() as u64))
+    }
+
     /// Rows (matching `filter`), as every acknowledged write left them.
     pub fn count_rows(&self, filter: Option<&str>) -> Result<u64> {
         self.shared.check_readable()?;
@@ -124,8 +129,9 @@ impl MemWalTable {
         let tiers = tiers(&v, mem_rows)?;
         let schema = v.snap.schema();
         if req.nearest.is_some() {
-            let plan = VectorPlan::new(&schema, req)?;
-            return Ok(vec![memwal_core::vector::search(&plan, &tiers)?]);
+            return Ok(vec![memwal_core::table::scan::search_tiers(
+                &v.snap, req, &tiers,
+            )?]);
         }
         let pred = req
             .filter

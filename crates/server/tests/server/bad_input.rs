@@ -111,10 +111,24 @@ async fn regression_what_is_not_implemented_says_so() {
         (
             "/v1/table/t/create_index/",
             r#"{"column":"v"}"#,
-            501,
-            "does not implement POST /v1/table/t/create_index/",
+            400,
+            "scalar indexes (BTREE, BITMAP, LABEL_LIST) and full-text indexes are not supported yet",
         ),
-        ("/v1/table/t/index/list/", "{}", 501, "index/list"),
+        (
+            "/v1/table/t/create_index/",
+            r#"{"column":"v","index_type":"IVF_HNSW_SQ","m":20}"#,
+            400,
+            "index type IVF_HNSW_SQ is not supported by memwal yet",
+        ),
+        (
+            "/v1/table/t/create_index/",
+            r#"{"column":"v","index_type":"IVF_PQ","num_bits":8,"bogus":1}"#,
+            400,
+            "bogus",
+        ),
+        ("/v1/table/t/index/nope/stats/", "{}", 404, "Index 'nope'"),
+        ("/v1/table/t/index/nope/drop/", "", 404, "Index 'nope'"),
+        ("/v1/table/t/index/nope/frobnicate/", "", 501, "index/nope/frobnicate"),
         (
             // The route is a GET: another method names itself, never an empty 405.
             "/v1/namespace/$/table/list",

@@ -1,0 +1,472 @@
+//! The IVF vector index: rows split into partitions by their nearest
+//! k-means centroid; each partition's rows stored together, either as the
+//! vectors themselves (IVF_FLAT) or as product-quantiser codes of their
+//! residual to the centroid (IVF_PQ). A search ranks the centroids, scans
+//! the nearest partitions (`nprobes`) and returns candidate row ids, nearest
+//! first by the index's (approximate) distance; the caller re-ranks them
+//! exactly. Cosine indexes hold unit vectors (cosine is then L2 / 2).
+
+use super::kmeans::{self, Rng};
+use super::pq::Pq;
+use crate::error::{Error, Result};
+use crate::vector::kernels::{self, Isa};
+use crate::vector::topk::{Hit, TopK};
+use crate::vector::{AnnIndex, DistanceType, IndexTuning};
+
+/// Partitions probed when the query does not say (Lance's default).
+pub const DEFAULT_NPROBES: usize = 20;
+/// Iterations of k-means when the request does not say.
+pub const DEFAULT_MAX_ITERATIONS: usize = 50;
+/// Training rows per centroid when the request does not say.
+pub const DEFAULT_SAMPLE_RATE: usize = 256;
+
+/// What a partition stores per row.
+#[derive(Debug, Clone)]
+pub enum Payload {
+    /// The vectors (index space), `dim` floats per row.
+    Flat(Vec<f32>),
+    /// Product-quantiser codes of the residuals, `pq.m` bytes per row.
+    Pq {
+        /// The quantiser.
+        pq: Pq,
+        /// The codes.
+        codes: Vec<u8>,
+    },
+}
+
+/// A built IVF index.
+#[derive(Debug, Clone)]
+pub struct IvfIndex {
+    /// The distance it was built for.
+    pub distance: DistanceType,
+    /// Vector dimension.
+    pub dim: usize,
+    /// Centroids, `dim` floats each.
+    pub centroids: Vec<f32>,
+    centroids_t: Vec<f32>,
+    /// Partition `p` holds rows `offsets[p]..offsets[p + 1]`.
+    pub offsets: Vec<usize>,
+    /// Row ids, partition by partition.
+    pub row_ids: Vec<u64>,
+    /// Per-row payload, in the order of `row_ids`.
+    pub payload: Payload,
+}
+
+/// How to build an IVF index.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IvfParams {
+    /// The distance.
+    pub distance: DistanceType,
+    /// Partitions (from the row count when `None`).
+    pub num_partitions: Option<usize>,
+    /// Rows per partition wanted (used when `num_partitions` is `None`).
+    pub target_partition_size: Option<usize>,
+    /// Training rows per centroid.
+    pub sample_rate: usize,
+    /// k-means iterations.
+    pub max_iterations: usize,
+    /// Product quantisation `(num_sub_vectors, num_bits)`; flat when `None`.
+    pub pq: Option<(usize, u8)>,
+}
+
+/// Rows to index: their ids and vectors (already in index space, see
+/// [`to_index_space`]).
+#[derive(Debug, Clone, Default)]
+pub struct Vectors {
+    /// Row ids.
+    pub row_ids: Vec<u64>,
+    /// `dim` floats per row.
+    pub data: Vec<f32>,
+}
+
+/// Vectors as an index of `distance` holds them: unit length for cosine (a
+/// zero vector stays zero: its cosine is undefined and never returned).
+pub fn to_index_space(distance: DistanceType, data: &mut [f32], dim: usize) {
+    if distance != DistanceType::Cosine {
+        return;
+    }
+    for row in data.chunks_exact_mut(dim) {
+        let n = row.iter().map(|x| x * x).sum::<f32>().sqrt();
+        if n > 0.0 {
+            row.iter_mut().for_each(|x| *x /= n);
+        }
+    }
+}
+
+impl IvfParams {
+    /// Partitions for `n` rows: as asked, or `n / target_partition_size`,
+    /// or about `sqrt(n)`.
+    pub fn partitions_for(&self, n: usize) -> usize {
+        match (self.num_partitions, self.target_partition_size) {
+            (Some(p), _) => p,
+            (None, Some(t)) if t > 0 => n.div_ceil(t).max(1),
+            _ => ((n as f64).sqrt().round() as usize).max(1),
+        }
+    }
+}
+
+/// Builds an index over `v` (`dim`-float rows).
+pub fn build(v: &Vectors, dim: usize, p: &IvfParams) -> Result<IvfIndex> {
+    let n = v.row_ids.len();
+    let nlist = p.partitions_for(n);
+    if nlist == 0 || n < nlist {
+        return Err(Error::invalid(format!(
+            "an IVF index with {nlist} partitions needs at least {nlist} rows with a vector to train on, the table has {n}; add rows or ask for fewer partitions (num_partitions)"
+        )));
+    }
+    if let Some((_, bits)) = p.pq {
+        let need = 1usize << bits;
+        if n < need {
+            return Err(Error::invalid(format!(
+                "product quantisation with num_bits = {bits} needs at least {need} rows with a vector to train on, the table has {n}; add rows or use IVF_FLAT"
+            )));
+        }
+    }
+    let isa = kernels::isa();
+    let mut rng = Rng::new(0x6d65_6d77_616c);
+    let train = gather(
+        &v.data,
+        dim,
+        &kmeans::sample(n, nlist * p.sample_rate.max(1), &mut rng),
+    );
+    let centroids = kmeans::train(&train, dim, nlist, p.max_iterations, rng.next_u64())?;
+    let centroids_t = kernels::transpose(&centroids, dim);
+    let (parts, _) = kmeans::assign(isa, &v.data, dim, &centroids_t, nlist)?;
+    let payload = match p.pq {
+        None => Payload::Flat(Vec::new()),
+        Some((m, bits)) => {
+            let sample = kmeans::sample(n, p.sample_rate.max(1) << bits, &mut rng);
+            let mut res = gather(&v.data, dim, &sample);
+            for (row, &r) in res.chunks_exact_mut(dim).zip(&sample) {
+                subtract(row, &centroids, dim, parts[r] as usize);
+            }
+            let pq = Pq::train(&res, dim, m, bits, p.max_iterations, rng.next_u64())?;
+            Payload::Pq {
+                pq,
+                codes: Vec::new(),
+            }
+        }
+    };
+    let empty = IvfIndex {
+        distance: p.distance,
+        dim,
+        centroids,
+        centroids_t,
+        offsets: vec![0; nlist + 1],
+        row_ids: Vec::new(),
+        payload,
+    };
+    empty.with_rows(&|_| true, v, &parts)
+}
+
+/// Rows `idx` of `data`, concatenated.
+fn gather(data: &[f32], dim: usize, idx: &[usize]) -> Vec<f32> {
+    let mut out = Vec::with_capacity(idx.len() * dim);
+    for &r in idx {
+        out.extend_from_slice(&data[r * dim..(r + 1) * dim]);
+    }
+    out
+}
+
+/// `row -= centroid c`.
+fn subtract(row: &mut [f32], centroids: &[f32], dim: usize, c: usize) {
+    for (x, m) in row.iter_mut().zip(&centroids[c * dim..(c + 1) * dim]) {
+        *x -= m;
+    }
+}
+
+impl IvfIndex {
+    /// An index from stored parts, checked for consistency (a damaged file
+    /// must not make a search read out of bounds).
+    pub fn from_parts(
+        distance: DistanceType,
+        dim: usize,
+        centroids: Vec<f32>,
+        offsets: Vec<usize>,
+        row_ids: Vec<u64>,
+        payload: Payload,
+    ) -> std::result::Result<Self, String> {
+        let nlist = offsets.len().saturating_sub(1);
+        if dim == 0 || nlist == 0 || centroids.len() != nlist * dim {
+            return Err(format!(
+                "{} centroid floats for {nlist} partitions of dimension {dim}",
+                centroids.len()
+            ));
+        }
+        if offsets[0] != 0
+            || offsets.windows(2).any(|w| w[0] > w[1])
+            || offsets[nlist] != row_ids.len()
+        {
+            return Err("partition offsets are not increasing up to the row count".into());
+        }
+        match &payload {
+            Payload::Flat(v) if v.len() != row_ids.len() * dim => {
+                return Err(format!(
+                    "{} vector floats for {} rows",
+                    v.len(),
+                    row_ids.len()
+                ));
+            }
+            Payload::Pq { pq, codes } => {
+                if pq.m * pq.dsub != dim || codes.len() != row_ids.len() * pq.m {
+                    return Err(format!(
+                        "{} code bytes for {} rows of {} sub-vectors",
+                        codes.len(),
+                        row_ids.len(),
+                        pq.m
+                    ));
+                }
+                if codes.iter().any(|c| usize::from(*c) >= pq.k()) {
+                    return Err(format!("a code is out of range for {} bits", pq.bits));
+                }
+            }
+            Payload::Flat(_) => {}
+        }
+        let centroids_t = kernels::transpose(&centroids, dim);
+        Ok(Self {
+            distance,
+            dim,
+            centroids,
+            centroids_t,
+            offsets,
+            row_ids,
+            payload,
+        })
+    }
+
+    /// Partitions.
+    pub fn num_partitions(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// The index with the rows `keep` accepts, plus `add` (assigned to the
+    /// existing centroids and encoded with the existing quantiser: no
+    /// training). `parts` gives `add`'s partitions when already known.
+    pub fn with_rows(
+        &self,
+        keep: &dyn Fn(u64) -> bool,
+        add: &Vectors,
+        parts: &[u32],
+    ) -> Result<IvfIndex> {
+        let isa = kernels::isa();
+        let dim = self.dim;
+        let nlist = self.num_partitions();
+        let parts = if parts.len() == add.row_ids.len() {
+            parts.to_vec()
+        } else {
+            kmeans::assign(isa, &add.data, dim, &self.centroids_t, nlist)?.0
+        };
+        let new_payload = self.encode(isa, &add.data, &parts)?;
+        let width = self.row_width();
+        let mut offsets = Vec::with_capacity(nlist + 1);
+        let mut row_ids = Vec::new();
+        let mut bytes: Vec<u8> = Vec::new();
+        let mut floats: Vec<f32> = Vec::new();
+        let mut by_part: Vec<Vec<usize>> = vec![Vec::new(); nlist];
+        for (r, &p) in parts.iter().enumerate() {
+            by_part[p as usize].push(r);
+        }
+        offsets.push(0);
+        for (p, new_rows) in by_part.iter().enumerate() {
+            for r in self.offsets[p]..self.offsets[p + 1] {
+                if keep(self.row_ids[r]) {
+                    row_ids.push(self.row_ids[r]);
+                    self.copy_row(r, &mut floats, &mut bytes);
+                }
+            }
+            for &r in new_rows {
+                row_ids.push(add.row_ids[r]);
+                match &new_payload {
+                    Payload::Flat(v) => floats.extend_from_slice(&v[r * width..(r + 1) * width]),
+                    Payload::Pq { codes, .. } => {
+                        bytes.extend_from_slice(&codes[r * width..(r + 1) * width])
+                    }
+                }
+            }
+            offsets.push(row_ids.len());
+        }
+        let payload = match &self.payload {
+            Payload::Flat(_) => Payload::Flat(floats),
+            Payload::Pq { pq, .. } => Payload::Pq {
+                pq: pq.clone(),
+                codes: bytes,
+            },
+        };
+        Ok(IvfIndex {
+            offsets,
+            row_ids,
+            payload,
+            ..self.clone_model()
+        })
+    }
+
+    /// The trained parts alone (no rows).
+    fn clone_model(&self) -> IvfIndex {
+        IvfIndex {
+            distance: self.distance,
+            dim: self.dim,
+            centroids: self.centroids.clone(),
+            centroids_t: self.centroids_t.clone(),
+            offsets: Vec::new(),
+            row_ids: Vec::new(),
+            payload: Payload::Flat(Vec::new()),
+        }
+    }
+
+    /// Floats (flat) or bytes (PQ) per row.
+    fn row_width(&self) -> usize {
+        match &self.payload {
+            Payload::Flat(_) => self.dim,
+            Payload::Pq { pq, .. } => pq.m,
+        }
+    }
+
+    fn copy_row(&self, r: usize, floats: &mut Vec<f32>, bytes: &mut Vec<u8>) {
+        let w = self.row_width();
+        match &self.payload {
+            Payload::Flat(v) => floats.extend_from_slice(&v[r * w..(r + 1) * w]),
+            Payload::Pq { codes, .. } => bytes.extend_from_slice(&codes[r * w..(r + 1) * w]),
+        }
+    }
+
+    /// The payload of `data` (rows in partitions `parts`).
+    fn encode(&self, isa: Isa, data: &[f32], parts: &[u32]) -> Result<Payload> {
+        match &self.payload {
+            Payload::Flat(_) => Ok(Payload::Flat(data.to_vec())),
+            Payload::Pq { pq, .. } => {
+                let mut res = data.to_vec();
+                for (row, &p) in res.chunks_exact_mut(self.dim).zip(parts) {
+                    subtract(row, &self.centroids, self.dim, p as usize);
+                }
+                Ok(Payload::Pq {
+                    pq: pq.clone(),
+                    codes: pq.encode(isa, &res)?,
+                })
+            }
+        }
+    }
+
+    /// Partitions nearest `q` first (by the index's distance to centroids).
+    fn partition_order(&self, isa: Isa, q: &[f32]) -> Vec<usize> {
+        let nlist = self.num_partitions();
+        let mut score = vec![0f32; nlist];
+        match self.distance {
+            DistanceType::Dot => {
+                kernels::dot(isa, q, &self.centroids, &mut score);
+                score.iter_mut().for_each(|s| *s = -*s);
+            }
+            _ => kernels::l2_transposed(isa, q, &self.centroids_t, &mut score),
+        }
+        let mut order: Vec<usize> = (0..nlist).collect();
+        order.sort_by(|a, b| score[*a].total_cmp(&score[*b]));
+        order
+    }
+
+    /// Ranks partition `p`'s rows that `keep` accepts into `top`.
+    fn scan(
+        &self,
+        isa: Isa,
+        q: &[f32],
+        p: usize,
+        keep: &dyn Fn(u64) -> bool,
+        top: &mut TopK,
+        scratch: &mut Vec<f32>,
+    ) {
+        let rows = self.offsets[p]..self.offsets[p + 1];
+        if rows.is_empty() {
+            return;
+        }
+        scratch.resize(rows.len(), 0.0);
+        match &self.payload {
+            Payload::Flat(v) => {
+                let block = &v[rows.start * self.dim..rows.end * self.dim];
+                match self.distance {
+                    DistanceType::Dot => {
+                        kernels::dot(isa, q, block, scratch);
+                        scratch.iter_mut().for_each(|s| *s = -*s);
+                    }
+                    _ => kernels::l2_sq(isa, q, block, scratch),
+                }
+            }
+            Payload::Pq { pq, codes } => {
+                let c = &self.centroids[p * self.dim..(p + 1) * self.dim];
+                let (table, base) = match self.distance {
+                    DistanceType::Dot => {
+                        let mut qc = [0f32];
+                        kernels::dot(isa, q, c, &mut qc);
+                        (pq.dot_table(isa, q), qc[0])
+                    }
+                    _ => {
+                        let r: Vec<f32> = q.iter().zip(c).map(|(a, b)| a - b).collect();
+                        (pq.l2_table(isa, &r), 0.0)
+                    }
+                };
+                let m = pq.m;
+                for (s, r) in scratch.iter_mut().zip(rows.clone()) {
+                    let d = pq.lookup(&table, &codes[r * m..(r + 1) * m]);
+                    *s = if self.distance == DistanceType::Dot {
+                        -(base + d)
+                    } else {
+                        d
+                    };
+                }
+            }
+        }
+        for (d, r) in scratch.iter().zip(rows) {
+            let id = self.row_ids[r];
+            if top.worst().is_some_and(|w| *d > w) || !keep(id) {
+                continue;
+            }
+            top.push(Hit {
+                dist: *d,
+                row_id: id,
+                tier: 0,
+                row: 0,
+            });
+        }
+    }
+}
+
+/// `(minimum, maximum)` partitions to probe.
+fn probes(t: &IndexTuning, nlist: usize) -> (usize, usize) {
+    let to = |x: u32| (x as usize).clamp(1, nlist);
+    match t.nprobes {
+        Some(n) => (to(n), to(n)),
+        None => {
+            let min = t.minimum_nprobes.map_or(DEFAULT_NPROBES.min(nlist), to);
+            let max = match t.maximum_nprobes {
+                None | Some(0) => nlist,
+                Some(m) => to(m).max(min),
+            };
+            (min, max)
+        }
+    }
+}
+
+impl AnnIndex for IvfIndex {
+    fn distance_type(&self) -> DistanceType {
+        self.distance
+    }
+
+    fn candidates(
+        &self,
+        q: &[f32],
+        tuning: &IndexTuning,
+        n: usize,
+        keep: &dyn Fn(u64) -> bool,
+    ) -> Vec<u64> {
+        let isa = kernels::isa();
+        let mut q = q.to_vec();
+        to_index_space(self.distance, &mut q, self.dim);
+        let (min, max) = probes(tuning, self.num_partitions());
+        let mut top = TopK::new(n);
+        let mut scratch = Vec::new();
+        for (i, p) in self.partition_order(isa, &q).into_iter().enumerate() {
+            if i >= max || (i >= min && top.len() >= n) {
+                break;
+            }
+            self.scan(isa, &q, p, keep, &mut top, &mut scratch);
+        }
+        top.into_sorted().into_iter().map(|h| h.row_id).collect()
+    }
+}

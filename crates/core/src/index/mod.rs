@@ -1,0 +1,189 @@
+//! Vector indexes: what a caller asks for ([`IndexRequest`]), what a table
+//! reports ([`IndexInfo`]), and the IVF index itself ([`ivf`]: partitions
+//! from [`kmeans`], optional product quantisation from [`pq`]), stored as
+//! Arrow IPC files by [`store`]. A version's indexes are recorded in its
+//! manifest ([`crate::manifest::IndexMeta`]) with the fragments they cover;
+//! rows of other fragments are "unindexed" and searched exactly.
+
+pub mod ivf;
+pub mod kmeans;
+pub mod pq;
+pub mod store;
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::error::{Error, Result};
+use crate::vector::DistanceType;
+
+/// Index types memwal builds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexType {
+    /// IVF partitions holding the vectors.
+    IvfFlat,
+    /// IVF partitions holding product-quantiser codes.
+    IvfPq,
+}
+
+/// Index types of the protocol memwal does not build yet.
+const NOT_YET: &[&str] = &[
+    "IVF_SQ",
+    "IVF_HNSW_SQ",
+    "IVF_HNSW_PQ",
+    "IVF_HNSW_FLAT",
+    "IVF_RQ",
+    "BTREE",
+    "BITMAP",
+    "LABEL_LIST",
+    "FM",
+    "FTS",
+    "INVERTED",
+];
+
+impl IndexType {
+    /// The wire name (`IVF_FLAT`, `IVF_PQ`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IndexType::IvfFlat => "IVF_FLAT",
+            IndexType::IvfPq => "IVF_PQ",
+        }
+    }
+}
+
+impl fmt::Display for IndexType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for IndexType {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        let up = s.to_ascii_uppercase();
+        match up.as_str() {
+            "IVF_FLAT" => Ok(IndexType::IvfFlat),
+            "IVF_PQ" => Ok(IndexType::IvfPq),
+            other if NOT_YET.contains(&other) => Err(Error::not_supported(format!(
+                "index type {other} is not supported by memwal yet (IVF_FLAT and IVF_PQ are)"
+            ))),
+            other => Err(Error::invalid(format!(
+                "unknown index type \"{other}\" (memwal builds IVF_FLAT and IVF_PQ)"
+            ))),
+        }
+    }
+}
+
+/// A request to build an index (the official clients' `create_index`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IndexRequest {
+    /// The column.
+    pub column: String,
+    /// The index name (`{column}_idx` when `None`).
+    pub name: Option<String>,
+    /// Replace an index of the same name or column (else it is an error).
+    pub replace: bool,
+    /// The type (`IVF_PQ` for a vector column when `None`).
+    pub index_type: Option<IndexType>,
+    /// Distance (`l2` when `None`).
+    pub distance_type: Option<DistanceType>,
+    /// IVF partitions (about `sqrt(rows)` when `None`).
+    pub num_partitions: Option<u32>,
+    /// Rows per partition wanted (when `num_partitions` is `None`).
+    pub target_partition_size: Option<u32>,
+    /// PQ sub-vectors (dimension / 16, or / 8, when `None`).
+    pub num_sub_vectors: Option<u32>,
+    /// PQ bits per code, 4 or 8 (8 when `None`).
+    pub num_bits: Option<u32>,
+    /// Training rows per centroid (256 when `None`).
+    pub sample_rate: Option<u32>,
+    /// k-means iterations (50 when `None`).
+    pub max_iterations: Option<u32>,
+}
+
+impl IndexRequest {
+    /// A request for the default index on `column`.
+    pub fn new(column: impl Into<String>) -> Self {
+        Self {
+            column: column.into(),
+            replace: true,
+            ..Self::default()
+        }
+    }
+
+    /// The name the index gets.
+    pub fn index_name(&self) -> String {
+        self.name
+            .clone()
+            .unwrap_or_else(|| format!("{}_idx", self.column))
+    }
+
+    /// The IVF build parameters for a vector column of `dim`.
+    pub fn ivf_params(&self, dim: usize) -> Result<ivf::IvfParams> {
+        let t = self.index_type.unwrap_or(IndexType::IvfPq);
+        let positive = |name: &str, v: Option<u32>| -> Result<Option<usize>> {
+            match v {
+                Some(0) => Err(Error::invalid(format!("{name} must be at least 1"))),
+                other => Ok(other.map(|x| x as usize)),
+            }
+        };
+        let pq = match t {
+            IndexType::IvfFlat => {
+                if self.num_sub_vectors.is_some() || self.num_bits.is_some() {
+                    return Err(Error::invalid(
+                        "num_sub_vectors and num_bits apply to IVF_PQ, not IVF_FLAT",
+                    ));
+                }
+                None
+            }
+            IndexType::IvfPq => {
+                let m = match positive("num_sub_vectors", self.num_sub_vectors)? {
+                    Some(m) => m,
+                    None if dim.is_multiple_of(16) => dim / 16,
+                    None if dim.is_multiple_of(8) => dim / 8,
+                    None => 1,
+                };
+                let bits = self.num_bits.unwrap_or(8);
+                let bits = u8::try_from(bits)
+                    .ok()
+                    .filter(|b| *b == 4 || *b == 8)
+                    .ok_or_else(|| {
+                        Error::invalid(format!("num_bits must be 4 or 8, got {bits}"))
+                    })?;
+                if !dim.is_multiple_of(m) {
+                    return Err(Error::invalid(format!(
+                        "num_sub_vectors ({m}) must divide the dimension of column '{}' ({dim})",
+                        self.column
+                    )));
+                }
+                Some((m, bits))
+            }
+        };
+        Ok(ivf::IvfParams {
+            distance: self.distance_type.unwrap_or_default(),
+            num_partitions: positive("num_partitions", self.num_partitions)?,
+            target_partition_size: positive("target_partition_size", self.target_partition_size)?,
+            sample_rate: positive("sample_rate", self.sample_rate)?
+                .unwrap_or(ivf::DEFAULT_SAMPLE_RATE),
+            max_iterations: positive("max_iterations", self.max_iterations)?
+                .unwrap_or(ivf::DEFAULT_MAX_ITERATIONS),
+            pq,
+        })
+    }
+}
+
+/// An index as `listIndices` / `indexStats` report it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexInfo {
+    /// Its name.
+    pub name: String,
+    /// The wire type name (`IVF_PQ`, ...).
+    pub index_type: String,
+    /// The indexed columns.
+    pub columns: Vec<String>,
+    /// The distance (vector indexes).
+    pub distance_type: Option<String>,
+    /// Live rows the index holds.
+    pub num_indexed_rows: u64,
+    /// Live rows it does not hold yet (searched exactly; `optimize` adds them).
+    pub num_unindexed_rows: u64,
+}

@@ -1,0 +1,219 @@
+//! The index routes' bodies: `create_index/` read into an
+//! [`IndexRequest`] by the server and written from one by the remote
+//! client; the answers of `index/list/` and `index/{name}/stats/`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use crate::error::{Error, Result};
+use crate::index::{IndexInfo, IndexRequest, IndexType};
+
+/// The body of `create_index/` (an unknown field is an error naming it).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateIndexBody {
+    /// The column.
+    pub column: String,
+    /// `IVF_PQ`, `IVF_FLAT`, ... (absent: the column's default).
+    pub index_type: Option<String>,
+    /// The distance (`l2`, `cosine`, `dot`).
+    pub metric_type: Option<String>,
+    /// The index name.
+    pub name: Option<String>,
+    /// Replace an existing index (default true).
+    pub replace: Option<bool>,
+    /// IVF partitions.
+    pub num_partitions: Option<u32>,
+    /// IVF rows per partition wanted.
+    pub target_partition_size: Option<u32>,
+    /// Training rows per centroid.
+    pub sample_rate: Option<u32>,
+    /// k-means iterations.
+    pub max_iterations: Option<u32>,
+    /// PQ sub-vectors.
+    pub num_sub_vectors: Option<u32>,
+    /// PQ bits per code.
+    pub num_bits: Option<u32>,
+    /// HNSW neighbours per node.
+    pub m: Option<u32>,
+    /// HNSW build width.
+    pub ef_construction: Option<u32>,
+}
+
+impl CreateIndexBody {
+    /// The request, every field checked.
+    pub fn to_request(&self) -> Result<IndexRequest> {
+        let index_type = self
+            .index_type
+            .as_deref()
+            .map(str::parse::<IndexType>)
+            .transpose()?;
+        if self.m.is_some() || self.ef_construction.is_some() {
+            return Err(Error::invalid(
+                "m and ef_construction apply to HNSW indexes, which memwal does not build yet",
+            ));
+        }
+        Ok(IndexRequest {
+            column: self.column.clone(),
+            name: self.name.clone(),
+            replace: self.replace.unwrap_or(true),
+            index_type,
+            distance_type: self.metric_type.as_deref().map(str::parse).transpose()?,
+            num_partitions: self.num_partitions,
+            target_partition_size: self.target_partition_size,
+            num_sub_vectors: self.num_sub_vectors,
+            num_bits: self.num_bits,
+            sample_rate: self.sample_rate,
+            max_iterations: self.max_iterations,
+        })
+    }
+}
+
+/// The `create_index/` body for `req`, as the official clients write it.
+pub fn create_index_body(req: &IndexRequest) -> Value {
+    let mut m = Map::new();
+    m.insert("column".into(), json!(req.column));
+    m.insert(
+        "index_type".into(),
+        json!(req.index_type.unwrap_or(IndexType::IvfPq).as_str()),
+    );
+    m.insert(
+        "metric_type".into(),
+        json!(req.distance_type.unwrap_or_default().as_str()),
+    );
+    let mut opt = |k: &str, v: Option<u32>| {
+        if let Some(v) = v {
+            m.insert(k.into(), json!(v));
+        }
+    };
+    opt("num_partitions", req.num_partitions);
+    opt("target_partition_size", req.target_partition_size);
+    opt("num_sub_vectors", req.num_sub_vectors);
+    opt("num_bits", req.num_bits);
+    opt("sample_rate", req.sample_rate);
+    opt("max_iterations", req.max_iterations);
+    if let Some(n) = &req.name {
+        m.insert("name".into(), json!(n));
+    }
+    if !req.replace {
+        m.insert("replace".into(), json!(false));
+    }
+    Value::Object(m)
+}
+
+/// One entry of `index/list/`'s answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IndexEntry {
+    /// Its name.
+    pub index_name: String,
+    /// The indexed columns.
+    pub columns: Vec<String>,
+    /// `IVF_PQ`, ...
+    #[serde(default)]
+    pub index_type: Option<String>,
+    /// Live rows held.
+    #[serde(default)]
+    pub num_indexed_rows: Option<u64>,
+    /// Live rows not held yet.
+    #[serde(default)]
+    pub num_unindexed_rows: Option<u64>,
+}
+
+/// The answer of `index/list/`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IndexListResponse {
+    /// The indexes.
+    pub indexes: Vec<IndexEntry>,
+}
+
+/// The answer of `index/{name}/stats/`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IndexStatsResponse {
+    /// Live rows held.
+    pub num_indexed_rows: u64,
+    /// Live rows not held yet.
+    pub num_unindexed_rows: u64,
+    /// `IVF_PQ`, ...
+    pub index_type: String,
+    /// `l2`, `cosine`, `dot`.
+    #[serde(default)]
+    pub distance_type: Option<String>,
+    /// Index segments (always 1 here).
+    #[serde(default)]
+    pub num_indices: Option<u64>,
+}
+
+impl From<&IndexInfo> for IndexEntry {
+    fn from(i: &IndexInfo) -> Self {
+        Self {
+            index_name: i.name.clone(),
+            columns: i.columns.clone(),
+            index_type: Some(i.index_type.clone()),
+            num_indexed_rows: Some(i.num_indexed_rows),
+            num_unindexed_rows: Some(i.num_unindexed_rows),
+        }
+    }
+}
+
+impl From<&IndexInfo> for IndexStatsResponse {
+    fn from(i: &IndexInfo) -> Self {
+        Self {
+            num_indexed_rows: i.num_indexed_rows,
+            num_unindexed_rows: i.num_unindexed_rows,
+            index_type: i.index_type.clone(),
+            distance_type: i.distance_type.clone(),
+            num_indices: Some(1),
+        }
+    }
+}
+
+impl IndexStatsResponse {
+    /// The stats as an [`IndexInfo`] of index `name`.
+    pub fn into_info(self, name: &str, columns: Vec<String>) -> IndexInfo {
+        IndexInfo {
+            name: name.to_string(),
+            index_type: self.index_type,
+            columns,
+            distance_type: self.distance_type,
+            num_indexed_rows: self.num_indexed_rows,
+            num_unindexed_rows: self.num_unindexed_rows,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn create_index_body_round_trips_and_refuses() {
+        let req = IndexRequest {
+            num_partitions: Some(64),
+            num_sub_vectors: Some(8),
+            name: Some("vi".into()),
+            replace: false,
+            ..IndexRequest::new("v")
+        };
+        let body: CreateIndexBody = serde_json::from_value(create_index_body(&req)).expect("body");
+        let back = body.to_request().expect("request");
+        assert_eq!(
+            back,
+            IndexRequest {
+                index_type: Some(IndexType::IvfPq),
+                distance_type: Some(Default::default()),
+                ..req
+            }
+        );
+        let bad = |v: Value| {
+            serde_json::from_value::<CreateIndexBody>(v)
+                .map_err(|e| e.to_string())
+                .and_then(|b| b.to_request().map_err(|e| e.to_string()))
+                .expect_err("refused")
+        };
+        assert!(bad(json!({"column": "v", "bogus": 1})).contains("bogus"));
+        assert!(bad(json!({"column": "v", "index_type": "IVF_HNSW_SQ"})).contains("not supported"));
+        assert!(bad(json!({"column": "v", "index_type": "WHAT"})).contains("unknown index type"));
+        assert!(bad(json!({"column": "v", "metric_type": "hamming"})).contains("hamming"));
+        assert!(bad(json!({"column": "v", "m": 20})).contains("HNSW"));
+    }
+}

@@ -1,0 +1,358 @@
+//! Vector indexes of a native table: building one over a snapshot and
+//! recording it in a new version, listing them with their indexed and
+//! unindexed row counts, dropping one, and folding unindexed rows in
+//! (`optimize`). An index's files are written before the version that
+//! names them, so a crash mid-build leaves unreferenced files, never a half
+//! index.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use arrow::array::{Array, AsArray};
+use arrow::datatypes::{Float16Type, Float32Type, Float64Type};
+use serde_json::json;
+
+use super::commit::Change;
+use super::{NativeTable, Snapshot};
+use crate::error::{Error, Result};
+use crate::index::ivf::{self, IvfIndex, Vectors};
+use crate::index::{store, IndexInfo, IndexRequest, IndexType};
+use crate::keys::column_list;
+use crate::manifest::IndexMeta;
+use crate::traits::Deadline;
+use crate::vector::plan::{vector_type, Element};
+use crate::vector::DistanceType;
+
+/// An index of a snapshot, loaded.
+#[derive(Debug, Clone)]
+pub struct LoadedIndex {
+    /// As the manifest records it.
+    pub meta: Arc<IndexMeta>,
+    /// The index.
+    pub ivf: Arc<IvfIndex>,
+    /// The fragments it covers.
+    pub fragments: Arc<HashSet<u64>>,
+}
+
+/// The live rows of `fragments` (all when `None`) with a complete vector in
+/// column `col`, in index space.
+fn vectors_of(
+    snap: &Snapshot,
+    col: usize,
+    distance: DistanceType,
+    fragments: Option<&HashSet<u64>>,
+) -> Result<Vectors> {
+    let mut out = Vectors::default();
+    let el = vector_type(snap.manifest.schema.field(col).data_type()).map(|(e, _)| e);
+    for f in &snap.fragments {
+        if fragments.is_some_and(|s| !s.contains(&f.id)) {
+            continue;
+        }
+        let v = f.batch.column(col).as_fixed_size_list();
+        let dim = v.value_length() as usize;
+        let vals = v.values();
+        for i in 0..v.len() {
+            if f.deleted.contains(i as u32) || v.is_null(i) {
+                continue;
+            }
+            let start = v.value_offset_at(i);
+            if (start..start + dim).any(|j| vals.is_null(j)) {
+                continue;
+            }
+            out.row_ids.push((f.id << 32) | i as u64);
+            match el {
+                Some(Element::F32) => out.data.extend_from_slice(
+                    &vals.as_primitive::<Float32Type>().values()[start..start + dim],
+                ),
+                Some(Element::F16) => out.data.extend(
+                    vals.as_primitive::<Float16Type>().values()[start..start + dim]
+                        .iter()
+                        .map(|x| x.to_f32()),
+                ),
+                Some(Element::F64) => out.data.extend(
+                    vals.as_primitive::<Float64Type>().values()[start..start + dim]
+                        .iter()
+                        .map(|x| *x as f32),
+                ),
+                None => return Err(Error::internal("not a vector column")),
+            }
+        }
+    }
+    if let Some((_, dim)) = vector_type(snap.manifest.schema.field(col).data_type()) {
+        ivf::to_index_space(distance, &mut out.data, dim);
+    }
+    Ok(out)
+}
+
+/// The column `name` of `snap` as `(position, dimension)`, or why it
+/// cannot carry a vector index.
+fn vector_column(snap: &Snapshot, name: &str) -> Result<(usize, usize)> {
+    let schema = &snap.manifest.schema;
+    let i = schema.index_of(name).map_err(|_| {
+        Error::invalid(format!(
+            "cannot index column '{name}': no such column (available: {})",
+            column_list(schema)
+        ))
+    })?;
+    match vector_type(schema.field(i).data_type()) {
+        Some((_, dim)) => Ok((i, dim)),
+        None => Err(Error::not_supported(format!(
+            "cannot index column '{name}' ({}): memwal builds vector indexes (IVF_FLAT, IVF_PQ) on fixed-size-list float columns; scalar indexes (BTREE, BITMAP, LABEL_LIST) and full-text indexes are not supported yet",
+            schema.field(i).data_type()
+        ))),
+    }
+}
+
+/// An index name: 1-128 letters, digits, `_`, `-` or `.`.
+fn check_name(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 128
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "invalid index name {name:?}: use 1-128 letters, digits, '_', '-' or '.'"
+        )))
+    }
+}
+
+/// Live rows of `snap` whose fragment `ix` covers and that it holds.
+fn indexed_rows(snap: &Snapshot, ix: &LoadedIndex) -> u64 {
+    let live: std::collections::HashMap<u64, &crate::fragment::LoadedFragment> = snap
+        .fragments
+        .iter()
+        .filter(|f| ix.fragments.contains(&f.id))
+        .map(|f| (f.id, f))
+        .collect();
+    ix.ivf
+        .row_ids
+        .iter()
+        .filter(|id| {
+            live.get(&(*id >> 32))
+                .is_some_and(|f| !f.deleted.contains((**id & 0xffff_ffff) as u32))
+        })
+        .count() as u64
+}
+
+impl NativeTable {
+    /// Builds the index `req` asks for over the latest version and commits
+    /// a version that records it.
+    pub fn create_index_sync(&self, req: &IndexRequest) -> Result<()> {
+        self.ensure_writable()?;
+        let name = req.index_name();
+        check_name(&name)?;
+        let snap = self.snapshot()?;
+        let (col, dim) = vector_column(&snap, &req.column)?;
+        let params = req.ivf_params(dim)?;
+        if !req.replace {
+            if let Some(old) = snap
+                .manifest
+                .indices
+                .iter()
+                .find(|i| i.name == name || i.columns == [req.column.clone()])
+            {
+                return Err(Error::invalid(format!(
+                    "table '{}' already has the index '{}' on column '{}'; drop it first or pass replace: true",
+                    self.table_name(), old.name, req.column
+                )));
+            }
+        }
+        let v = vectors_of(&snap, col, params.distance, None)?;
+        let ix = ivf::build(&v, dim, &params)?;
+        let files = store::write(self.inner.storage.as_ref(), self.dir(), &ix)?;
+        let kind = req.index_type.unwrap_or(IndexType::IvfPq);
+        let mut used = BTreeMap::new();
+        used.insert("num_partitions".into(), json!(ix.num_partitions()));
+        used.insert("sample_rate".into(), json!(params.sample_rate));
+        used.insert("max_iterations".into(), json!(params.max_iterations));
+        let meta = IndexMeta {
+            name: name.clone(),
+            columns: vec![req.column.clone()],
+            index_type: kind.as_str().into(),
+            distance_type: Some(params.distance.as_str().into()),
+            dimension: dim as u64,
+            num_sub_vectors: params.pq.map_or(0, |(m, _)| m as u64),
+            num_bits: params.pq.map_or(0, |(_, b)| b),
+            params: used,
+            files: files.clone(),
+            fragment_ids: snap.fragments.iter().map(|f| f.id).collect(),
+        };
+        let column = req.column.clone();
+        let wanted = snap.manifest.schema.field(col).data_type().clone();
+        let out = self.write_with_retry(
+            Deadline::new(None),
+            |now| {
+                // A concurrent overwrite may have changed the column.
+                let same = now
+                    .manifest
+                    .schema
+                    .field_with_name(&column)
+                    .ok()
+                    .map(|f| f.data_type() == &wanted);
+                if same != Some(true) {
+                    return Err(Error::invalid(format!(
+                        "column '{column}' changed while its index was being built; build it again"
+                    )));
+                }
+                let mut list: Vec<IndexMeta> = now
+                    .manifest
+                    .indices
+                    .iter()
+                    .filter(|i| i.name != meta.name && i.columns != meta.columns)
+                    .cloned()
+                    .collect();
+                list.push(meta.clone());
+                Ok((
+                    Some(Change {
+                        indices: Some(list),
+                        operation: "create_index",
+                        ..Default::default()
+                    }),
+                    (),
+                ))
+            },
+            |_, _, _| {},
+        );
+        if out.is_err() {
+            store::remove(self.inner.storage.as_ref(), self.dir(), &files);
+        }
+        out.map(|_| ())
+    }
+
+    /// The indexes of the version reads see.
+    pub fn list_indices_sync(&self) -> Result<Vec<IndexInfo>> {
+        let snap = self.snapshot()?;
+        Ok(snap.indices.iter().map(|ix| info(&snap, ix)).collect())
+    }
+
+    /// One index's statistics.
+    pub fn index_stats_sync(&self, name: &str) -> Result<IndexInfo> {
+        let snap = self.snapshot()?;
+        snap.indices
+            .iter()
+            .find(|i| i.meta.name == name)
+            .map(|ix| info(&snap, ix))
+            .ok_or_else(|| Error::IndexNotFound {
+                table: self.table_name().into(),
+                name: name.into(),
+            })
+    }
+
+    /// Drops an index (a new version without it; older versions keep it).
+    pub fn drop_index_sync(&self, name: &str) -> Result<()> {
+        let table = self.table_name().to_string();
+        self.write_with_retry(
+            Deadline::new(None),
+            |now| {
+                if !now.manifest.indices.iter().any(|i| i.name == name) {
+                    return Err(Error::IndexNotFound {
+                        table: table.clone(),
+                        name: name.into(),
+                    });
+                }
+                let list = now
+                    .manifest
+                    .indices
+                    .iter()
+                    .filter(|i| i.name != name)
+                    .cloned()
+                    .collect();
+                Ok((
+                    Some(Change {
+                        indices: Some(list),
+                        operation: "drop_index",
+                        ..Default::default()
+                    }),
+                    (),
+                ))
+            },
+            |_, _, _| {},
+        )?;
+        Ok(())
+    }
+
+    /// Adds every unindexed row to each index (assigned to its partitions
+    /// and encoded with its trained quantiser: no retraining) and forgets
+    /// rows deleted since; `Ok(None)` when every index is up to date.
+    pub fn optimize_indices_sync(&self) -> Result<Option<u64>> {
+        let snap = self.snapshot()?;
+        let mut list = Vec::new();
+        let mut written = Vec::new();
+        let all: HashSet<u64> = snap.fragments.iter().map(|f| f.id).collect();
+        for ix in &snap.indices {
+            let fresh: HashSet<u64> = all.difference(&ix.fragments).copied().collect();
+            let stale = !ix.meta.fragment_ids.iter().all(|f| all.contains(f));
+            if fresh.is_empty() && !stale {
+                list.push(ix.meta.as_ref().clone());
+                continue;
+            }
+            let (col, _) = vector_column(&snap, &ix.meta.columns[0])?;
+            let add = vectors_of(&snap, col, ix.ivf.distance, Some(&fresh))?;
+            let keep = |id: u64| {
+                snap.fragment(id >> 32)
+                    .is_some_and(|f| !f.deleted.contains((id & 0xffff_ffff) as u32))
+            };
+            let folded = ix.ivf.with_rows(&keep, &add, &[])?;
+            let files = store::write(self.inner.storage.as_ref(), self.dir(), &folded)?;
+            written.extend(files.clone());
+            let mut meta = ix.meta.as_ref().clone();
+            meta.files = files;
+            meta.fragment_ids = all.iter().copied().collect();
+            meta.fragment_ids.sort_unstable();
+            list.push(meta);
+        }
+        if written.is_empty() {
+            return Ok(None);
+        }
+        let base = snap.manifest.version;
+        let out = self.write_with_retry(
+            Deadline::new(None),
+            |now| {
+                // Only on the version we folded: a newer one may have
+                // rows or indexes this fold does not know of.
+                if now.manifest.version != base {
+                    return Ok((None, ()));
+                }
+                Ok((
+                    Some(Change {
+                        indices: Some(list.clone()),
+                        operation: "optimize_indices",
+                        ..Default::default()
+                    }),
+                    (),
+                ))
+            },
+            |_, _, _| {},
+        );
+        match out {
+            Ok((Some(v), _, _)) => Ok(Some(v)),
+            other => {
+                store::remove(self.inner.storage.as_ref(), self.dir(), &written);
+                other.map(|_| None)
+            }
+        }
+    }
+}
+
+/// What `listIndices` reports of `ix`.
+fn info(snap: &Snapshot, ix: &LoadedIndex) -> IndexInfo {
+    let indexed = indexed_rows(snap, ix);
+    let unindexed = snap
+        .manifest
+        .fragments
+        .iter()
+        .filter(|f| !ix.fragments.contains(&f.id))
+        .map(|f| f.live_rows())
+        .sum();
+    IndexInfo {
+        name: ix.meta.name.clone(),
+        index_type: ix.meta.index_type.clone(),
+        columns: ix.meta.columns.clone(),
+        distance_type: ix.meta.distance_type.clone(),
+        num_indexed_rows: indexed,
+        num_unindexed_rows: unindexed,
+    }
+}

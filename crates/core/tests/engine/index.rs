@@ -1,0 +1,426 @@
+//! Vector indexes on native tables: recall floors on seeded clustered data
+//! (asserted), the promise that an index never hides a row written after it
+//! (appends, updates, deletes: the next search sees them), equality with
+//! exact search when every partition is probed (a proptest over random
+//! writes, index builds and optimizes), restart and checkout, drop and
+//! replace, and every refusal.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use arrow::array::{AsArray, FixedSizeListArray, Int64Array, RecordBatch};
+use arrow::datatypes::{Float32Type, Int64Type};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use memwal_core::index::IndexType;
+use memwal_core::{
+    AddMode, CreateOptions, Data, DistanceType, ErrorCode, IndexRequest, NativeDatabase,
+    NativeTable, QueryRequest, VectorQuery,
+};
+use proptest::prelude::*;
+
+fn schema(dim: usize) -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new(
+            "v",
+            DataType::FixedSizeList(
+                Arc::new(Field::new("item", DataType::Float32, true)),
+                dim as i32,
+            ),
+            true,
+        ),
+    ]))
+}
+
+fn data(dim: usize, ids: &[i64], vecs: &[Vec<f32>]) -> Data {
+    let v = FixedSizeListArray::from_iter_primitive::<Float32Type, _, _>(
+        vecs.iter()
+            .map(|v| Some(v.iter().map(|x| Some(*x)).collect::<Vec<_>>())),
+        dim as i32,
+    );
+    let b = RecordBatch::try_new(
+        schema(dim),
+        vec![Arc::new(Int64Array::from(ids.to_vec())), Arc::new(v)],
+    )
+    .expect("batch");
+    Data::new(schema(dim), vec![b])
+}
+
+/// A seeded Gaussian mixture: `n` vectors around `clusters` centres.
+struct Gen(u64);
+impl Gen {
+    fn u(&mut self) -> f32 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32
+    }
+    fn normal(&mut self) -> f32 {
+        let (a, b) = (self.u().max(1e-7), self.u());
+        (-2.0 * a.ln()).sqrt() * (std::f32::consts::TAU * b).cos()
+    }
+    fn mixture(&mut self, n: usize, dim: usize, clusters: usize) -> Vec<Vec<f32>> {
+        let centres: Vec<Vec<f32>> = (0..clusters)
+            .map(|_| (0..dim).map(|_| self.normal() * 4.0).collect())
+            .collect();
+        (0..n)
+            .map(|i| {
+                let c = &centres[(i * 7919) % clusters];
+                c.iter().map(|x| x + self.normal()).collect()
+            })
+            .collect()
+    }
+}
+
+fn table(dir: &std::path::Path, dim: usize, vecs: &[Vec<f32>]) -> NativeTable {
+    let db = NativeDatabase::open(dir.to_str().expect("utf8")).expect("db");
+    let ids: Vec<i64> = (0..vecs.len() as i64).collect();
+    db.create_table_sync("t", data(dim, &ids, vecs), CreateOptions::default())
+        .expect("create")
+}
+
+fn ids_of(t: &NativeTable, q: &[f32], k: usize, tune: impl Fn(&mut VectorQuery)) -> Vec<i64> {
+    let mut vq = VectorQuery::new(q.to_vec());
+    tune(&mut vq);
+    let out = t
+        .query_sync(&QueryRequest {
+            limit: Some(k),
+            nearest: Some(vq),
+            ..Default::default()
+        })
+        .expect("search");
+    out.iter()
+        .flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec())
+        .collect()
+}
+
+fn recall(t: &NativeTable, queries: &[Vec<f32>], tune: impl Fn(&mut VectorQuery) + Copy) -> f64 {
+    let mut hit = 0usize;
+    for q in queries {
+        let exact: HashSet<i64> = ids_of(t, q, 10, |v| v.tuning.bypass_vector_index = true)
+            .into_iter()
+            .collect();
+        hit += ids_of(t, q, 10, tune)
+            .iter()
+            .filter(|i| exact.contains(i))
+            .count();
+    }
+    hit as f64 / (10 * queries.len()) as f64
+}
+
+fn request(kind: IndexType, distance: DistanceType, parts: u32) -> IndexRequest {
+    IndexRequest {
+        index_type: Some(kind),
+        distance_type: Some(distance),
+        num_partitions: Some(parts),
+        ..IndexRequest::new("v")
+    }
+}
+
+#[test]
+fn recall_floors_on_clustered_data() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let dim = 32;
+    let mut g = Gen(11);
+    let vecs = g.mixture(20_000, dim, 40);
+    let queries: Vec<Vec<f32>> = g.mixture(50, dim, 40);
+    let t = table(dir.path(), dim, &vecs);
+    for (kind, distance, nprobes, refine, floor) in [
+        (IndexType::IvfFlat, DistanceType::L2, 8, None, 0.95),
+        (IndexType::IvfPq, DistanceType::L2, 8, Some(10), 0.95),
+        (IndexType::IvfPq, DistanceType::L2, 8, None, 0.60),
+        (IndexType::IvfPq, DistanceType::Cosine, 8, Some(10), 0.90),
+        (IndexType::IvfFlat, DistanceType::Dot, 8, None, 0.80),
+    ] {
+        let pq = (kind == IndexType::IvfPq).then_some(8);
+        t.create_index_sync(&IndexRequest {
+            num_sub_vectors: pq,
+            ..request(kind, distance, 64)
+        })
+        .expect("index");
+        let r = recall(&t, &queries, |v| {
+            v.distance_type = Some(distance);
+            v.tuning.nprobes = Some(nprobes);
+            v.tuning.refine_factor = refine;
+        });
+        eprintln!("{kind} {distance} nprobes={nprobes} refine={refine:?}: recall@10 {r:.3}");
+        assert!(r >= floor, "{kind} {distance}: recall@10 {r:.3} < {floor}");
+        // Probing every partition with a flat index is exact.
+        if kind == IndexType::IvfFlat && distance == DistanceType::L2 {
+            let all = recall(&t, &queries, |v| v.tuning.nprobes = Some(64));
+            assert_eq!(all, 1.0);
+        }
+    }
+}
+
+#[test]
+fn an_index_never_hides_a_row_written_after_it() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let dim = 16;
+    let mut g = Gen(5);
+    let vecs = g.mixture(5_000, dim, 20);
+    let t = table(dir.path(), dim, &vecs);
+    t.create_index_sync(&request(IndexType::IvfPq, DistanceType::L2, 32))
+        .expect("index");
+    let info = &t.list_indices_sync().expect("list")[0];
+    assert_eq!((info.num_indexed_rows, info.num_unindexed_rows), (5_000, 0));
+    // New rows: found by the next search, first for their own vector.
+    let fresh = g.mixture(20, dim, 3);
+    let ids: Vec<i64> = (100_000..100_020).collect();
+    t.add_sync(data(dim, &ids, &fresh), AddMode::Append)
+        .expect("add");
+    for (id, v) in ids.iter().zip(&fresh) {
+        assert_eq!(ids_of(&t, v, 1, |q| q.tuning.nprobes = Some(1))[0], *id);
+    }
+    assert_eq!(
+        t.index_stats_sync("v_idx")
+            .expect("stats")
+            .num_unindexed_rows,
+        20
+    );
+    // fastSearch: indexed rows only.
+    assert!(!ids_of(&t, &fresh[0], 5, |q| q.tuning.fast_search = true).contains(&100_000));
+    // An updated vector: found at its new place, never at its old one.
+    let old = vecs[7].clone();
+    let new: Vec<f32> = old.iter().map(|x| x + 50.0).collect();
+    t.delete_sync("id = 7").expect("delete");
+    t.add_sync(data(dim, &[7], std::slice::from_ref(&new)), AddMode::Append)
+        .expect("re-add");
+    assert_eq!(ids_of(&t, &new, 1, |_| {})[0], 7);
+    assert_ne!(ids_of(&t, &old, 1, |_| {})[0], 7);
+    // A deleted row is never returned.
+    t.delete_sync("id = 8").expect("delete");
+    assert!(!ids_of(&t, &vecs[8], 10, |_| {}).contains(&8));
+    // optimize folds the unindexed rows in; answers stay the same.
+    let everything = |q: &mut VectorQuery| {
+        q.tuning.nprobes = Some(32);
+        q.tuning.refine_factor = Some(1000);
+    };
+    let before = ids_of(&t, &fresh[3], 5, everything);
+    let stats = t.optimize_sync().expect("optimize");
+    let v = t.optimize_indices_sync().expect("fold");
+    assert!(v.is_some() && stats.version > 0);
+    let info = t.index_stats_sync("v_idx").expect("stats");
+    assert_eq!((info.num_indexed_rows, info.num_unindexed_rows), (5_019, 0));
+    assert_eq!(ids_of(&t, &fresh[3], 5, everything), before);
+    let folded = |q: &mut VectorQuery| {
+        q.tuning.fast_search = true;
+        q.tuning.refine_factor = Some(10);
+    };
+    assert_eq!(ids_of(&t, &fresh[3], 1, folded)[0], 100_003);
+}
+
+#[test]
+fn survives_restart_and_checkout_and_drop_and_replace() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let dim = 8;
+    let vecs = Gen(3).mixture(2_000, dim, 10);
+    let t = table(dir.path(), dim, &vecs);
+    let v1 = t.version_sync().expect("v");
+    t.create_index_sync(&request(IndexType::IvfFlat, DistanceType::Cosine, 16))
+        .expect("index");
+    let q = vecs[42].clone();
+    let want = ids_of(&t, &q, 5, |_| {});
+    drop(t);
+    let db = NativeDatabase::open(dir.path().to_str().expect("utf8")).expect("db");
+    let t = db.open_table_sync("t").expect("open");
+    let list = t.list_indices_sync().expect("list");
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0].distance_type.as_deref(), Some("cosine"));
+    assert_eq!(list[0].index_type, "IVF_FLAT");
+    // A query naming no distance uses the index's (cosine).
+    assert_eq!(ids_of(&t, &q, 5, |_| {}), want);
+    assert!(t
+        .checkout_sync(Some(v1))
+        .expect("co")
+        .list_indices_sync()
+        .expect("l")
+        .is_empty());
+    // Replace (same column): one index, the new type.
+    t.create_index_sync(&request(IndexType::IvfPq, DistanceType::L2, 16))
+        .expect("replace");
+    let list = t.list_indices_sync().expect("list");
+    assert_eq!((list.len(), list[0].index_type.as_str()), (1, "IVF_PQ"));
+    let refuse = IndexRequest {
+        replace: false,
+        ..request(IndexType::IvfFlat, DistanceType::L2, 4)
+    };
+    let e = t.create_index_sync(&refuse).expect_err("exists");
+    assert!(
+        e.to_string().contains("already has the index 'v_idx'"),
+        "{e}"
+    );
+    t.drop_index_sync("v_idx").expect("drop");
+    assert!(t.list_indices_sync().expect("l").is_empty());
+    let e = t.drop_index_sync("v_idx").expect_err("gone");
+    assert_eq!(e.code(), ErrorCode::IndexNotFound);
+    assert_eq!(
+        t.index_stats_sync("nope").expect_err("none").code(),
+        ErrorCode::IndexNotFound
+    );
+    // Overwrite drops every index (new rows, perhaps a new schema).
+    t.create_index_sync(&request(IndexType::IvfFlat, DistanceType::L2, 4))
+        .expect("index");
+    t.add_sync(data(dim, &[1], &vecs[..1]), AddMode::Overwrite)
+        .expect("overwrite");
+    assert!(t.list_indices_sync().expect("l").is_empty());
+}
+
+#[test]
+fn bad_index_requests_say_what_is_wrong() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let dim = 12;
+    let t = table(dir.path(), dim, &Gen(1).mixture(300, dim, 4));
+    let cases: Vec<(IndexRequest, &str)> = vec![
+        (
+            IndexRequest {
+                num_sub_vectors: Some(5),
+                ..request(IndexType::IvfPq, DistanceType::L2, 4)
+            },
+            "must divide",
+        ),
+        (
+            IndexRequest {
+                num_bits: Some(6),
+                ..request(IndexType::IvfPq, DistanceType::L2, 4)
+            },
+            "num_bits must be 4 or 8",
+        ),
+        (
+            request(IndexType::IvfFlat, DistanceType::L2, 1000),
+            "needs at least 1000 rows",
+        ),
+        (
+            IndexRequest {
+                num_sub_vectors: Some(3),
+                ..request(IndexType::IvfFlat, DistanceType::L2, 4)
+            },
+            "apply to IVF_PQ",
+        ),
+        (
+            request(IndexType::IvfFlat, DistanceType::L2, 0),
+            "num_partitions must be at least 1",
+        ),
+        (
+            IndexRequest {
+                column: "nope".into(),
+                ..IndexRequest::new("nope")
+            },
+            "no such column",
+        ),
+        (
+            IndexRequest {
+                column: "id".into(),
+                ..IndexRequest::new("id")
+            },
+            "scalar indexes",
+        ),
+        (
+            IndexRequest {
+                name: Some("a b".into()),
+                ..IndexRequest::new("v")
+            },
+            "invalid index name",
+        ),
+    ];
+    for (req, want) in cases {
+        let e = t.create_index_sync(&req).expect_err(want);
+        assert!(e.to_string().contains(want), "{want}: {e}");
+    }
+    // Too few rows for 8-bit PQ codebooks: refused, saying how many are needed.
+    let small = tempfile::tempdir().expect("tmp");
+    let t2 = table(small.path(), dim, &Gen(2).mixture(100, dim, 4));
+    let e = t2
+        .create_index_sync(&request(IndexType::IvfPq, DistanceType::L2, 2))
+        .expect_err("few");
+    assert!(e.to_string().contains("needs at least 256 rows"), "{e}");
+    assert!("BTREE"
+        .parse::<IndexType>()
+        .is_err_and(|e| e.code() == ErrorCode::NotSupported));
+    assert!(t.list_indices_sync().expect("l").is_empty());
+    // No file of a refused build is left behind.
+    let left = std::fs::read_dir(dir.path().join("t/_indices"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(left, 0);
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Add(Vec<Vec<i8>>),
+    Delete(i64),
+    Index(bool, u32),
+    Optimize,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => prop::collection::vec(prop::collection::vec(-4i8..=4, 6), 1..60).prop_map(Op::Add),
+        1 => (0i64..5).prop_map(Op::Delete),
+        1 => (any::<bool>(), 1u32..6).prop_map(|(pq, p)| Op::Index(pq, p)),
+        1 => Just(Op::Optimize),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// With every partition probed (and, for PQ, every candidate refined),
+    /// an indexed search answers exactly what an exact search answers,
+    /// whatever was written, deleted, indexed and optimized before it.
+    #[test]
+    fn probing_everything_equals_exact_search(ops in prop::collection::vec(op(), 1..12), q in prop::collection::vec(-4i8..=4, 6)) {
+        let dir = tempfile::tempdir().expect("tmp");
+        let dim = 6;
+        let t = table(dir.path(), dim, &Gen(9).mixture(300, dim, 5).iter().map(|v| v.iter().map(|x| x.round()).collect()).collect::<Vec<_>>());
+        let mut next = 1_000i64;
+        for o in ops {
+            match o {
+                Op::Add(rows) => {
+                    let ids: Vec<i64> = (next..next + rows.len() as i64).collect();
+                    next += rows.len() as i64;
+                    let v: Vec<Vec<f32>> = rows.iter().map(|r| r.iter().map(|x| f32::from(*x)).collect()).collect();
+                    t.add_sync(data(dim, &ids, &v), AddMode::Append).expect("add");
+                }
+                Op::Delete(m) => { t.delete_sync(&format!("id % 5 = {m}")).expect("delete"); }
+                Op::Index(pq, p) => {
+                    let kind = if pq { IndexType::IvfPq } else { IndexType::IvfFlat };
+                    let req = IndexRequest { num_sub_vectors: pq.then_some(3), ..request(kind, DistanceType::L2, p) };
+                    match t.create_index_sync(&req) {
+                        Ok(()) => {}
+                        Err(e) => prop_assert!(e.to_string().contains("needs at least"), "{e}"),
+                    }
+                }
+                Op::Optimize => { t.optimize_sync().expect("optimize"); t.optimize_indices_sync().expect("fold"); }
+            }
+        }
+        let q: Vec<f32> = q.iter().map(|x| f32::from(*x)).collect();
+        // Integer vectors: distances are exact, so the two agree to the bit
+        // (ids may differ only between rows at the same distance).
+        prop_assert_eq!(distances(&t, &q, 7, true), distances(&t, &q, 7, false));
+    }
+}
+
+fn distances(t: &NativeTable, q: &[f32], k: usize, bypass: bool) -> Vec<f32> {
+    let mut vq = VectorQuery::new(q.to_vec());
+    vq.tuning.bypass_vector_index = bypass;
+    vq.tuning.nprobes = Some(64);
+    vq.tuning.refine_factor = Some(10_000);
+    let out = t
+        .query_sync(&QueryRequest {
+            limit: Some(k),
+            nearest: Some(vq),
+            ..Default::default()
+        })
+        .expect("search");
+    out.iter()
+        .flat_map(|b| {
+            b.column_by_name("_distance")
+                .expect("d")
+                .as_primitive::<Float32Type>()
+                .values()
+                .to_vec()
+        })
+        .collect()
+}
