@@ -30,6 +30,7 @@ export {
   ERROR_CODES,
   HeaderProviderError,
   HttpError,
+  IndexNotFoundError,
   InternalError,
   InvalidInputError,
   IoError,
@@ -42,8 +43,17 @@ export {
   TimeoutError,
   UnavailableError,
   VersionNotFoundError,
-  IndexNotFoundError,
 } from "./errors";
+export type {
+  HnswOptions,
+  IndexConfig,
+  IndexOptions,
+  IndexStatistics,
+  IvfFlatOptions,
+  IvfOptions,
+  IvfPqOptions,
+} from "./indices";
+export { Index } from "./indices";
 export type { ExecuteOptions, MergeResult } from "./merge";
 export { MergeInsertBuilder } from "./merge";
 export type { DistanceType, IntoVector } from "./query";

@@ -8,6 +8,7 @@ import type {
   NativeAddon,
   NativeConnection,
   NativeConnectOptions,
+  NativeIndexOptions,
   NativeMergeInsertOptions,
   NativeQueryOptions,
   NativeServeOptions,
@@ -27,4 +28,5 @@ export const addonMatchesNativeTs: [
   Assignable<NativeMergeInsertOptions, Addon.MergeInsertOptions>,
   Assignable<NativeConnectOptions, Addon.ConnectOptions>,
   Assignable<NativeServeOptions, Addon.ServeOptions>,
-] = [true, true, true, true, true, true, true, true];
+  Assignable<NativeIndexOptions, Addon.IndexOptions>,
+] = [true, true, true, true, true, true, true, true, true];

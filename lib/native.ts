@@ -34,6 +34,30 @@ export interface NativeVersion {
   metadata: Record<string, string>;
 }
 
+export interface NativeIndexOptions {
+  indexType?: string;
+  distanceType?: string;
+  numPartitions?: number;
+  targetPartitionSize?: number;
+  numSubVectors?: number;
+  numBits?: number;
+  sampleRate?: number;
+  maxIterations?: number;
+  m?: number;
+  efConstruction?: number;
+  name?: string;
+  replace?: boolean;
+}
+
+export interface NativeIndexInfo {
+  name: string;
+  indexType: string;
+  columns: string[];
+  distanceType?: string;
+  numIndexedRows: number;
+  numUnindexedRows: number;
+}
+
 export interface NativeTable {
   readonly name: string;
   schema(): Promise<Buffer>;
@@ -47,6 +71,10 @@ export interface NativeTable {
   query(options: NativeQueryOptions): Promise<Buffer>;
   optimize(): Promise<{ version: number; fragmentsRemoved: number; fragmentsAdded: number; deletedRowsPurged: number }>;
   mergeInsert(options: NativeMergeInsertOptions, data: Buffer): Promise<NativeMergeResult>;
+  createIndex(column: string, options: NativeIndexOptions): Promise<void>;
+  listIndices(): Promise<NativeIndexInfo[]>;
+  indexStats(name: string): Promise<NativeIndexInfo | null>;
+  dropIndex(name: string): Promise<void>;
 }
 
 export interface NativeConnection {

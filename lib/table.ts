@@ -4,7 +4,8 @@
 import type { Table as ArrowTable, Schema } from "apache-arrow";
 import { count, optStr, str, strList } from "./args";
 import { type Data, schemaFromBuffer, toBuffer } from "./arrow";
-import { call, invalid } from "./errors";
+import { call, invalid, TimeoutError } from "./errors";
+import { type IndexConfig, type IndexOptions, type IndexStatistics, indexOptions } from "./indices";
 import { MergeInsertBuilder } from "./merge";
 import type { NativeTable } from "./native";
 import { type IntoVector, Query, type VectorQuery, vectorQuery } from "./query";
@@ -137,6 +138,63 @@ export class Table {
   /** Compacts fragments and purges deleted rows (row content unchanged). */
   optimize(): Promise<{ version: number; fragmentsRemoved: number; fragmentsAdded: number; deletedRowsPurged: number }> {
     return call(() => this.inner.optimize());
+  }
+
+  /**
+   * Builds an index on `column` (Index.ivfPq() for a vector column unless `options.config` says otherwise) and
+   * commits a version recording it. Rows written later are searched exactly until `optimize()` adds them.
+   */
+  createIndex(column: string, options?: IndexOptions): Promise<void> {
+    return call(async () => this.inner.createIndex(str("createIndex(column)", column), indexOptions(options)));
+  }
+
+  /** The indexes. */
+  async listIndices(): Promise<(IndexConfig & IndexStatistics)[]> {
+    const l = await call(() => this.inner.listIndices());
+    return l.map((i) => ({ ...i, distanceType: i.distanceType ?? undefined, numIndices: 1 }));
+  }
+
+  /** One index's statistics, or undefined when there is none of that name. */
+  async indexStats(name: string): Promise<IndexStatistics | undefined> {
+    const i = await call(async () => this.inner.indexStats(str("indexStats(name)", name)));
+    if (i === null || i === undefined) return undefined;
+    return {
+      numIndexedRows: i.numIndexedRows,
+      numUnindexedRows: i.numUnindexedRows,
+      indexType: i.indexType,
+      distanceType: i.distanceType ?? undefined,
+      numIndices: 1,
+    };
+  }
+
+  /**
+   * Waits until each named index exists and holds every row (`numUnindexedRows` 0), polling as the official
+   * client does. A TimeoutError after `timeoutSeconds` says which index still lacks how many rows (locally,
+   * `optimize()` is what adds rows written after the build).
+   */
+  async waitForIndex(indexNames: string[], timeoutSeconds: number): Promise<void> {
+    strList("waitForIndex(indexNames)", indexNames);
+    const limit = count("waitForIndex(timeoutSeconds)", timeoutSeconds) * 1000;
+    const start = Date.now();
+    for (;;) {
+      const pending: string[] = [];
+      for (const n of indexNames) {
+        const s = await this.indexStats(n);
+        if (s === undefined) pending.push(`${n} (does not exist)`);
+        else if (s.numUnindexedRows > 0) pending.push(`${n} (${s.numUnindexedRows} rows unindexed)`);
+      }
+      if (pending.length === 0) return;
+      const waited = Date.now() - start;
+      if (waited >= limit) {
+        throw new TimeoutError("Timeout", `waitForIndex timed out after ${waited} ms: ${pending.join(", ")}`);
+      }
+      await new Promise((r) => setTimeout(r, Math.min(1000, limit - waited)));
+    }
+  }
+
+  /** Drops an index (a new version without it). */
+  dropIndex(name: string): Promise<void> {
+    return call(async () => this.inner.dropIndex(str("dropIndex(name)", name)));
   }
 
   /** Starts a merge insert matching rows on `on` (one column or several). */

@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use memwal_core::protocol::CreateIndexBody;
 use memwal_core::table::scan::answer_schema;
 use memwal_core::vector::IndexTuning;
 use memwal_core::{
@@ -142,6 +143,72 @@ impl QueryOptions {
             with_row_id: self.with_row_id.unwrap_or(false),
             nearest,
         })
+    }
+}
+
+/// `createIndex` options: the index config (type and parameters, with the
+/// wire names' camelCase) plus `name` and `replace`.
+#[napi(object)]
+pub struct IndexOptions {
+    pub index_type: Option<String>,
+    pub distance_type: Option<String>,
+    pub num_partitions: Option<u32>,
+    pub target_partition_size: Option<u32>,
+    pub num_sub_vectors: Option<u32>,
+    pub num_bits: Option<u32>,
+    pub sample_rate: Option<u32>,
+    pub max_iterations: Option<u32>,
+    pub m: Option<u32>,
+    pub ef_construction: Option<u32>,
+    pub name: Option<String>,
+    pub replace: Option<bool>,
+}
+
+/// An index and its row counts (`listIndices`, `indexStats`).
+#[napi(object)]
+pub struct IndexInfo {
+    pub name: String,
+    pub index_type: String,
+    pub columns: Vec<String>,
+    pub distance_type: Option<String>,
+    pub num_indexed_rows: i64,
+    pub num_unindexed_rows: i64,
+}
+
+impl From<memwal_core::IndexInfo> for IndexInfo {
+    fn from(i: memwal_core::IndexInfo) -> Self {
+        Self {
+            name: i.name,
+            index_type: i.index_type,
+            columns: i.columns,
+            distance_type: i.distance_type,
+            num_indexed_rows: to_i64(i.num_indexed_rows),
+            num_unindexed_rows: to_i64(i.num_unindexed_rows),
+        }
+    }
+}
+
+impl IndexOptions {
+    /// The core request, checked by the same code as the server's
+    /// `create_index/` body.
+    fn into_request(self, column: String) -> napi::Result<memwal_core::IndexRequest> {
+        CreateIndexBody {
+            column,
+            index_type: self.index_type,
+            metric_type: self.distance_type,
+            name: self.name,
+            replace: self.replace,
+            num_partitions: self.num_partitions,
+            target_partition_size: self.target_partition_size,
+            sample_rate: self.sample_rate,
+            max_iterations: self.max_iterations,
+            num_sub_vectors: self.num_sub_vectors,
+            num_bits: self.num_bits,
+            m: self.m,
+            ef_construction: self.ef_construction,
+        }
+        .to_request()
+        .map_err(error::core)
     }
 }
 
@@ -316,5 +383,35 @@ impl Table {
             .await
             .map_err(error::core)?;
         Ok(r.into())
+    }
+
+    /// Builds an index on `column` and commits a version recording it.
+    #[napi(catch_unwind)]
+    pub async fn create_index(&self, column: String, options: IndexOptions) -> napi::Result<()> {
+        let req = options.into_request(column)?;
+        self.inner.create_index(req).await.map_err(error::core)
+    }
+
+    /// The indexes with their row counts.
+    #[napi(catch_unwind)]
+    pub async fn list_indices(&self) -> napi::Result<Vec<IndexInfo>> {
+        let l = self.inner.list_indices().await.map_err(error::core)?;
+        Ok(l.into_iter().map(IndexInfo::from).collect())
+    }
+
+    /// One index (`null` when there is none of that name).
+    #[napi(catch_unwind)]
+    pub async fn index_stats(&self, name: String) -> napi::Result<Option<IndexInfo>> {
+        match self.inner.index_stats(&name).await {
+            Ok(i) => Ok(Some(i.into())),
+            Err(memwal_core::Error::IndexNotFound { .. }) => Ok(None),
+            Err(e) => Err(error::core(e)),
+        }
+    }
+
+    /// Drops an index.
+    #[napi(catch_unwind)]
+    pub async fn drop_index(&self, name: String) -> napi::Result<()> {
+        self.inner.drop_index(&name).await.map_err(error::core)
     }
 }

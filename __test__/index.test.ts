@@ -1,0 +1,162 @@
+/**
+ * Vector indexes through the TS API on a local folder table, an in-memory table and a table of the real
+ * bundled server on 127.0.0.1 (through our remote client): build, list, stats, search answers checked
+ * against a brute-force oracle, rows written after the build found by the very next search (memWal rows
+ * still in the memtable included), optimize folding them in, waitForIndex, drop, and every refusal.
+ */
+import {
+  type Connection,
+  connect,
+  Index,
+  IndexNotFoundError,
+  InvalidInputError,
+  NotSupportedError,
+  type Server,
+  serve,
+  type Table,
+  TimeoutError,
+} from "../lib";
+import { tmpDir } from "./helpers";
+
+type Row = { id: number; kind: string; vector: number[] };
+const DIM = 8;
+
+function rnd(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Clustered rows: 16 centres, small integer-ish offsets. */
+function rows(n: number, from = 0, seed = 1): Row[] {
+  const r = rnd(seed);
+  const centres = Array.from({ length: 16 }, (_, c) => Array.from({ length: DIM }, (_, j) => ((c * 7 + j * 3) % 11) * 4));
+  return Array.from({ length: n }, (_, i) => ({
+    id: from + i,
+    kind: ["a", "b", "c"][(from + i) % 3],
+    vector: centres[(from + i) % 16].map((x) => x + Math.round(r() * 8) / 4),
+  }));
+}
+
+function oracle(data: Row[], q: number[], k: number): number[] {
+  return data
+    .map((r) => [r.id, r.vector.reduce((s, x, i) => s + (x - q[i]) ** 2, 0)] as [number, number])
+    .sort((a, b) => a[1] - b[1] || a[0] - b[0])
+    .slice(0, k)
+    .map((p) => p[1]);
+}
+
+const ids = (out: Record<string, unknown>[]) => out.map((r) => Number(r.id));
+const dists = (out: Record<string, unknown>[]) => out.map((r) => Number(r._distance));
+
+let server: Server;
+let remote: Connection;
+beforeAll(async () => {
+  server = await serve({ dataDir: tmpDir(), apiKey: "k", flushIntervalMs: 60_000 });
+  remote = await connect("db://test", { apiKey: "k", region: "local", hostOverride: server.url });
+});
+afterAll(async () => server.close());
+
+const kinds: Array<[string, () => Promise<Connection>]> = [
+  ["local folder", () => connect(tmpDir())],
+  ["memory", () => connect("memory://")],
+  ["served", async () => remote],
+];
+
+describe.each(kinds)("indexes on a %s table", (kind, open) => {
+  let t: Table;
+  let data = rows(2000);
+  beforeAll(async () => {
+    const db = await open();
+    t = await db.createTable(`ix_${kind.replace(/\W/g, "_")}`, data);
+    await t.createIndex("vector", { config: Index.ivfPq({ numPartitions: 8, numSubVectors: 4 }) });
+  });
+
+  test("listed, with stats, and searched (exact when every partition is probed and refined)", async () => {
+    const list = await t.listIndices();
+    expect(list.map((i) => [i.name, i.indexType, i.columns])).toEqual([["vector_idx", "IVF_PQ", ["vector"]]]);
+    expect(await t.indexStats("vector_idx")).toEqual({
+      numIndexedRows: 2000,
+      numUnindexedRows: 0,
+      indexType: "IVF_PQ",
+      distanceType: "l2",
+      numIndices: 1,
+    });
+    expect(await t.indexStats("nope")).toBeUndefined();
+    for (const q of [data[5].vector, data[1234].vector.map((x) => x + 0.3)]) {
+      const got = await t.search(q).nprobes(8).refineFactor(1000).limit(10).toArray();
+      dists(got).forEach((d, i) => {
+        expect(Math.abs(d - oracle(data, q, 10)[i])).toBeLessThan(1e-3);
+      });
+      // Default probes with refinement: the same nearest row.
+      expect(dists(await t.search(q).refineFactor(10).limit(1).toArray())[0]).toBeCloseTo(oracle(data, q, 1)[0], 3);
+    }
+  });
+
+  test("rows written after the build are found by the next search; optimize folds them in", async () => {
+    const fresh = rows(30, 50_000, 9).map((r) => ({ ...r, vector: r.vector.map((x) => x + 0.1) }));
+    if (kind === "served") {
+      const r = await t.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().memWal().execute(fresh);
+      expect(r.numInsertedRows).toBe(30);
+    } else {
+      await t.add(fresh);
+    }
+    data = [...data, ...fresh];
+    for (const r of fresh.slice(0, 5)) {
+      const top = await t.search(r.vector).limit(1).toArray();
+      expect([ids(top)[0], dists(top)[0]]).toEqual([r.id, 0]);
+    }
+    expect((await t.indexStats("vector_idx"))?.numUnindexedRows).toBe(30);
+    // fastSearch: indexed rows only.
+    expect(ids(await t.search(fresh[0].vector).fastSearch().limit(3).toArray())).not.toContain(fresh[0].id);
+    await expect(t.waitForIndex(["vector_idx"], 0)).rejects.toThrow(TimeoutError);
+    await expect(t.waitForIndex(["vector_idx"], 0)).rejects.toThrow("vector_idx (30 rows unindexed)");
+    await t.optimize();
+    expect(await t.indexStats("vector_idx")).toMatchObject({ numIndexedRows: 2030, numUnindexedRows: 0 });
+    await t.waitForIndex(["vector_idx"], 5);
+    const top = await t.search(fresh[0].vector).fastSearch().refineFactor(50).limit(1).toArray();
+    expect(ids(top)).toEqual([fresh[0].id]);
+  });
+
+  test("bad configs are clear errors; unsupported types say so; drop", async () => {
+    await expect(t.createIndex("vector", { config: Index.hnswSq() })).rejects.toThrow(NotSupportedError);
+    await expect(t.createIndex("vector", { config: Index.hnswSq() })).rejects.toThrow("IVF_HNSW_SQ is not supported");
+    await expect(t.createIndex("id", { config: Index.btree() })).rejects.toThrow(NotSupportedError);
+    await expect(t.createIndex("vector", { config: Index.ivfPq({ numSubVectors: 3 }) })).rejects.toThrow("must divide");
+    await expect(t.createIndex("nope")).rejects.toThrow("no such column");
+    await expect(t.createIndex("vector", { config: Index.ivfPq({ numPartitions: 8 }), replace: false })).rejects.toThrow(
+      "already has the index 'vector_idx'",
+    );
+    expect(() => Index.ivfPq({ numPartitions: -1 })).toThrow(InvalidInputError);
+    expect(() => Index.ivfFlat({ numSubVectors: 4 } as never)).toThrow('unknown option "numSubVectors" for IVF_FLAT');
+    await expect(t.createIndex("vector", { bogus: 1 } as never)).rejects.toThrow(InvalidInputError);
+    // Replace with IVF_FLAT under another name: one index on the column.
+    await t.createIndex("vector", { config: Index.ivfFlat({ numPartitions: 4, distanceType: "cosine" }), name: "vflat" });
+    expect((await t.listIndices()).map((i) => [i.name, i.indexType])).toEqual([["vflat", "IVF_FLAT"]]);
+    await t.dropIndex("vflat");
+    expect(await t.listIndices()).toEqual([]);
+    await expect(t.dropIndex("vflat")).rejects.toThrow(IndexNotFoundError);
+    // Searches go on exactly without an index.
+    const q = data[77].vector;
+    expect(dists(await t.search(q).limit(5).toArray())).toEqual(oracle(data, q, 5));
+  });
+});
+
+test("an older version keeps the index it had; a checkout searches with it", async () => {
+  const db = await connect(tmpDir());
+  const t = await db.createTable("old", rows(500));
+  const v1 = await t.version();
+  await t.createIndex("vector", { config: Index.ivfFlat({ numPartitions: 4 }) });
+  const v2 = await t.version();
+  await t.dropIndex("vector_idx");
+  expect(await (await t.checkout(v1)).listIndices()).toEqual([]);
+  const old = await t.checkout(v2);
+  expect((await old.listIndices()).map((i) => i.name)).toEqual(["vector_idx"]);
+  const q = rows(500)[9].vector;
+  expect(dists(await old.search(q).limit(3).toArray())).toEqual(oracle(rows(500), q, 3));
+});

@@ -1,0 +1,164 @@
+/**
+ * Index configs with the names of @lancedb/lancedb 0.39 (`Index.ivfPq(...)`, `Index.ivfFlat(...)`, ...), the
+ * options of `createIndex`, and what `listIndices` / `indexStats` report. memwal builds IVF_FLAT and IVF_PQ;
+ * the other configs exist so that ported code compiles, and `createIndex` with one of them is a
+ * NotSupportedError naming the type.
+ */
+import { bool, count, optStr } from "./args";
+import { invalid } from "./errors";
+import type { NativeIndexOptions } from "./native";
+import type { DistanceType } from "./query";
+
+/** IVF parameters shared by every IVF index. */
+export interface IvfOptions {
+  /** Partitions (about sqrt(rows) when omitted). */
+  numPartitions: number;
+  /** Rows per partition wanted, instead of `numPartitions`. */
+  targetPartitionSize: number;
+  /** Distance the index ranks by (l2 when omitted). */
+  distanceType: DistanceType;
+  /** k-means iterations (50). */
+  maxIterations: number;
+  /** Training rows per partition (256). */
+  sampleRate: number;
+}
+
+/** IVF_PQ parameters. */
+export interface IvfPqOptions extends IvfOptions {
+  /** Sub-vectors per vector (dimension / 16, or / 8). Must divide the dimension. */
+  numSubVectors: number;
+  /** Bits per code: 8 (default) or 4. */
+  numBits: number;
+}
+
+/** IVF_FLAT parameters. */
+export type IvfFlatOptions = IvfOptions;
+
+/** HNSW parameters (memwal does not build HNSW indexes yet). */
+export interface HnswOptions extends IvfOptions {
+  m: number;
+  efConstruction: number;
+  numSubVectors: number;
+}
+
+const KEYS: Record<string, keyof NativeIndexOptions> = {
+  numPartitions: "numPartitions",
+  targetPartitionSize: "targetPartitionSize",
+  maxIterations: "maxIterations",
+  sampleRate: "sampleRate",
+  numSubVectors: "numSubVectors",
+  numBits: "numBits",
+  m: "m",
+  efConstruction: "efConstruction",
+};
+
+function config(kind: string, allowed: string[], options: unknown): NativeIndexOptions {
+  const out: NativeIndexOptions = { indexType: kind };
+  if (options === undefined || options === null) return out;
+  if (typeof options !== "object") throw invalid(`Index options for ${kind} must be an object, got ${String(options)}`);
+  for (const [k, v] of Object.entries(options as Record<string, unknown>)) {
+    if (v === undefined) continue;
+    if (k === "distanceType" && allowed.includes(k)) {
+      out.distanceType = optStr(`${kind} distanceType`, v);
+      continue;
+    }
+    const key = KEYS[k];
+    if (key === undefined || !allowed.includes(k)) {
+      throw invalid(`unknown option ${JSON.stringify(k)} for ${kind} (it takes ${allowed.join(", ") || "none"})`);
+    }
+    (out as Record<string, unknown>)[key] = count(`${kind} ${k}`, v, 0xffff_ffff);
+  }
+  return out;
+}
+
+const IVF = ["numPartitions", "targetPartitionSize", "distanceType", "maxIterations", "sampleRate"];
+
+/** An index config for `createIndex(column, { config })`. */
+export class Index {
+  /** @internal */
+  private constructor(readonly native: NativeIndexOptions) {}
+
+  /** IVF partitions of product-quantised vectors: the default for a vector column. */
+  static ivfPq(options?: Partial<IvfPqOptions>): Index {
+    return new Index(config("IVF_PQ", [...IVF, "numSubVectors", "numBits"], options));
+  }
+  /** IVF partitions holding the vectors themselves (exact within the probed partitions). */
+  static ivfFlat(options?: Partial<IvfFlatOptions>): Index {
+    return new Index(config("IVF_FLAT", IVF, options));
+  }
+  /** HNSW over scalar-quantised vectors (not built by memwal yet: createIndex says so). */
+  static hnswSq(options?: Partial<HnswOptions>): Index {
+    return new Index(config("IVF_HNSW_SQ", [...IVF, "m", "efConstruction"], options));
+  }
+  /** HNSW over product-quantised vectors (not built by memwal yet). */
+  static hnswPq(options?: Partial<HnswOptions>): Index {
+    return new Index(config("IVF_HNSW_PQ", [...IVF, "m", "efConstruction", "numSubVectors"], options));
+  }
+  /** A B-tree over a scalar column (not built by memwal yet). */
+  static btree(): Index {
+    return new Index({ indexType: "BTREE" });
+  }
+  /** A bitmap over a low-cardinality column (not built by memwal yet). */
+  static bitmap(): Index {
+    return new Index({ indexType: "BITMAP" });
+  }
+  /** A label-list index over a list column (not built by memwal yet). */
+  static labelList(): Index {
+    return new Index({ indexType: "LABEL_LIST" });
+  }
+  /** A full-text index (not built by memwal yet). */
+  static fts(): Index {
+    return new Index({ indexType: "FTS" });
+  }
+}
+
+/** Options of `createIndex`. */
+export interface IndexOptions {
+  /** The index (Index.ivfPq() for a vector column when omitted). */
+  config?: Index;
+  /** Replace an index of the same name or column (default true). */
+  replace?: boolean;
+  /** The index name (`{column}_idx` when omitted). */
+  name?: string;
+  /** Accepted for compatibility: memwal builds the index before createIndex returns. */
+  waitTimeoutSeconds?: number;
+}
+
+/** The native options of `createIndex(column, options)`. */
+export function indexOptions(options: IndexOptions | undefined): NativeIndexOptions {
+  if (options === undefined || options === null) return {};
+  if (typeof options !== "object") throw invalid(`createIndex(options) must be an object, got ${String(options)}`);
+  const known = ["config", "replace", "name", "waitTimeoutSeconds"];
+  for (const k of Object.keys(options)) {
+    if (!known.includes(k)) throw invalid(`unknown createIndex option ${JSON.stringify(k)} (it takes ${known.join(", ")})`);
+  }
+  if (options.config !== undefined && !(options.config instanceof Index)) {
+    throw invalid("createIndex(options.config) must be made by Index.ivfPq(), Index.ivfFlat(), ...");
+  }
+  if (options.waitTimeoutSeconds !== undefined) count("createIndex(options.waitTimeoutSeconds)", options.waitTimeoutSeconds);
+  return {
+    ...(options.config?.native ?? {}),
+    name: optStr("createIndex(options.name)", options.name),
+    replace: options.replace === undefined ? undefined : bool("createIndex(options.replace)", options.replace),
+  };
+}
+
+/** An index as `listIndices` reports it. */
+export interface IndexConfig {
+  name: string;
+  /** `IVF_PQ`, `IVF_FLAT`. */
+  indexType: string;
+  columns: string[];
+}
+
+/** What `indexStats` reports. */
+export interface IndexStatistics {
+  /** Live rows the index holds. */
+  numIndexedRows: number;
+  /** Live rows it does not hold yet (searched exactly; `optimize()` adds them). */
+  numUnindexedRows: number;
+  indexType: string;
+  distanceType?: string;
+  /** Index segments (1). */
+  numIndices?: number;
+}
