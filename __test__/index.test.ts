@@ -79,7 +79,7 @@ describe.each(kinds)("indexes on a %s table", (kind, open) => {
 
   test("listed, with stats, and searched (exact when every partition is probed and refined)", async () => {
     const list = await t.listIndices();
-    expect(list.map((i) => [i.name, i.indexType, i.columns])).toEqual([["vector_idx", "IVF_PQ", ["vector"]]]);
+    expect(list.map((i) => [i.name, i.indexType, i.columns])).toEqual([["vector_idx", "IvfPq", ["vector"]]]);
     expect(await t.indexStats("vector_idx")).toEqual({
       numIndexedRows: 2000,
       numUnindexedRows: 0,
@@ -137,7 +137,7 @@ describe.each(kinds)("indexes on a %s table", (kind, open) => {
     await expect(t.createIndex("vector", { bogus: 1 } as never)).rejects.toThrow(InvalidInputError);
     // Replace with IVF_FLAT under another name: one index on the column.
     await t.createIndex("vector", { config: Index.ivfFlat({ numPartitions: 4, distanceType: "cosine" }), name: "vflat" });
-    expect((await t.listIndices()).map((i) => [i.name, i.indexType])).toEqual([["vflat", "IVF_FLAT"]]);
+    expect((await t.listIndices()).map((i) => [i.name, i.indexType])).toEqual([["vflat", "IvfFlat"]]);
     await t.dropIndex("vflat");
     expect(await t.listIndices()).toEqual([]);
     await expect(t.dropIndex("vflat")).rejects.toThrow(IndexNotFoundError);

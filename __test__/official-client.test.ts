@@ -72,17 +72,54 @@ describe("the official @lancedb/lancedb client against memwal-server", () => {
     expect(await db.tableNames()).toEqual([]);
   });
 
-  test("what memwal-server does not implement says so (never 'table not found')", async () => {
+  test("indexes: createIndex, listIndices, indexStats, search through them, dropIndex; what is not built says so", async () => {
     const db = await lancedb.connect("db://test", { apiKey: "k", region: "us-east-1", hostOverride: server.url });
-    const t = await db.createTable("u", [{ id: 1, v: 1.5 }]);
-    const err = await t.createIndex("v").then(
-      () => null,
-      (e: Error) => e,
+    const data = Array.from({ length: 600 }, (_, i) => ({
+      id: i,
+      vector: Array.from({ length: 8 }, (_, j) => Math.round(Math.sin(i * 5 + j) * 40) / 4 + (i % 6) * 10),
+    }));
+    const t = await db.createTable("ix", data);
+    const ours = await (await connect(tmpDir())).createTable("ix", data);
+    await t.createIndex("vector", {
+      config: lancedb.Index.ivfPq({ numPartitions: 6, numSubVectors: 4, distanceType: "l2" }),
+    });
+    const list = await t.listIndices();
+    expect(list.map((i: { name: string; indexType: string; columns: string[] }) => [i.name, i.indexType, i.columns])).toEqual([
+      ["vector_idx", "IvfPq", ["vector"]],
+    ]);
+    const stats = await t.indexStats("vector_idx");
+    expect([stats.numIndexedRows, stats.numUnindexedRows, stats.distanceType]).toEqual([600, 0, "l2"]);
+    expect(await t.indexStats("nope")).toBeUndefined();
+    // Every partition probed, every candidate refined: the exact answer.
+    const q = data[17].vector;
+    expectSameSearch(
+      searchKey(await t.search(q).nprobes(6).refineFactor(600).limit(10).toArray()),
+      searchKey(await ours.search(q).limit(10).toArray()),
     );
-    expect(err).not.toBeNull();
-    expect(String(err?.message)).toMatch(/does not implement POST \/v1\/table\/u\/create_index\//);
-    expect(String(err?.message)).not.toMatch(/was not found/);
-    await db.dropTable("u");
+    // A row merged after the build is found by the next search; fastSearch leaves it out.
+    const fresh = { id: 9999, vector: [99, 99, 99, 99, 99, 99, 99, 99] };
+    await t.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().useLsm(true).execute([fresh]);
+    expect(Number((await t.search(fresh.vector).limit(1).toArray())[0].id)).toBe(9999);
+    expect((await t.search(fresh.vector).fastSearch().limit(1).toArray()).map((r: { id: number }) => Number(r.id))).not.toContain(9999);
+    // The official client cannot call optimize on a remote table: the server adds the row to the index in
+    // the background (after the MemWAL flush), as LanceDB Cloud does, and waitForIndex sees it.
+    await t.waitForIndex(["vector_idx"], 30);
+    expect((await t.indexStats("vector_idx")).numUnindexedRows).toBe(0);
+    expect((await t.search(fresh.vector).fastSearch().limit(1).toArray()).map((r: { id: number }) => Number(r.id))).toEqual([9999]);
+    await t.dropIndex("vector_idx");
+    expect(await t.listIndices()).toEqual([]);
+    const failure = async (p: Promise<unknown>) =>
+      String(
+        await p.then(
+          () => "no error",
+          (e: Error) => e.message,
+        ),
+      );
+    expect(await failure(t.createIndex("vector", { config: lancedb.Index.hnswSq() }))).toMatch(
+      /IVF_HNSW_SQ is not supported by memwal yet/,
+    );
+    expect(await failure(t.createIndex("id"))).toMatch(/index type BTREE is not supported by memwal yet/);
+    await db.dropTable("ix");
   });
 
   test("vector search: search, vectorSearch with several vectors, distance types, filters, row ids", async () => {

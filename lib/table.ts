@@ -44,6 +44,14 @@ function sqlLiteral(v: unknown): string {
   throw invalid(`update values must be numbers, strings, booleans or null; use valuesSql for ${typeof v}`);
 }
 
+/** `IVF_PQ` -> `IvfPq`: the spelling of the official client's `listIndices`. */
+function listedType(wire: string): string {
+  return wire
+    .split("_")
+    .map((w) => w.charAt(0) + w.slice(1).toLowerCase())
+    .join("");
+}
+
 export class Table {
   /** @internal */
   constructor(private readonly inner: NativeTable) {}
@@ -148,10 +156,10 @@ export class Table {
     return call(async () => this.inner.createIndex(str("createIndex(column)", column), indexOptions(options)));
   }
 
-  /** The indexes. */
+  /** The indexes; `indexType` as @lancedb/lancedb 0.39 lists it (`IvfPq`, `IvfFlat`; indexStats says `IVF_PQ`). */
   async listIndices(): Promise<(IndexConfig & IndexStatistics)[]> {
     const l = await call(() => this.inner.listIndices());
-    return l.map((i) => ({ ...i, distanceType: i.distanceType ?? undefined, numIndices: 1 }));
+    return l.map((i) => ({ ...i, indexType: listedType(i.indexType), distanceType: i.distanceType ?? undefined, numIndices: 1 }));
   }
 
   /** One index's statistics, or undefined when there is none of that name. */

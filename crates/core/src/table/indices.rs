@@ -274,6 +274,17 @@ impl NativeTable {
         Ok(())
     }
 
+    /// Whether an index of the latest version lacks a fragment or names
+    /// one that is gone (from the manifest alone: cheap).
+    pub fn indices_behind_sync(&self) -> Result<bool> {
+        let m = self.manifest()?;
+        let all: HashSet<u64> = m.fragments.iter().map(|f| f.id).collect();
+        Ok(m.indices.iter().any(|i| {
+            let covered: HashSet<u64> = i.fragment_ids.iter().copied().collect();
+            covered != all
+        }))
+    }
+
     /// Adds every unindexed row to each index (assigned to its partitions
     /// and encoded with its trained quantiser: no retraining) and forgets
     /// rows deleted since; `Ok(None)` when every index is up to date.

@@ -17,14 +17,24 @@ use super::writer::freeze;
 use super::{lock, wal, Shared, FLUSHED_SEQ_KEY};
 use crate::error::{Error, Result};
 
+/// Least time between two index folds of one table.
+const FOLD_EVERY: Duration = Duration::from_secs(1);
+
 pub(crate) fn flusher_loop(shared: Arc<Shared>) {
+    let mut last_fold = Instant::now();
     loop {
         if shared.stop.load(Ordering::SeqCst) {
             return;
         }
         match flush_front(&shared) {
             Ok(true) => {}
-            Ok(false) => shared.wait(Duration::from_millis(100)),
+            Ok(false) => {
+                if last_fold.elapsed() >= FOLD_EVERY {
+                    last_fold = Instant::now();
+                    fold_indices(&shared);
+                }
+                shared.wait(Duration::from_millis(100))
+            }
             Err(_) if lock(&shared.poisoned).is_some() => shared.wait(Duration::from_secs(5)),
             Err(_) => shared.wait(Duration::from_millis(500)),
         }
@@ -65,6 +75,22 @@ pub(crate) fn flush_front(shared: &Shared) -> Result<bool> {
     }
     shared.notify();
     Ok(true)
+}
+
+/// When idle: adds the base's unindexed rows to its indexes, as LanceDB
+/// Cloud does in the background (the official clients cannot call
+/// `optimize`; `waitForIndex` waits for this). A failure is logged and
+/// tried again later: searches stay exact meanwhile.
+fn fold_indices(shared: &Shared) {
+    match shared.base.indices_behind_sync() {
+        Ok(false) => {}
+        Ok(true) => match shared.base.optimize_indices_sync() {
+            Ok(Some(v)) => tracing::info!(table = %shared.name, version = v, "added unindexed rows to the indexes"),
+            Ok(None) => {}
+            Err(e) => tracing::warn!(table = %shared.name, error = %e, "could not update the indexes"),
+        },
+        Err(e) => tracing::warn!(table = %shared.name, error = %e, "could not read the manifest"),
+    }
 }
 
 /// Freezes the active memtable and merges every frozen one into the base
