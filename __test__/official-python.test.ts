@@ -65,6 +65,15 @@ describe("Python lancedb 0.40 against memwal-server", () => {
     expect(got.row_id_columns).toEqual(["id", "_distance", "_rowid"]);
     expect(got.fresh).toEqual([[500, 0, -1]]);
     expect(got.bad_dimension).toMatch(/dimension 3/);
+    // Indexes: the answers through the index equal our exact search (every partition probed, refined).
+    expect(got.indices).toEqual([["vector_idx", "IvfPq", ["vector"]]]);
+    expect(got.index_stats).toEqual([121, 0, "IVF_PQ", "l2"]);
+    same(got.index_search, key(await ours.search(q).limit(8).toArray()));
+    expect(got.indices_after_replace).toEqual([["vf", "IvfFlat"]]);
+    same(got.index_search_cosine, key(await ours.search(q).distanceType("cosine").limit(8).toArray()));
+    expect(got.index_refused[0]).toMatch(/IVF_HNSW_SQ is not supported by memwal yet/);
+    expect(got.index_refused[1]).toMatch(/BTREE is not supported by memwal yet/);
+    expect(got.indices_after_drop).toEqual([]);
     // list_tables(): the namespace listing route, paged.
     expect(got.list_tables).toEqual([["py", "py2"], ["py"], ["py2"], null]);
   }, 60_000);

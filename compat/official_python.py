@@ -56,6 +56,28 @@ def main():
     rest = db.list_tables(page_token=first.page_token, limit=10)
     out["list_tables"] = [list(db.list_tables().tables), list(first.tables), list(rest.tables), rest.page_token]
     db.drop_table("py2")
+    # Indexes: create (IVF_FLAT and IVF_PQ), list, stats, search through them, wait, drop.
+    from datetime import timedelta
+    from lancedb.index import BTree, HnswSq, IvfFlat, IvfPq
+    tbl.create_index("vector", config=IvfPq(num_partitions=4, num_sub_vectors=3, num_bits=4))
+    out["indices"] = [[i.name, str(i.index_type), list(i.columns)] for i in tbl.list_indices()]
+    st = tbl.index_stats("vector_idx")
+    out["index_stats"] = [st.num_indexed_rows, st.num_unindexed_rows, str(st.index_type), st.distance_type]
+    out["index_search"] = rows_of(tbl.search(q).nprobes(4).refine_factor(200).limit(8).to_arrow())
+    tbl.create_index("vector", config=IvfFlat(num_partitions=4, distance_type="cosine"), name="vf")
+    out["indices_after_replace"] = [[i.name, str(i.index_type)] for i in tbl.list_indices()]
+    out["index_search_cosine"] = rows_of(tbl.search(q).nprobes(4).limit(8).to_arrow())
+    tbl.wait_for_index(["vf"], timeout=timedelta(seconds=30))
+    refused = []
+    for column, cfg in [("vector", HnswSq()), ("id", BTree())]:
+        try:
+            tbl.create_index(column, config=cfg)
+            refused.append(None)
+        except Exception as e:  # the error must name what is not supported
+            refused.append(str(e))
+    out["index_refused"] = refused
+    tbl.drop_index("vf")
+    out["indices_after_drop"] = list(tbl.list_indices())
     db.drop_table("py")
     print(json.dumps(out))
 
