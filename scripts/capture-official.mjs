@@ -141,6 +141,18 @@ await step("vector_multi", () =>
     .toArrow(),
 );
 await step("vector_nearest_to", () => vt.query().nearestTo([1, 2, 3]).limit(4).toArrow());
+// Index routes (compared by golden.rs).
+const irows = Array.from({ length: 300 }, (_, i) => ({ id: i, vector: [i % 7, i % 5, i % 3, 1] }));
+const it = await step("index_table", () => db.createTable("it", irows));
+await step("create_index", () =>
+  it.createIndex("vector", {
+    config: lancedb.Index.ivfPq({ numPartitions: 4, numSubVectors: 2, numBits: 8, distanceType: "cosine", maxIterations: 20, sampleRate: 64 }),
+  }),
+);
+await step("create_index_flat", () => it.createIndex("vector", { config: lancedb.Index.ivfFlat({ numPartitions: 2 }), name: "vf" }));
+await step("list_indices", () => it.listIndices());
+await step("index_stats", () => it.indexStats("vf"));
+await step("drop_index", () => it.dropIndex("vf"));
 await step("merge_insert", () =>
   t
     .mergeInsert("id")

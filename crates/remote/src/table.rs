@@ -504,23 +504,19 @@ impl Table for RemoteTable {
         let list: IndexListResponse = answer(self.post_json("index/list/", body).await?)?;
         let mut out = Vec::with_capacity(list.indexes.len());
         for e in list.indexes {
-            // As the official client does: the type and counts from stats.
-            out.push(self.stats_of(&e.index_name, e.columns).await?);
+            // One request when the list carries the type and counts (as the
+            // official client reads it); otherwise ask each index's stats.
+            match e.to_info() {
+                Some(i) => out.push(i),
+                None => out.push(self.stats_of(&e.index_name, e.columns).await?),
+            }
         }
         Ok(out)
     }
     async fn index_stats(&self, name: &str) -> memwal_core::Result<IndexInfo> {
-        let list: IndexListResponse = answer(
-            self.post_json("index/list/", json!({ "version": self.version }))
-                .await?,
-        )?;
-        let columns = list
-            .indexes
-            .into_iter()
-            .find(|e| e.index_name == name)
-            .map(|e| e.columns)
-            .unwrap_or_default();
-        self.stats_of(name, columns).await
+        // One request, as the official client makes (the stats route does
+        // not name the columns).
+        self.stats_of(name, Vec::new()).await
     }
     async fn drop_index(&self, name: &str) -> memwal_core::Result<()> {
         self.ensure_writable()?;

@@ -511,10 +511,11 @@ fn nearest(
     r
 }
 
-#[tokio::test]
-async fn vector_queries_match_the_official_0_39_capture() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let mut cfg = memwal_server::ServerConfig::new(dir.path());
+/// Our server behind a recording proxy, and our client pointed at it.
+async fn recorded(
+    dir: &std::path::Path,
+) -> (memwal_server::ServerHandle, Arc<Proxy>, RemoteDatabase) {
+    let mut cfg = memwal_server::ServerConfig::new(dir);
     cfg.api_key = Some("sk-capture".into());
     let server = memwal_server::start(cfg).await.expect("server");
     let (url, proxy) = proxy_to(server.url()).await;
@@ -528,6 +529,118 @@ async fn vector_queries_match_the_official_0_39_capture() {
         },
     )
     .expect("connect");
+    (server, proxy, db)
+}
+
+/// Differences between what we sent for `ops` and the 0.39 capture.
+fn against_capture(proxy: &Proxy, ops: &[&str]) -> Vec<String> {
+    let ours = proxy.seen.lock().expect("lock").clone();
+    let captured = fixture_of("official-node-0.39.0.json");
+    let mut diffs = Vec::new();
+    for op in ops {
+        let theirs = captured
+            .iter()
+            .rfind(|c| c["op"] == *op && c.get("method").is_some())
+            .unwrap_or_else(|| panic!("{op} is in the capture"));
+        match ours.iter().rfind(|s| s.op == *op) {
+            Some(o) => diffs.extend(compare(op, theirs, o)),
+            None => diffs.push(format!("{op}: ours sent nothing")),
+        }
+    }
+    diffs
+}
+
+#[tokio::test]
+async fn index_routes_match_the_official_0_39_capture() {
+    use memwal_core::{IndexRequest, IndexType};
+    let dir = tempfile::tempdir().expect("tmp");
+    let (server, proxy, db) = recorded(dir.path()).await;
+    let set = |op: &str| *proxy.op.lock().expect("lock") = op.to_string();
+    let t = db
+        .create_table("it", index_rows(), CreateOptions::default())
+        .await
+        .expect("create");
+    set("create_index");
+    t.create_index(IndexRequest {
+        index_type: Some(IndexType::IvfPq),
+        distance_type: Some(DistanceType::Cosine),
+        num_partitions: Some(4),
+        num_sub_vectors: Some(2),
+        num_bits: Some(8),
+        max_iterations: Some(20),
+        sample_rate: Some(64),
+        ..IndexRequest::new("vector")
+    })
+    .await
+    .expect("ivf_pq");
+    set("create_index_flat");
+    t.create_index(IndexRequest {
+        index_type: Some(IndexType::IvfFlat),
+        distance_type: Some(DistanceType::L2),
+        num_partitions: Some(2),
+        name: Some("vf".into()),
+        ..IndexRequest::new("vector")
+    })
+    .await
+    .expect("ivf_flat");
+    set("list_indices");
+    let list = t.list_indices().await.expect("list");
+    assert_eq!(list.len(), 1);
+    set("index_stats");
+    let s = t.index_stats("vf").await.expect("stats");
+    assert_eq!(
+        (s.num_indexed_rows, s.index_type.as_str()),
+        (300, "IVF_FLAT")
+    );
+    set("drop_index");
+    t.drop_index("vf").await.expect("drop");
+    let ops = [
+        "create_index",
+        "create_index_flat",
+        "list_indices",
+        "index_stats",
+        "drop_index",
+    ];
+    let diffs = against_capture(&proxy, &ops);
+    assert!(diffs.is_empty(), "differences:\n{}", diffs.join("\n"));
+    server.close().await;
+}
+
+fn index_rows() -> Data {
+    use arrow::array::FixedSizeListArray;
+    use arrow::datatypes::Float32Type;
+    let item = Arc::new(Field::new("item", DataType::Float32, true));
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Float64, true),
+        Field::new("vector", DataType::FixedSizeList(item, 4), true),
+    ]));
+    let b = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(Float64Array::from_iter_values((0..300).map(f64::from))),
+            Arc::new(
+                FixedSizeListArray::from_iter_primitive::<Float32Type, _, _>(
+                    (0..300).map(|i| {
+                        Some(vec![
+                            Some((i % 7) as f32),
+                            Some((i % 5) as f32),
+                            Some((i % 3) as f32),
+                            Some(1.0),
+                        ])
+                    }),
+                    4,
+                ),
+            ),
+        ],
+    )
+    .expect("batch");
+    Data::new(schema, vec![b])
+}
+
+#[tokio::test]
+async fn vector_queries_match_the_official_0_39_capture() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let (server, proxy, db) = recorded(dir.path()).await;
     let set = |op: &str| *proxy.op.lock().expect("lock") = op.to_string();
     let t = db
         .create_table("vt", vector_rows(), CreateOptions::default())
@@ -579,19 +692,8 @@ async fn vector_queries_match_the_official_0_39_capture() {
             "{op} found rows"
         );
     }
-    let ours = proxy.seen.lock().expect("lock").clone();
-    let captured = fixture_of("official-node-0.39.0.json");
-    let mut diffs = Vec::new();
-    for (op, _) in &queries {
-        let theirs = captured
-            .iter()
-            .rfind(|c| c["op"] == *op && c.get("method").is_some())
-            .unwrap_or_else(|| panic!("{op} is in the capture"));
-        match ours.iter().rfind(|s| s.op == *op) {
-            Some(o) => diffs.extend(compare(op, theirs, o)),
-            None => diffs.push(format!("{op}: ours sent nothing")),
-        }
-    }
+    let ops: Vec<&str> = queries.iter().map(|(op, _)| *op).collect();
+    let diffs = against_capture(&proxy, &ops);
     assert!(diffs.is_empty(), "differences:\n{}", diffs.join("\n"));
     server.close().await;
 }

@@ -90,8 +90,21 @@ pub fn create_index_body(req: &IndexRequest) -> Value {
     opt("target_partition_size", req.target_partition_size);
     opt("num_sub_vectors", req.num_sub_vectors);
     opt("num_bits", req.num_bits);
-    opt("sample_rate", req.sample_rate);
-    opt("max_iterations", req.max_iterations);
+    // The official clients always send these two, defaults included.
+    opt(
+        "sample_rate",
+        Some(
+            req.sample_rate
+                .unwrap_or(crate::index::ivf::DEFAULT_SAMPLE_RATE as u32),
+        ),
+    );
+    opt(
+        "max_iterations",
+        Some(
+            req.max_iterations
+                .unwrap_or(crate::index::ivf::DEFAULT_MAX_ITERATIONS as u32),
+        ),
+    );
     if let Some(n) = &req.name {
         m.insert("name".into(), json!(n));
     }
@@ -117,6 +130,23 @@ pub struct IndexEntry {
     /// Live rows not held yet.
     #[serde(default)]
     pub num_unindexed_rows: Option<u64>,
+    /// `l2`, `cosine`, `dot`.
+    #[serde(default)]
+    pub distance_type: Option<String>,
+}
+
+impl IndexEntry {
+    /// The entry as an [`IndexInfo`], when it carries the type and counts.
+    pub fn to_info(&self) -> Option<IndexInfo> {
+        Some(IndexInfo {
+            name: self.index_name.clone(),
+            index_type: self.index_type.clone()?,
+            columns: self.columns.clone(),
+            distance_type: self.distance_type.clone(),
+            num_indexed_rows: self.num_indexed_rows?,
+            num_unindexed_rows: self.num_unindexed_rows?,
+        })
+    }
 }
 
 /// The answer of `index/list/`.
@@ -151,6 +181,7 @@ impl From<&IndexInfo> for IndexEntry {
             index_type: Some(i.index_type.clone()),
             num_indexed_rows: Some(i.num_indexed_rows),
             num_unindexed_rows: Some(i.num_unindexed_rows),
+            distance_type: i.distance_type.clone(),
         }
     }
 }
@@ -201,6 +232,8 @@ mod tests {
             IndexRequest {
                 index_type: Some(IndexType::IvfPq),
                 distance_type: Some(Default::default()),
+                sample_rate: Some(256),
+                max_iterations: Some(50),
                 ..req
             }
         );

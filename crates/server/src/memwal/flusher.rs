@@ -85,9 +85,13 @@ fn fold_indices(shared: &Shared) {
     match shared.base.indices_behind_sync() {
         Ok(false) => {}
         Ok(true) => match shared.base.optimize_indices_sync() {
-            Ok(Some(v)) => tracing::info!(table = %shared.name, version = v, "added unindexed rows to the indexes"),
+            Ok(Some(v)) => {
+                tracing::info!(table = %shared.name, version = v, "added unindexed rows to the indexes")
+            }
             Ok(None) => {}
-            Err(e) => tracing::warn!(table = %shared.name, error = %e, "could not update the indexes"),
+            Err(e) => {
+                tracing::warn!(table = %shared.name, error = %e, "could not update the indexes")
+            }
         },
         Err(e) => tracing::warn!(table = %shared.name, error = %e, "could not read the manifest"),
     }
