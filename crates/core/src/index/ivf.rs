@@ -17,6 +17,8 @@ use crate::vector::{AnnIndex, DistanceType, IndexTuning};
 pub const DEFAULT_NPROBES: usize = 20;
 /// Iterations of k-means when the request does not say.
 pub const DEFAULT_MAX_ITERATIONS: usize = 50;
+/// Most k-means iterations a request may ask for.
+pub const MAX_ITERATIONS_LIMIT: usize = 10_000;
 /// Training rows per centroid when the request does not say.
 pub const DEFAULT_SAMPLE_RATE: usize = 256;
 
@@ -127,7 +129,7 @@ pub fn build(v: &Vectors, dim: usize, p: &IvfParams) -> Result<IvfIndex> {
     let train = gather(
         &v.data,
         dim,
-        &kmeans::sample(n, nlist * p.sample_rate.max(1), &mut rng),
+        &kmeans::sample(n, nlist.saturating_mul(p.sample_rate.max(1)), &mut rng),
     );
     let centroids = kmeans::train(&train, dim, nlist, p.max_iterations, rng.next_u64())?;
     let centroids_t = kernels::transpose(&centroids, dim);
@@ -135,7 +137,8 @@ pub fn build(v: &Vectors, dim: usize, p: &IvfParams) -> Result<IvfIndex> {
     let payload = match p.pq {
         None => Payload::Flat(Vec::new()),
         Some((m, bits)) => {
-            let sample = kmeans::sample(n, p.sample_rate.max(1) << bits, &mut rng);
+            let sample =
+                kmeans::sample(n, p.sample_rate.max(1).saturating_mul(1 << bits), &mut rng);
             let mut res = gather(&v.data, dim, &sample);
             for (row, &r) in res.chunks_exact_mut(dim).zip(&sample) {
                 subtract(row, &centroids, dim, parts[r] as usize);
@@ -468,5 +471,67 @@ impl AnnIndex for IvfIndex {
             self.scan(isa, &q, p, keep, &mut top, &mut scratch);
         }
         top.into_sorted().into_iter().map(|h| h.row_id).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_parts_are_checked_before_use() {
+        let pq = Pq::from_codebook(4, 2, 4, vec![0.0; 2 * 16 * 2]).expect("pq");
+        let ok = |offsets: Vec<usize>, ids: Vec<u64>, codes: Vec<u8>| {
+            IvfIndex::from_parts(
+                DistanceType::L2,
+                4,
+                vec![0.0; 8],
+                offsets,
+                ids,
+                Payload::Pq {
+                    pq: pq.clone(),
+                    codes,
+                },
+            )
+        };
+        assert!(ok(vec![0, 1, 2], vec![1, 2], vec![0, 1, 2, 3]).is_ok());
+        // Offsets past the rows, decreasing, not starting at 0.
+        assert!(ok(vec![0, 1, 3], vec![1, 2], vec![0; 4]).is_err());
+        assert!(ok(vec![0, 2, 1], vec![1, 2], vec![0; 4]).is_err());
+        assert!(ok(vec![1, 1, 2], vec![1, 2], vec![0; 4]).is_err());
+        // A code past 2^bits, too few codes, centroids of the wrong size.
+        assert!(ok(vec![0, 1, 2], vec![1, 2], vec![0, 16, 0, 0])
+            .is_err_and(|e| e.contains("out of range")));
+        assert!(ok(vec![0, 1, 2], vec![1, 2], vec![0; 3]).is_err());
+        let flat = IvfIndex::from_parts(
+            DistanceType::L2,
+            4,
+            vec![0.0; 7],
+            vec![0, 0],
+            vec![],
+            Payload::Flat(vec![]),
+        );
+        assert!(flat.is_err());
+    }
+
+    #[test]
+    fn probes_follow_the_tuning() {
+        let t = |n: Option<u32>, min: Option<u32>, max: Option<u32>| {
+            probes(
+                &IndexTuning {
+                    nprobes: n,
+                    minimum_nprobes: min,
+                    maximum_nprobes: max,
+                    ..Default::default()
+                },
+                50,
+            )
+        };
+        assert_eq!(t(None, None, None), (20, 50));
+        assert_eq!(t(Some(7), None, None), (7, 7));
+        assert_eq!(t(Some(700), None, None), (50, 50));
+        assert_eq!(t(None, Some(3), Some(5)), (3, 5));
+        assert_eq!(t(None, Some(9), Some(5)), (9, 9));
+        assert_eq!(t(None, Some(0), Some(0)), (1, 50));
     }
 }

@@ -164,8 +164,15 @@ impl IndexRequest {
             target_partition_size: positive("target_partition_size", self.target_partition_size)?,
             sample_rate: positive("sample_rate", self.sample_rate)?
                 .unwrap_or(ivf::DEFAULT_SAMPLE_RATE),
-            max_iterations: positive("max_iterations", self.max_iterations)?
-                .unwrap_or(ivf::DEFAULT_MAX_ITERATIONS),
+            max_iterations: match positive("max_iterations", self.max_iterations)? {
+                Some(n) if n > ivf::MAX_ITERATIONS_LIMIT => {
+                    return Err(Error::invalid(format!(
+                        "max_iterations must be at most {}, got {n}",
+                        ivf::MAX_ITERATIONS_LIMIT
+                    )))
+                }
+                n => n.unwrap_or(ivf::DEFAULT_MAX_ITERATIONS),
+            },
             pq,
         })
     }
