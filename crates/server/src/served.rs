@@ -132,10 +132,13 @@ impl ServedTable {
         Ok(stats)
     }
 
-    /// Builds an index over the base. Writes go on meanwhile (the index
-    /// commits on whatever version is then the latest; rows it does not
-    /// hold are searched exactly), as do reads.
+    /// Merges the memtables into the base, then builds an index over it
+    /// (so it holds every row acknowledged before the call, as on a local
+    /// table). Writes go on during the build (the index commits on
+    /// whatever version is then the latest; rows it does not hold are
+    /// searched exactly), as do reads.
     pub async fn build_index(&self, request: IndexRequest) -> crate::Result<()> {
+        self.mem.flush_all().await?;
         let base = self.mem.base().clone();
         blocking(move || Ok(base.create_index_sync(&request)?)).await
     }

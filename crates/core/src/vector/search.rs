@@ -251,8 +251,9 @@ fn eligible(p: &Prepared, i: usize) -> bool {
 
 /// [`rank`] with an index over some tiers: the index's candidates for the
 /// covered tiers (re-ranked exactly), an exact search of the others. Falls
-/// back to an exact search of every tier when that is about as cheap (few
-/// eligible rows, a huge `k`) or when the index, limited by
+/// back to an exact search of every tier when the candidates asked for are
+/// as many as the eligible indexed rows (a huge `k`, a selective
+/// prefilter), or when the index, limited by
 /// `maximum_nprobes`, found fewer than `k + offset` rows that exist.
 fn rank_indexed(
     plan: &VectorPlan,
@@ -283,7 +284,7 @@ fn rank_indexed(
             None => prepared[*t].vectors.len(),
         })
         .sum();
-    if n.saturating_mul(4) >= in_index {
+    if n >= in_index {
         return rank(plan, prepared, tiers, &exact_all);
     }
     let others: Vec<bool> = covered.iter().map(|c| !*c && !fast).collect();

@@ -16,8 +16,8 @@ use arrow::array::{
 use arrow::datatypes::{Float32Type, Int64Type, UInt64Type};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use memwal_core::{
-    AddMode, CreateMode, CreateOptions, Data, MergeInsertParams, NativeDatabase, NativeTable,
-    QueryRequest, VectorQuery,
+    AddMode, CreateMode, CreateOptions, Data, IndexRequest, IndexType, MergeInsertParams,
+    NativeDatabase, NativeTable, QueryRequest, VectorQuery,
 };
 use memwal_server::memwal::PersistMode;
 use memwal_server::state::AppState;
@@ -103,16 +103,20 @@ fn rows_of(batches: &[RecordBatch]) -> Vec<Seen> {
 /// depends on row ids (which differ between the two sides), so postfilters
 /// run with a k that covers the table; a small k runs as a prefilter, whose
 /// distances are the same whichever tied rows are picked.
-const SEARCHES: [([f32; 2], usize, Option<&str>, bool); 4] = [
+const SEARCHES: [([f32; 2], usize, Option<&str>, bool); 5] = [
     ([50.0, 3.0], 1000, None, true),
     ([10.0, 0.0], 1000, Some("v > 20"), true),
     ([0.0, 6.0], 1000, Some("name = 'a'"), false),
     ([30.0, 2.0], 3, Some("name <> 'b'"), true),
+    // Small k: goes through the IVF_FLAT index when there is one (every
+    // partition probed, so exact; see `search`).
+    ([70.0, 1.0], 1, None, true),
 ];
 
 fn search(q: [f32; 2], k: usize, filter: Option<&str>, prefilter: bool) -> QueryRequest {
     let mut n = VectorQuery::new(q.to_vec());
     n.prefilter = prefilter;
+    n.tuning.nprobes = Some(INDEX_PARTITIONS);
     QueryRequest {
         filter: filter.map(str::to_string),
         limit: Some(k),
@@ -133,8 +137,21 @@ fn distances(batches: &[RecordBatch]) -> Vec<f32> {
         .collect()
 }
 
+/// Partitions of the IVF_FLAT index the `Index` step builds.
+const INDEX_PARTITIONS: u32 = 2;
+
+fn index_request() -> IndexRequest {
+    IndexRequest {
+        index_type: Some(IndexType::IvfFlat),
+        num_partitions: Some(INDEX_PARTITIONS),
+        ..IndexRequest::new("e")
+    }
+}
+
 #[derive(Debug, Clone)]
 enum Step {
+    Index,
+    Optimize,
     Upsert(Vec<String>, Vec<Row>),
     Merge(Vec<String>, Vec<Row>),
     Add(Vec<Row>),
@@ -188,6 +205,8 @@ fn step() -> impl Strategy<Value = Step> {
         1 => Just(Step::Restart),
         1 => Just(Step::Crash),
         2 => (0i64..100).prop_map(Step::CountWhere),
+        1 => Just(Step::Index),
+        1 => Just(Step::Optimize),
     ]
 }
 
@@ -271,6 +290,22 @@ impl Harness {
             }
         };
         match step {
+            Step::Index => {
+                let s = self.rt.block_on(served.build_index(index_request()));
+                let n = native.create_index_sync(&index_request());
+                same(
+                    "index built",
+                    format!("{:?}", s.map_err(|_| "error")),
+                    format!("{:?}", n.map_err(|_| "error")),
+                )?;
+            }
+            Step::Optimize => {
+                self.rt
+                    .block_on(served.compact())
+                    .map_err(|e| e.to_string())?;
+                native.optimize_sync().map_err(|e| e.to_string())?;
+                native.optimize_indices_sync().map_err(|e| e.to_string())?;
+            }
             Step::Upsert(on, rows) | Step::Merge(on, rows) => {
                 let memwal = matches!(step, Step::Upsert(..));
                 let s = self
@@ -402,7 +437,13 @@ impl Harness {
                 .rt
                 .block_on(served.scan(req.clone()))
                 .map_err(|e| e.to_string())?;
-            let n = native.query_sync(&req).map_err(|e| e.to_string())?;
+            // The reference searches exactly (no index): the served side's
+            // index, probing every partition, must give the same answers.
+            let mut exact = req.clone();
+            if let Some(v) = exact.nearest.as_mut() {
+                v.tuning.bypass_vector_index = true;
+            }
+            let n = native.query_sync(&exact).map_err(|e| e.to_string())?;
             // Ties may pick different rows at the k-th place: the distances
             // in order must agree, and every row when k covers the table.
             let (sd, nd) = (distances(&s), distances(&n));
