@@ -1,6 +1,6 @@
 // One measurement in a fresh process (so peak RSS is its own):
 //   node worker.mjs <engine> <workload>
-// engine: memwal | lancedb | fsync | bw ; workload: A | B | C | D1 | D8 | Ddirect | Dlsm | fsync | E100k | E1m | F | bw
+// engine: memwal | lancedb | fsync | bw ; workload: A | B | C | D1 | D8 | Ddirect | Dlsm | fsync | E100k | E1m | F | G100k | G1m | H | bw
 // Prints one JSON line. Data generation and IPC encoding are outside the timed part.
 import * as fs from "node:fs";
 import { createRequire } from "node:module";
@@ -203,6 +203,163 @@ async function flatSearch(n) {
   return { rows: n, queries, ...out };
 }
 
+/** Query settings G tries: [nprobes, refineFactor]. */
+const G_SETTINGS = [
+  [5, 0],
+  [20, 0],
+  [10, 5],
+  [20, 10],
+  [20, 20],
+  [40, 20],
+  [40, 50],
+  [100, 50],
+  [100, 200],
+];
+
+/**
+ * G: an IVF_PQ index over n 128-d float32 vectors (uniform random, and the clustered mixture), the same
+ * parameters on both engines (sqrt(n) partitions, 16 sub-vectors, 8 bits): build time and peak RSS, then
+ * for each query setting recall@10 against the exact answer over QN queries, p50/p99 and q/s. The exact
+ * answers come from memwal's flat search (tested against brute-force oracles) for both engines.
+ */
+async function indexed(n) {
+  const QN = Number(process.env.G_QUERIES ?? 1000);
+  const P = Math.round(Math.sqrt(n));
+  const M = 16;
+  const m = require("../dist/lib/index.js");
+  const truthDb = await m.connect("memory://");
+  const out = { rows: n, partitions: P, sub_vectors: M, queries: QN };
+  for (const clustered of [false, true]) {
+    const name = clustered ? "clustered" : "random";
+    const { table, floats } = vectorRows(n, clustered);
+    const tbl = await vectorTable(name, table);
+    const truthTbl = await truthDb.createTable(name, tableToIPC(table, "stream"));
+    const gauss = () => Math.sqrt(-2 * Math.log(rnd() + 1e-12)) * Math.cos(2 * Math.PI * rnd());
+    const qs = Array.from({ length: QN }, () => {
+      if (!clustered) return Array.from({ length: DIM }, () => rnd());
+      const r = Math.floor(rnd() * n);
+      return Array.from(floats.subarray(r * DIM, (r + 1) * DIM), (x) => x + 0.05 * gauss());
+    });
+    const truth = [];
+    for (const q of qs) truth.push(new Set((await truthTbl.search(q).bypassVectorIndex().limit(10).toArray()).map((r) => Number(r.id))));
+    const Index = engine === "memwal" ? m.Index : require("@lancedb/lancedb").Index;
+    const t0 = now();
+    await tbl.createIndex("vec", { config: Index.ivfPq({ numPartitions: P, numSubVectors: M, numBits: 8 }) });
+    const build_s = (now() - t0) / 1000;
+    const rss_after_build_mb = process.resourceUsage().maxRSS / 1024;
+    const settings = [];
+    for (const [nprobes, refine] of G_SETTINGS) {
+      const run = (q) => {
+        let b = tbl.search(q).limit(10).nprobes(nprobes);
+        if (refine) b = b.refineFactor(refine);
+        return b.toArray();
+      };
+      await run(qs[0]);
+      const lat = [];
+      let hit = 0;
+      for (let i = 0; i < QN; i++) {
+        const s = now();
+        const got = await run(qs[i]);
+        lat.push(now() - s);
+        for (const r of got) if (truth[i].has(Number(r.id))) hit++;
+      }
+      settings.push({
+        nprobes,
+        refine,
+        recall: hit / (10 * QN),
+        p50_ms: pct(lat, 0.5),
+        p99_ms: pct(lat, 0.99),
+        qps: 1000 / (lat.reduce((a, b) => a + b, 0) / lat.length),
+      });
+    }
+    const best = (floor) => settings.filter((x) => x.recall >= floor).sort((a, b) => b.qps - a.qps)[0] ?? null;
+    out[name] = { build_s, rss_after_build_mb, at90: best(0.9), at95: best(0.95), settings };
+  }
+  return out;
+}
+
+/**
+ * H: a 100k-row table with an IVF_PQ index taking 200-row upserts (100 new rows, 100 rows with new vectors)
+ * while queries run: after each acknowledged upsert, 4 queries (the vector of a new row, of an updated row, and
+ * two near the data) ranked through the index (nprobes 20, refineFactor 10), each compared with the exact answer
+ * over everything acknowledged so far (the same table searched with bypassVectorIndex). memwal: a served table
+ * written on the memWal path; the peer: a local table, standard merge (and its fastSearch, which skips
+ * unindexed rows).
+ */
+async function streaming() {
+  const n = 100_000;
+  const P = Math.round(Math.sqrt(n));
+  const { table, floats } = vectorRows(n, true);
+  let tbl, server, write, Index;
+  if (engine === "memwal") {
+    const m = require("../dist/lib/index.js");
+    Index = m.Index;
+    server = await m.serve({ dataDir: path.join(dir, "server"), apiKey: "k" });
+    const db = await m.connect("db://bench", { apiKey: "k", hostOverride: server.url });
+    tbl = await db.createTable("t", input(table));
+    write = (d) => tbl.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().memWal().execute(input(d));
+  } else {
+    const lancedb = require("@lancedb/lancedb");
+    Index = lancedb.Index;
+    const db = await lancedb.connect(path.join(dir, "db"));
+    tbl = await db.createTable("t", table);
+    write = (d) => tbl.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(d);
+  }
+  await tbl.createIndex("vec", { config: Index.ivfPq({ numPartitions: P, numSubVectors: 16, numBits: 8 }) });
+  const rounds = Number(process.env.H_ROUNDS ?? 50);
+  const recall = { all: [], fresh_top1: 0, updated_top1: 0, fast_all: [], fast_fresh_top1: 0 };
+  const lat = [];
+  const ids = (rs) => rs.map((r) => Number(r.id));
+  for (let r = 0; r < rounds; r++) {
+    const newIds = range(2_000_000 + r * 100, 2_000_000 + (r + 1) * 100);
+    const oldIds = Array.from({ length: 100 }, () => Math.floor(rnd() * n));
+    const { table: fresh, floats: ff } = vectorRows(100, true, 2_000_000 + r * 100);
+    const { floats: uf } = vectorRows(100, true);
+    // Same columns as the base (id, cat, vec): rebuild the updated rows with their new vectors.
+    const fsl = new FixedSizeList(DIM, new Field("item", new Float32(), true));
+    const updTable = new Table({
+      id: makeVector(BigInt64Array.from(oldIds, (x) => BigInt(x))),
+      cat: makeVector(Int32Array.from(oldIds, (x) => x % 10)),
+      vec: makeVector(makeData({ type: fsl, length: 100, nullCount: 0, child: makeData({ type: new Float32(), length: 100 * DIM, data: uf }) })),
+    });
+    const batch = tableFromIPC(tableToIPC(new Table([...fresh.batches, ...tableFromIPC(tableToIPC(updTable, "stream")).batches]), "stream"));
+    await write(batch);
+    const near = Math.floor(rnd() * n);
+    const qs = [
+      [Array.from(ff.subarray(0, DIM)), newIds[0]],
+      [Array.from(uf.subarray(0, DIM)), oldIds[0]],
+      [Array.from(floats.subarray(DIM * near, DIM * near + DIM), (x) => x + 0.01), -1],
+      [Array.from({ length: DIM }, () => rnd()), -1],
+    ];
+    for (const [q, want] of qs) {
+      const s = now();
+      const got = await tbl.search(q).nprobes(20).refineFactor(10).limit(10).toArray();
+      lat.push(now() - s);
+      const exact = new Set(ids(await tbl.search(q).bypassVectorIndex().limit(10).toArray()));
+      recall.all.push(ids(got).filter((i) => exact.has(i)).length / 10);
+      if (want >= 2_000_000 && ids(got)[0] === want) recall.fresh_top1++;
+      if (want >= 0 && want < n && ids(got)[0] === want) recall.updated_top1++;
+      if (engine !== "memwal") {
+        const fast = await tbl.search(q).nprobes(20).refineFactor(10).fastSearch().limit(10).toArray();
+        recall.fast_all.push(ids(fast).filter((i) => exact.has(i)).length / 10);
+        if (want >= 2_000_000 && ids(fast)[0] === want) recall.fast_fresh_top1++;
+      }
+    }
+  }
+  if (server) await server.close();
+  const mean = (a) => (a.length ? a.reduce((x, y) => x + y, 0) / a.length : null);
+  return {
+    rounds,
+    recall_at10: mean(recall.all),
+    fresh_row_top1: recall.fresh_top1 / rounds,
+    updated_row_top1: recall.updated_top1 / rounds,
+    fast_search_recall_at10: mean(recall.fast_all),
+    fast_search_fresh_row_top1: engine === "memwal" ? null : recall.fast_fresh_top1 / rounds,
+    p50_ms: pct(lat, 0.5),
+    p99_ms: pct(lat, 0.99),
+  };
+}
+
 /** The machine's memory bandwidth: memcpy of 512 MiB (bytes read + written per second), best of 5. */
 function bandwidth() {
   const size = 512 * 2 ** 20;
@@ -374,6 +531,10 @@ async function main() {
     };
   } else if (workload === "E100k" || workload === "E1m") {
     result = await flatSearch(workload === "E100k" ? 100_000 : 1_000_000);
+  } else if (workload === "G100k" || workload === "G1m") {
+    result = await indexed(workload === "G100k" ? 100_000 : 1_000_000);
+  } else if (workload === "H") {
+    result = await streaming();
   } else if (workload === "F") {
     result = await freshness();
   } else if (workload === "bw") {

@@ -45,7 +45,7 @@ pub struct IvfIndex {
     pub dim: usize,
     /// Centroids, `dim` floats each.
     pub centroids: Vec<f32>,
-    centroids_t: Vec<f32>,
+    centroids_packed: Vec<f32>,
     /// Partition `p` holds rows `offsets[p]..offsets[p + 1]`.
     pub offsets: Vec<usize>,
     /// Row ids, partition by partition.
@@ -132,8 +132,8 @@ pub fn build(v: &Vectors, dim: usize, p: &IvfParams) -> Result<IvfIndex> {
         &kmeans::sample(n, nlist.saturating_mul(p.sample_rate.max(1)), &mut rng),
     );
     let centroids = kmeans::train(&train, dim, nlist, p.max_iterations, rng.next_u64())?;
-    let centroids_t = kernels::transpose(&centroids, dim);
-    let (parts, _) = kmeans::assign(isa, &v.data, dim, &centroids_t, nlist)?;
+    let centroids_packed = kernels::pack(&centroids, dim);
+    let (parts, _) = kmeans::assign(isa, &v.data, dim, &centroids_packed, nlist)?;
     let payload = match p.pq {
         None => Payload::Flat(Vec::new()),
         Some((m, bits)) => {
@@ -154,7 +154,7 @@ pub fn build(v: &Vectors, dim: usize, p: &IvfParams) -> Result<IvfIndex> {
         distance: p.distance,
         dim,
         centroids,
-        centroids_t,
+        centroids_packed,
         offsets: vec![0; nlist + 1],
         row_ids: Vec::new(),
         payload,
@@ -225,12 +225,12 @@ impl IvfIndex {
             }
             Payload::Flat(_) => {}
         }
-        let centroids_t = kernels::transpose(&centroids, dim);
+        let centroids_packed = kernels::pack(&centroids, dim);
         Ok(Self {
             distance,
             dim,
             centroids,
-            centroids_t,
+            centroids_packed,
             offsets,
             row_ids,
             payload,
@@ -257,7 +257,7 @@ impl IvfIndex {
         let parts = if parts.len() == add.row_ids.len() {
             parts.to_vec()
         } else {
-            kmeans::assign(isa, &add.data, dim, &self.centroids_t, nlist)?.0
+            kmeans::assign(isa, &add.data, dim, &self.centroids_packed, nlist)?.0
         };
         let new_payload = self.encode(isa, &add.data, &parts)?;
         let width = self.row_width();
@@ -309,7 +309,7 @@ impl IvfIndex {
             distance: self.distance,
             dim: self.dim,
             centroids: self.centroids.clone(),
-            centroids_t: self.centroids_t.clone(),
+            centroids_packed: self.centroids_packed.clone(),
             offsets: Vec::new(),
             row_ids: Vec::new(),
             payload: Payload::Flat(Vec::new()),
@@ -358,7 +358,7 @@ impl IvfIndex {
                 kernels::dot(isa, q, &self.centroids, &mut score);
                 score.iter_mut().for_each(|s| *s = -*s);
             }
-            _ => kernels::l2_transposed(isa, q, &self.centroids_t, &mut score),
+            _ => kernels::l2_packed(isa, q, &self.centroids_packed, &mut score),
         }
         let mut order: Vec<usize> = (0..nlist).collect();
         order.sort_by(|a, b| score[*a].total_cmp(&score[*b]));

@@ -81,18 +81,16 @@ pub fn par_ranges<T: Send>(
     })
 }
 
-/// The nearest of `k` centroids (`ct`: transposed, see
-/// [`kernels::transpose`]) for each row of `data`, with the total squared
+/// The nearest of `k` centroids (`ct`: packed, see
+/// [`kernels::pack`]) for each row of `data`, with the total squared
 /// distance.
 pub fn assign(isa: Isa, data: &[f32], dim: usize, ct: &[f32], k: usize) -> Result<(Vec<u32>, f64)> {
     let n = data.len() / dim;
     let parts = par_ranges(n, |range| {
-        let mut out = vec![0f32; k];
         let mut ids = Vec::with_capacity(range.len());
         let mut loss = 0f64;
         for r in range {
-            kernels::l2_transposed(isa, &data[r * dim..(r + 1) * dim], ct, &mut out);
-            let (best, d) = argmin(&out);
+            let (best, d) = kernels::nearest_packed(isa, &data[r * dim..(r + 1) * dim], ct, k);
             ids.push(best as u32);
             loss += f64::from(d);
         }
@@ -105,17 +103,6 @@ pub fn assign(isa: Isa, data: &[f32], dim: usize, ct: &[f32], k: usize) -> Resul
         loss += l;
     }
     Ok((ids, loss))
-}
-
-/// Position and value of the smallest element (NaN never wins).
-pub fn argmin(v: &[f32]) -> (usize, f32) {
-    let mut best = (0, f32::INFINITY);
-    for (i, d) in v.iter().enumerate() {
-        if *d < best.1 {
-            best = (i, *d);
-        }
-    }
-    best
 }
 
 /// Trains `k` centroids over `data` (rows of `dim`): random distinct rows
@@ -143,7 +130,7 @@ pub fn train(
     }
     let mut last = f64::INFINITY;
     for _ in 0..max_iterations.max(1) {
-        let (ids, loss) = assign(isa, data, dim, &kernels::transpose(&centroids, dim), k)?;
+        let (ids, loss) = assign(isa, data, dim, &kernels::pack(&centroids, dim), k)?;
         centroids = means(data, dim, k, &ids, &mut rng);
         if last.is_finite() && (last - loss).abs() <= 1e-4 * last.max(f64::MIN_POSITIVE) {
             break;

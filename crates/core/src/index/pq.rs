@@ -18,8 +18,8 @@ pub struct Pq {
     pub dsub: usize,
     /// Sub-centroids: `m` blocks of `2^bits` rows of `dsub`.
     pub codebook: Vec<f32>,
-    /// Each block of `codebook` transposed (for assignment).
-    transposed: Vec<f32>,
+    /// Each block of `codebook` packed (see [`kernels::pack`]).
+    packed: Vec<f32>,
 }
 
 impl Pq {
@@ -40,16 +40,16 @@ impl Pq {
                 codebook.len()
             )));
         }
-        let transposed = codebook
+        let packed = codebook
             .chunks_exact(k * dsub)
-            .flat_map(|b| kernels::transpose(b, dsub))
+            .flat_map(|b| kernels::pack(b, dsub))
             .collect();
         Ok(Self {
             m,
             bits,
             dsub,
             codebook,
-            transposed,
+            packed,
         })
     }
 
@@ -90,14 +90,12 @@ impl Pq {
         let n = rows.len() / dim;
         let k = self.k();
         let parts = par_ranges(n, |range| {
-            let mut out = vec![0f32; k];
             let mut codes = Vec::with_capacity(range.len() * self.m);
             for r in range {
                 for s in 0..self.m {
                     let x = &rows[r * dim + s * self.dsub..r * dim + (s + 1) * self.dsub];
-                    let ct = &self.transposed[s * k * self.dsub..(s + 1) * k * self.dsub];
-                    kernels::l2_transposed(isa, x, ct, &mut out);
-                    codes.push(kmeans::argmin(&out).0 as u8);
+                    let ct = &self.packed[s * k * self.dsub..(s + 1) * k * self.dsub];
+                    codes.push(kernels::nearest_packed(isa, x, ct, k).0 as u8);
                 }
             }
             codes
@@ -111,8 +109,8 @@ impl Pq {
         let k = self.k();
         let mut t = vec![0f32; self.m * k];
         for s in 0..self.m {
-            let ct = &self.transposed[s * k * self.dsub..(s + 1) * k * self.dsub];
-            kernels::l2_transposed(
+            let ct = &self.packed[s * k * self.dsub..(s + 1) * k * self.dsub];
+            kernels::l2_packed(
                 isa,
                 &x[s * self.dsub..(s + 1) * self.dsub],
                 ct,

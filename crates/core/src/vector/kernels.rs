@@ -11,6 +11,9 @@
 /// Lanes of partial sums per kernel.
 pub(crate) const LANES: usize = 16;
 
+/// Centroids per block of a packed matrix (see [`pack`]).
+pub const PACK: usize = 16;
+
 macro_rules! kernel {
     ($(#[$doc:meta])* $name:ident, $step:expr) => {
         $(#[$doc])*
@@ -39,21 +42,61 @@ macro_rules! kernel {
 
 /// The kernels with a given multiply-add: squared L2 distance and dot
 /// product of every row of `rows` (`q.len()` floats each) with `q`, and
-/// squared L2 distance of `x` to every column of a transposed matrix.
+/// squared L2 distance of `x` to every centroid of a packed matrix.
 macro_rules! kernels {
-    ($l2:ident, $dot:ident, $l2t:ident, $madd:expr) => {
-        /// Squared L2 distance of `x` to each of `out.len()` centroids
-        /// stored transposed in `ct` (element `j` of centroid `c` at
-        /// `j * out.len() + c`): the loop runs across centroids, so it is
-        /// SIMD even for a short `x` (a product-quantiser sub-vector).
+    ($l2:ident, $dot:ident, $l2t:ident, $near:ident, $madd:expr) => {
+        /// The nearest of the first `k` centroids packed by [`pack`] to
+        /// `x`, and its squared distance: [`l2_packed`] with the minimum
+        /// kept as blocks finish (a block is searched only when one of its
+        /// lanes beats the best so far). NaN never wins.
         #[inline(always)]
-        fn $l2t(x: &[f32], ct: &[f32], out: &mut [f32]) {
-            let k = out.len();
-            out.fill(0.0);
-            for (xj, row) in x.iter().zip(ct.chunks_exact(k)) {
-                for (o, c) in out.iter_mut().zip(row) {
-                    let d = xj - c;
-                    *o = $madd(d, d, *o);
+        fn $near(x: &[f32], packed: &[f32], k: usize) -> (usize, f32) {
+            const PACK: usize = $crate::vector::kernels::PACK;
+            let mut best = (0usize, f32::INFINITY);
+            for (b, block) in packed.chunks_exact(x.len() * PACK).enumerate() {
+                let mut acc = [0f32; PACK];
+                for (xj, col) in x.iter().zip(block.chunks_exact(PACK)) {
+                    for i in 0..PACK {
+                        let d = xj - col[i];
+                        acc[i] = $madd(d, d, acc[i]);
+                    }
+                }
+                let mut beats = false;
+                for a in acc {
+                    beats |= a < best.1;
+                }
+                if beats {
+                    let lanes = k.saturating_sub(b * PACK).min(PACK);
+                    for (i, a) in acc.iter().enumerate().take(lanes) {
+                        if *a < best.1 {
+                            best = (b * PACK + i, *a);
+                        }
+                    }
+                }
+            }
+            best
+        }
+
+        /// Squared L2 distance of `x` to each of `out.len()` centroids
+        /// packed by [`pack`]: each block of [`PACK`] centroids is
+        /// compared with `x` in registers (the loop over the block is
+        /// SIMD, even for a short `x` such as a product-quantiser
+        /// sub-vector), with no store until the block is done.
+        #[inline(always)]
+        fn $l2t(x: &[f32], packed: &[f32], out: &mut [f32]) {
+            const PACK: usize = $crate::vector::kernels::PACK;
+            for (block, o) in packed.chunks_exact(x.len() * PACK).zip(out.chunks_mut(PACK)) {
+                let mut acc = [0f32; PACK];
+                for (xj, col) in x.iter().zip(block.chunks_exact(PACK)) {
+                    for i in 0..PACK {
+                        let d = xj - col[i];
+                        acc[i] = $madd(d, d, acc[i]);
+                    }
+                }
+                if let Ok(full) = <&mut [f32; PACK]>::try_from(&mut *o) {
+                    *full = acc;
+                } else {
+                    o.iter_mut().zip(acc).for_each(|(o, a)| *o = a);
                 }
             }
         }
@@ -77,16 +120,22 @@ fn plain_madd(a: f32, b: f32, c: f32) -> f32 {
     a * b + c
 }
 
-kernels!(l2_plain, dot_plain, l2t_plain, plain_madd);
+kernels!(l2_plain, dot_plain, l2t_plain, near_plain, plain_madd);
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    kernels!(l2_inner, dot_inner, l2t_inner, f32::mul_add);
+    kernels!(l2_inner, dot_inner, l2t_inner, near_inner, f32::mul_add);
+
+    /// [`super::near_plain`] compiled for AVX2 + FMA.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn near(x: &[f32], packed: &[f32], k: usize) -> (usize, f32) {
+        near_inner(x, packed, k)
+    }
 
     /// [`super::l2t_plain`] compiled for AVX2 + FMA.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) fn l2t(x: &[f32], ct: &[f32], out: &mut [f32]) {
-        l2t_inner(x, ct, out)
+    pub(super) fn l2t(x: &[f32], packed: &[f32], out: &mut [f32]) {
+        l2t_inner(x, packed, out)
     }
 
     /// [`super::l2_plain`] compiled for AVX2 + FMA.
@@ -154,25 +203,41 @@ pub fn dot(isa: Isa, q: &[f32], rows: &[f32], out: &mut [f32]) {
     }
 }
 
-/// Squared L2 distances of `x` to `out.len()` centroids stored transposed
-/// in `ct` (`x.len()` rows of `out.len()` floats); see [`transpose`].
-pub fn l2_transposed(isa: Isa, x: &[f32], ct: &[f32], out: &mut [f32]) {
+/// Squared L2 distances of `x` to `out.len()` centroids packed by
+/// [`pack`] (`packed` must hold `ceil(out.len() / PACK)` blocks).
+pub fn l2_packed(isa: Isa, x: &[f32], packed: &[f32], out: &mut [f32]) {
     match isa {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as in `l2_sq`.
         #[allow(unsafe_code)]
-        Isa::Avx2Fma => unsafe { avx2::l2t(x, ct, out) },
-        _ => l2t_plain(x, ct, out),
+        Isa::Avx2Fma => unsafe { avx2::l2t(x, packed, out) },
+        _ => l2t_plain(x, packed, out),
     }
 }
 
-/// `rows` (`n` rows of `dim` floats) transposed: `dim` rows of `n`.
-pub fn transpose(rows: &[f32], dim: usize) -> Vec<f32> {
+/// The nearest of `k` centroids packed by [`pack`] to `x`, with its
+/// squared L2 distance (`(0, inf)` if every distance is NaN).
+pub fn nearest_packed(isa: Isa, x: &[f32], packed: &[f32], k: usize) -> (usize, f32) {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as in `l2_sq`.
+        #[allow(unsafe_code)]
+        Isa::Avx2Fma => unsafe { avx2::near(x, packed, k) },
+        _ => near_plain(x, packed, k),
+    }
+}
+
+/// `rows` (`n` rows of `dim` floats) packed for [`l2_packed`]: blocks of
+/// [`PACK`] rows, each block `dim` groups of its rows' element `j` (the
+/// last block padded with zeros).
+pub fn pack(rows: &[f32], dim: usize) -> Vec<f32> {
     let n = rows.len() / dim.max(1);
-    let mut out = vec![0f32; n * dim];
+    let blocks = n.div_ceil(PACK);
+    let mut out = vec![0f32; blocks * PACK * dim];
     for (c, row) in rows.chunks_exact(dim).enumerate() {
+        let (b, i) = (c / PACK, c % PACK);
         for (j, v) in row.iter().enumerate() {
-            out[j * n + c] = *v;
+            out[b * PACK * dim + j * PACK + i] = *v;
         }
     }
     out
@@ -209,7 +274,16 @@ mod tests {
                 l2_sq(isa, &q, &rows, &mut l);
                 dot(isa, &q, &rows, &mut d);
                 let mut t = vec![0f32; 5];
-                l2_transposed(isa, &q, &transpose(&rows, dim), &mut t);
+                let packed = pack(&rows, dim);
+                l2_packed(isa, &q, &packed, &mut t);
+                let (bi, bd) = nearest_packed(isa, &q, &packed, 5);
+                assert_eq!(
+                    (bi, bd),
+                    (
+                        t.iter().position(|x| *x == bd).expect("min"),
+                        t.iter().copied().fold(f32::INFINITY, f32::min)
+                    )
+                );
                 for (i, row) in rows.chunks(dim).enumerate() {
                     let (el, ed) = (naive_l2(&q, row), naive_dot(&q, row));
                     assert!(
