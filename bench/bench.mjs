@@ -26,6 +26,12 @@ const runs = [
   ["memwal", "F"],
   ["lancedb", "F"],
   ["lancedb-lsm", "F"],
+  ["memwal", "G100k"],
+  ["lancedb", "G100k"],
+  ["memwal", "G1m"],
+  ["lancedb", "G1m"],
+  ["memwal", "H"],
+  ["lancedb", "H"],
 ];
 const only = process.argv[2];
 // D8proc runs the memwal-server binary: build it (incremental) where cargo puts it.
@@ -83,6 +89,41 @@ const fr = (k) =>
   `${results[k]?.next_query_found ?? "n/a"}/${results[k]?.rounds ?? "n/a"} next query, lag p50 ${f2(g(k, "p50_ms"))} ms, p99 ${f2(g(k, "p99_ms"))} ms${results[k]?.never_found_in_10s ? `, ${results[k].never_found_in_10s} never (10 s)` : ""}${results[k]?.error ? ` ERROR ${results[k].error.slice(0, 80)}` : ""}`;
 eRows.push(["F: 200 new vectors upserted, found by a search: memwal MemWAL | peer standard", fr("memwal:F"), fr("lancedb:F"), ""]);
 eRows.push(["F: peer LSM path (useLsm)", "", fr("lancedb-lsm:F"), ""]);
+// G: IVF_PQ, same parameters; the best q/s among the settings reaching each recall floor.
+const gs = (k, data, floor) => results[k]?.[data]?.[floor];
+const gCell = (x) => (x ? `${f1(x.qps)} q/s (p50 ${f2(x.p50_ms)} / p99 ${f2(x.p99_ms)} ms; nprobes ${x.nprobes}, refine ${x.refine || "-"}; recall ${f2(x.recall)})` : "not reached");
+for (const [wl, n] of [
+  ["G100k", "100k"],
+  ["G1m", "1M"],
+]) {
+  for (const data of ["random", "clustered"]) {
+    const m = `memwal:${wl}`,
+      p = `lancedb:${wl}`;
+    const bm = results[m]?.[data]?.build_s,
+      bp = results[p]?.[data]?.build_s;
+    eRows.push([
+      `G: IVF_PQ build, ${n} x 128-d ${data} (${results[m]?.partitions ?? "?"} partitions, 16 sub-vectors): s, peak RSS MB`,
+      `${f1(bm)} s, ${f1(results[m]?.[data]?.rss_after_build_mb)}`,
+      `${f1(bp)} s, ${f1(results[p]?.[data]?.rss_after_build_mb)}`,
+      `${f2(bp / bm)}x faster`,
+    ]);
+    for (const floor of ["at90", "at95"]) {
+      const a = gs(m, data, floor),
+        b = gs(p, data, floor);
+      eRows.push([
+        `G: ${n} ${data}, recall@10 >= ${floor === "at90" ? "0.90" : "0.95"}: best q/s`,
+        gCell(a),
+        gCell(b),
+        a && b ? `${f2(a.qps / b.qps)}x q/s` : "",
+      ]);
+    }
+  }
+}
+const hCell = (k) =>
+  results[k]
+    ? `recall@10 ${f2(g(k, "recall_at10"))}, new row first ${f2(g(k, "fresh_row_top1"))}, updated row first ${f2(g(k, "updated_row_top1"))}, p50 ${f2(g(k, "p50_ms"))} ms${results[k].fast_search_recall_at10 != null ? `; fastSearch recall ${f2(g(k, "fast_search_recall_at10"))}, new row first ${f2(g(k, "fast_search_fresh_row_top1"))}` : ""}${results[k].error ? ` ERROR ${results[k].error.slice(0, 80)}` : ""}`
+    : "n/a";
+eRows.push(["H: IVF_PQ 100k under 200-row upserts (nprobes 20, refine 10): memwal MemWAL | peer standard", hCell("memwal:H"), hCell("lancedb:H"), ""]);
 const rows = [
   [
     "A: 100k-row upsert into 100k rows, rows/s",
