@@ -123,18 +123,36 @@ describe.each(kinds)("indexes on a %s table", (kind, open) => {
     expect(ids(top)).toEqual([fresh[0].id]);
   });
 
+  test("HNSW over scalar-quantised vectors: built, listed, searched, fresh rows found", async () => {
+    await t.createIndex("vector", { config: Index.hnswSq({ m: 12, efConstruction: 64 }), name: "vh" });
+    const list = await t.listIndices();
+    expect(list.map((i) => [i.name, i.indexType])).toEqual([["vh", "IvfHnswSq"]]);
+    expect((await t.indexStats("vh"))?.numUnindexedRows).toBe(0);
+    for (const q of [data[11].vector, data[1500].vector.map((x) => x + 0.2)]) {
+      const got = await t.search(q).ef(400).refineFactor(5).limit(10).toArray();
+      dists(got).forEach((d, i) => {
+        expect(Math.abs(d - oracle(data, q, 10)[i])).toBeLessThan(1e-3);
+      });
+    }
+    const fresh = rows(3, 80_000, 5).map((r) => ({ ...r, vector: r.vector.map((x) => x - 0.05) }));
+    await t.add(fresh);
+    data = [...data, ...fresh];
+    expect(ids(await t.search(fresh[1].vector).limit(1).toArray())).toEqual([fresh[1].id]);
+  });
+
   test("bad configs are clear errors; unsupported types say so; drop", async () => {
-    await expect(t.createIndex("vector", { config: Index.hnswSq() })).rejects.toThrow(NotSupportedError);
-    await expect(t.createIndex("vector", { config: Index.hnswSq() })).rejects.toThrow("IVF_HNSW_SQ is not supported");
+    await expect(t.createIndex("vector", { config: Index.hnswPq() })).rejects.toThrow(NotSupportedError);
+    await expect(t.createIndex("vector", { config: Index.hnswPq() })).rejects.toThrow("IVF_HNSW_PQ is not supported");
     await expect(t.createIndex("id", { config: Index.btree() })).rejects.toThrow(NotSupportedError);
     await expect(t.createIndex("vector", { config: Index.ivfPq({ numSubVectors: 3 }) })).rejects.toThrow("must divide");
     await expect(t.createIndex("nope")).rejects.toThrow("no such column");
     await expect(t.createIndex("vector", { config: Index.ivfPq({ numPartitions: 8 }), replace: false })).rejects.toThrow(
-      "already has the index 'vector_idx'",
+      "already has the index 'vh'",
     );
     expect(() => Index.ivfPq({ numPartitions: -1 })).toThrow(InvalidInputError);
     expect(() => Index.ivfFlat({ numSubVectors: 4 } as never)).toThrow('unknown option "numSubVectors" for IVF_FLAT');
     await expect(t.createIndex("vector", { bogus: 1 } as never)).rejects.toThrow(InvalidInputError);
+    expect(() => Index.hnswSq({ m: 1.5 })).toThrow(InvalidInputError);
     // Replace with IVF_FLAT under another name: one index on the column.
     await t.createIndex("vector", { config: Index.ivfFlat({ numPartitions: 4, distanceType: "cosine" }), name: "vflat" });
     expect((await t.listIndices()).map((i) => [i.name, i.indexType])).toEqual([["vflat", "IvfFlat"]]);

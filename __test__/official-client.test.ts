@@ -115,8 +115,9 @@ describe("the official @lancedb/lancedb client against memwal-server", () => {
           (e: Error) => e.message,
         ),
       );
-    expect(await failure(t.createIndex("vector", { config: lancedb.Index.hnswSq() }))).toMatch(
-      /IVF_HNSW_SQ is not supported by memwal yet/,
+    // (hnswPq never reaches a server: the official client refuses it on remote tables itself.)
+    expect(await failure(t.createIndex("id", { config: lancedb.Index.bitmap() }))).toMatch(
+      /index type BITMAP is not supported by memwal yet/,
     );
     expect(await failure(t.createIndex("id"))).toMatch(/index type BTREE is not supported by memwal yet/);
     await db.dropTable("ix");

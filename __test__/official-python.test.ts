@@ -71,7 +71,9 @@ describe("Python lancedb 0.40 against memwal-server", () => {
     same(got.index_search, key(await ours.search(q).limit(8).toArray()));
     expect(got.indices_after_replace).toEqual([["vf", "IvfFlat"]]);
     same(got.index_search_cosine, key(await ours.search(q).distanceType("cosine").limit(8).toArray()));
-    expect(got.index_refused[0]).toMatch(/IVF_HNSW_SQ is not supported by memwal yet/);
+    expect(got.index_hnsw).toEqual([["vh", "IvfHnswSq"]]);
+    same(got.index_search_hnsw, key(await ours.search(q).limit(8).toArray()));
+    expect(got.index_refused[0]).toMatch(/BITMAP is not supported by memwal yet/);
     expect(got.index_refused[1]).toMatch(/BTREE is not supported by memwal yet/);
     expect(got.indices_after_drop).toEqual([]);
     // list_tables(): the namespace listing route, paged.

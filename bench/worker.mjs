@@ -216,6 +216,35 @@ const G_SETTINGS = [
   [100, 200],
 ];
 
+/** HNSW settings G tries: [nprobes, ef, refineFactor]. */
+const G_HNSW_SETTINGS = [
+  [5, 32, 0],
+  [10, 64, 0],
+  [20, 64, 0],
+  [40, 128, 0],
+  [10, 64, 5],
+  [20, 128, 5],
+];
+
+/** Recall@10, p50/p99 and q/s of `run` over the queries. */
+async function measure(run, qs, truth) {
+  await run(qs[0]);
+  const lat = [];
+  let hit = 0;
+  for (let i = 0; i < qs.length; i++) {
+    const s = now();
+    const got = await run(qs[i]);
+    lat.push(now() - s);
+    for (const r of got) if (truth[i].has(Number(r.id))) hit++;
+  }
+  return {
+    recall: hit / (10 * qs.length),
+    p50_ms: pct(lat, 0.5),
+    p99_ms: pct(lat, 0.99),
+    qps: 1000 / (lat.reduce((a, b) => a + b, 0) / lat.length),
+  };
+}
+
 /**
  * G: an IVF_PQ index over n 128-d float32 vectors (uniform random, and the clustered mixture), the same
  * parameters on both engines (sqrt(n) partitions, 16 sub-vectors, 8 bits): build time and peak RSS, then
@@ -254,26 +283,35 @@ async function indexed(n) {
         if (refine) b = b.refineFactor(refine);
         return b.toArray();
       };
-      await run(qs[0]);
-      const lat = [];
-      let hit = 0;
-      for (let i = 0; i < QN; i++) {
-        const s = now();
-        const got = await run(qs[i]);
-        lat.push(now() - s);
-        for (const r of got) if (truth[i].has(Number(r.id))) hit++;
-      }
-      settings.push({
-        nprobes,
-        refine,
-        recall: hit / (10 * QN),
-        p50_ms: pct(lat, 0.5),
-        p99_ms: pct(lat, 0.99),
-        qps: 1000 / (lat.reduce((a, b) => a + b, 0) / lat.length),
-      });
+      settings.push({ nprobes, refine, ...(await measure(run, qs, truth)) });
     }
-    const best = (floor) => settings.filter((x) => x.recall >= floor).sort((a, b) => b.qps - a.qps)[0] ?? null;
-    out[name] = { build_s, rss_after_build_mb, at90: best(0.9), at95: best(0.95), settings };
+    const best = (list, floor) => list.filter((x) => x.recall >= floor).sort((a, b) => b.qps - a.qps)[0] ?? null;
+    // HNSW over scalar-quantised vectors, the same partitions, m 20, efConstruction 150 on both engines.
+    const h0 = now();
+    await tbl.createIndex("vec", { config: Index.hnswSq({ numPartitions: P, m: 20, efConstruction: 150 }), replace: true });
+    const hnsw_build_s = (now() - h0) / 1000;
+    const hnsw_rss_mb = process.resourceUsage().maxRSS / 1024;
+    const hnsw = [];
+    for (const [nprobes, ef, refine] of G_HNSW_SETTINGS) {
+      const run = (q) => {
+        let b = tbl.search(q).limit(10).nprobes(nprobes).ef(ef);
+        if (refine) b = b.refineFactor(refine);
+        return b.toArray();
+      };
+      hnsw.push({ nprobes, ef, refine, ...(await measure(run, qs, truth)) });
+    }
+    out[name] = {
+      build_s,
+      rss_after_build_mb,
+      at90: best(settings, 0.9),
+      at95: best(settings, 0.95),
+      settings,
+      hnsw_build_s,
+      hnsw_rss_mb,
+      hnsw_at90: best(hnsw, 0.9),
+      hnsw_at95: best(hnsw, 0.95),
+      hnsw,
+    };
   }
   return out;
 }
@@ -320,9 +358,13 @@ async function streaming() {
     const updTable = new Table({
       id: makeVector(BigInt64Array.from(oldIds, (x) => BigInt(x))),
       cat: makeVector(Int32Array.from(oldIds, (x) => x % 10)),
-      vec: makeVector(makeData({ type: fsl, length: 100, nullCount: 0, child: makeData({ type: new Float32(), length: 100 * DIM, data: uf }) })),
+      vec: makeVector(
+        makeData({ type: fsl, length: 100, nullCount: 0, child: makeData({ type: new Float32(), length: 100 * DIM, data: uf }) }),
+      ),
     });
-    const batch = tableFromIPC(tableToIPC(new Table([...fresh.batches, ...tableFromIPC(tableToIPC(updTable, "stream")).batches]), "stream"));
+    const batch = tableFromIPC(
+      tableToIPC(new Table([...fresh.batches, ...tableFromIPC(tableToIPC(updTable, "stream")).batches]), "stream"),
+    );
     await write(batch);
     const near = Math.floor(rnd() * n);
     const qs = [

@@ -56,9 +56,9 @@ def main():
     rest = db.list_tables(page_token=first.page_token, limit=10)
     out["list_tables"] = [list(db.list_tables().tables), list(first.tables), list(rest.tables), rest.page_token]
     db.drop_table("py2")
-    # Indexes: create (IVF_FLAT and IVF_PQ), list, stats, search through them, wait, drop.
+    # Indexes: create (IVF_PQ, IVF_FLAT, IVF_HNSW_SQ), list, stats, search through them, wait, drop.
     from datetime import timedelta
-    from lancedb.index import BTree, HnswSq, IvfFlat, IvfPq
+    from lancedb.index import Bitmap, BTree, HnswSq, IvfFlat, IvfPq
     tbl.create_index("vector", config=IvfPq(num_partitions=4, num_sub_vectors=3, num_bits=4))
     out["indices"] = [[i.name, str(i.index_type), list(i.columns)] for i in tbl.list_indices()]
     st = tbl.index_stats("vector_idx")
@@ -69,14 +69,17 @@ def main():
     out["index_search_cosine"] = rows_of(tbl.search(q).nprobes(4).limit(8).to_arrow())
     tbl.wait_for_index(["vf"], timeout=timedelta(seconds=30))
     refused = []
-    for column, cfg in [("vector", HnswSq()), ("id", BTree())]:
+    tbl.create_index("vector", config=HnswSq(m=8, ef_construction=64), name="vh")
+    out["index_hnsw"] = [[i.name, str(i.index_type)] for i in tbl.list_indices()]
+    out["index_search_hnsw"] = rows_of(tbl.search(q).ef(200).limit(8).to_arrow())
+    for column, cfg in [("id", Bitmap()), ("id", BTree())]:
         try:
             tbl.create_index(column, config=cfg)
             refused.append(None)
         except Exception as e:  # the error must name what is not supported
             refused.append(str(e))
     out["index_refused"] = refused
-    tbl.drop_index("vf")
+    tbl.drop_index("vh")
     out["indices_after_drop"] = list(tbl.list_indices())
     db.drop_table("py")
     print(json.dumps(out))

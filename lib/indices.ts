@@ -1,6 +1,6 @@
 /**
  * Index configs with the names of @lancedb/lancedb 0.39 (`Index.ivfPq(...)`, `Index.ivfFlat(...)`, ...), the
- * options of `createIndex`, and what `listIndices` / `indexStats` report. memwal builds IVF_FLAT and IVF_PQ;
+ * options of `createIndex`, and what `listIndices` / `indexStats` report. memwal builds IVF_FLAT, IVF_PQ and IVF_HNSW_SQ;
  * the other configs exist so that ported code compiles, and `createIndex` with one of them is a
  * NotSupportedError naming the type.
  */
@@ -86,7 +86,7 @@ export class Index {
   static ivfFlat(options?: Partial<IvfFlatOptions>): Index {
     return new Index(config("IVF_FLAT", IVF, options));
   }
-  /** HNSW over scalar-quantised vectors (not built by memwal yet: createIndex says so). */
+  /** HNSW graphs over scalar-quantised vectors (one graph unless `numPartitions` asks for IVF partitions). */
   static hnswSq(options?: Partial<HnswOptions>): Index {
     return new Index(config("IVF_HNSW_SQ", [...IVF, "m", "efConstruction"], options));
   }

@@ -146,13 +146,23 @@ const irows = Array.from({ length: 300 }, (_, i) => ({ id: i, vector: [i % 7, i 
 const it = await step("index_table", () => db.createTable("it", irows));
 await step("create_index", () =>
   it.createIndex("vector", {
-    config: lancedb.Index.ivfPq({ numPartitions: 4, numSubVectors: 2, numBits: 8, distanceType: "cosine", maxIterations: 20, sampleRate: 64 }),
+    config: lancedb.Index.ivfPq({
+      numPartitions: 4,
+      numSubVectors: 2,
+      numBits: 8,
+      distanceType: "cosine",
+      maxIterations: 20,
+      sampleRate: 64,
+    }),
   }),
 );
 await step("create_index_flat", () => it.createIndex("vector", { config: lancedb.Index.ivfFlat({ numPartitions: 2 }), name: "vf" }));
 await step("list_indices", () => it.listIndices());
 await step("index_stats", () => it.indexStats("vf"));
 await step("drop_index", () => it.dropIndex("vf"));
+await step("create_index_hnsw", () =>
+  it.createIndex("vector", { config: lancedb.Index.hnswSq({ m: 8, efConstruction: 40, distanceType: "dot" }), name: "vh" }),
+);
 await step("merge_insert", () =>
   t
     .mergeInsert("id")

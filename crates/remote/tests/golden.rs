@@ -594,12 +594,24 @@ async fn index_routes_match_the_official_0_39_capture() {
     );
     set("drop_index");
     t.drop_index("vf").await.expect("drop");
+    set("create_index_hnsw");
+    t.create_index(IndexRequest {
+        index_type: Some(IndexType::IvfHnswSq),
+        distance_type: Some(DistanceType::Dot),
+        m: Some(8),
+        ef_construction: Some(40),
+        name: Some("vh".into()),
+        ..IndexRequest::new("vector")
+    })
+    .await
+    .expect("hnsw");
     let ops = [
         "create_index",
         "create_index_flat",
         "list_indices",
         "index_stats",
         "drop_index",
+        "create_index_hnsw",
     ];
     let diffs = against_capture(&proxy, &ops);
     assert!(diffs.is_empty(), "differences:\n{}", diffs.join("\n"));

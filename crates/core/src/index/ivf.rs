@@ -6,7 +6,8 @@
 //! first by the index's (approximate) distance; the caller re-ranks them
 //! exactly. Cosine indexes hold unit vectors (cosine is then L2 / 2).
 
-use super::kmeans::{self, Rng};
+use super::hnsw::{self, Graph, HnswParams, Sq};
+use super::kmeans::{self, par_ranges, Rng};
 use super::pq::Pq;
 use crate::error::{Error, Result};
 use crate::vector::kernels::{self, Isa};
@@ -15,6 +16,8 @@ use crate::vector::{AnnIndex, DistanceType, IndexTuning};
 
 /// Partitions probed when the query does not say (Lance's default).
 pub const DEFAULT_NPROBES: usize = 20;
+/// HNSW search width when the query does not say.
+pub const DEFAULT_EF: usize = 64;
 /// Iterations of k-means when the request does not say.
 pub const DEFAULT_MAX_ITERATIONS: usize = 50;
 /// Most k-means iterations a request may ask for.
@@ -33,6 +36,18 @@ pub enum Payload {
         pq: Pq,
         /// The codes.
         codes: Vec<u8>,
+    },
+    /// Scalar-quantised vectors (`dim` bytes per row) and one HNSW graph
+    /// per partition (IVF_HNSW_SQ).
+    Hnsw {
+        /// The quantiser.
+        sq: Sq,
+        /// The codes.
+        codes: Vec<u8>,
+        /// Partition `p`'s graph, over its rows in order.
+        graphs: Vec<Graph>,
+        /// How the graphs are built.
+        params: HnswParams,
     },
 }
 
@@ -69,6 +84,8 @@ pub struct IvfParams {
     pub max_iterations: usize,
     /// Product quantisation `(num_sub_vectors, num_bits)`; flat when `None`.
     pub pq: Option<(usize, u8)>,
+    /// HNSW graphs over scalar-quantised vectors (IVF_HNSW_SQ).
+    pub hnsw: Option<HnswParams>,
 }
 
 /// Rows to index: their ids and vectors (already in index space, see
@@ -134,9 +151,15 @@ pub fn build(v: &Vectors, dim: usize, p: &IvfParams) -> Result<IvfIndex> {
     let centroids = kmeans::train(&train, dim, nlist, p.max_iterations, rng.next_u64())?;
     let centroids_packed = kernels::pack(&centroids, dim);
     let (parts, _) = kmeans::assign(isa, &v.data, dim, &centroids_packed, nlist)?;
-    let payload = match p.pq {
-        None => Payload::Flat(Vec::new()),
-        Some((m, bits)) => {
+    let payload = match (p.pq, p.hnsw) {
+        (_, Some(params)) => Payload::Hnsw {
+            sq: Sq::train(&v.data, dim),
+            codes: Vec::new(),
+            graphs: Vec::new(),
+            params,
+        },
+        (None, None) => Payload::Flat(Vec::new()),
+        (Some((m, bits)), None) => {
             let sample =
                 kmeans::sample(n, p.sample_rate.max(1).saturating_mul(1 << bits), &mut rng);
             let mut res = gather(&v.data, dim, &sample);
@@ -223,6 +246,26 @@ impl IvfIndex {
                     return Err(format!("a code is out of range for {} bits", pq.bits));
                 }
             }
+            Payload::Hnsw {
+                codes, graphs, sq, ..
+            } => {
+                if sq.min.len() != dim || sq.step.len() != dim || codes.len() != row_ids.len() * dim
+                {
+                    return Err(format!(
+                        "{} code bytes for {} rows of dimension {dim}",
+                        codes.len(),
+                        row_ids.len()
+                    ));
+                }
+                if graphs.len() != nlist
+                    || graphs
+                        .iter()
+                        .enumerate()
+                        .any(|(p, g)| g.links.len() != offsets[p + 1] - offsets[p])
+                {
+                    return Err("the graphs do not match the partitions".into());
+                }
+            }
             Payload::Flat(_) => {}
         }
         let centroids_packed = kernels::pack(&centroids, dim);
@@ -281,7 +324,7 @@ impl IvfIndex {
                 row_ids.push(add.row_ids[r]);
                 match &new_payload {
                     Payload::Flat(v) => floats.extend_from_slice(&v[r * width..(r + 1) * width]),
-                    Payload::Pq { codes, .. } => {
+                    Payload::Pq { codes, .. } | Payload::Hnsw { codes, .. } => {
                         bytes.extend_from_slice(&codes[r * width..(r + 1) * width])
                     }
                 }
@@ -294,6 +337,15 @@ impl IvfIndex {
                 pq: pq.clone(),
                 codes: bytes,
             },
+            Payload::Hnsw { sq, params, .. } => {
+                let exact = self.graph_vectors(&by_part, add, &row_ids, keep);
+                Payload::Hnsw {
+                    graphs: build_graphs(isa, self.distance, dim, &offsets, &exact, *params)?,
+                    sq: sq.clone(),
+                    codes: bytes,
+                    params: *params,
+                }
+            }
         };
         Ok(IvfIndex {
             offsets,
@@ -316,19 +368,49 @@ impl IvfIndex {
         }
     }
 
-    /// Floats (flat) or bytes (PQ) per row.
+    /// Floats (flat) or bytes (PQ, SQ) per row.
     fn row_width(&self) -> usize {
         match &self.payload {
-            Payload::Flat(_) => self.dim,
+            Payload::Flat(_) | Payload::Hnsw { .. } => self.dim,
             Payload::Pq { pq, .. } => pq.m,
         }
+    }
+
+    /// The vectors to link graphs with, in the order `with_rows` lays rows
+    /// out: kept rows decoded from their codes, new rows as given.
+    fn graph_vectors(
+        &self,
+        by_part: &[Vec<usize>],
+        add: &Vectors,
+        row_ids: &[u64],
+        keep: &dyn Fn(u64) -> bool,
+    ) -> Vec<f32> {
+        let dim = self.dim;
+        let mut out = Vec::with_capacity(row_ids.len() * dim);
+        let mut buf = vec![0f32; dim];
+        for (p, new_rows) in by_part.iter().enumerate() {
+            if let Payload::Hnsw { sq, codes, .. } = &self.payload {
+                for r in self.offsets[p]..self.offsets[p + 1] {
+                    if keep(self.row_ids[r]) {
+                        sq.decode(&codes[r * dim..(r + 1) * dim], &mut buf);
+                        out.extend_from_slice(&buf);
+                    }
+                }
+            }
+            for &r in new_rows {
+                out.extend_from_slice(&add.data[r * dim..(r + 1) * dim]);
+            }
+        }
+        out
     }
 
     fn copy_row(&self, r: usize, floats: &mut Vec<f32>, bytes: &mut Vec<u8>) {
         let w = self.row_width();
         match &self.payload {
             Payload::Flat(v) => floats.extend_from_slice(&v[r * w..(r + 1) * w]),
-            Payload::Pq { codes, .. } => bytes.extend_from_slice(&codes[r * w..(r + 1) * w]),
+            Payload::Pq { codes, .. } | Payload::Hnsw { codes, .. } => {
+                bytes.extend_from_slice(&codes[r * w..(r + 1) * w])
+            }
         }
     }
 
@@ -344,6 +426,18 @@ impl IvfIndex {
                 Ok(Payload::Pq {
                     pq: pq.clone(),
                     codes: pq.encode(isa, &res)?,
+                })
+            }
+            Payload::Hnsw { sq, params, .. } => {
+                let mut codes = Vec::with_capacity(data.len());
+                for row in data.chunks_exact(self.dim) {
+                    sq.encode(row, &mut codes);
+                }
+                Ok(Payload::Hnsw {
+                    sq: sq.clone(),
+                    codes,
+                    graphs: Vec::new(),
+                    params: *params,
                 })
             }
         }
@@ -366,21 +460,60 @@ impl IvfIndex {
     }
 
     /// Ranks partition `p`'s rows that `keep` accepts into `top`.
+    #[allow(clippy::too_many_arguments)]
     fn scan(
         &self,
         isa: Isa,
         q: &[f32],
         p: usize,
+        ef: usize,
         keep: &dyn Fn(u64) -> bool,
         top: &mut TopK,
         scratch: &mut Vec<f32>,
+        sc: &mut hnsw::Scratch,
     ) {
         let rows = self.offsets[p]..self.offsets[p + 1];
         if rows.is_empty() {
             return;
         }
-        scratch.resize(rows.len(), 0.0);
+        scratch.resize(rows.len().max(self.dim), 0.0);
         match &self.payload {
+            Payload::Hnsw {
+                sq, codes, graphs, ..
+            } => {
+                let space = hnsw::Quantised::new(
+                    &codes[rows.start * self.dim..rows.end * self.dim],
+                    sq,
+                    q,
+                    self.distance == DistanceType::Dot,
+                    isa,
+                );
+                let (graph, len) = (&graphs[p], rows.len());
+                let mut ef = ef.max(top.cap()).min(len);
+                loop {
+                    let found = hnsw::search(graph, &space, q, ef, sc);
+                    let kept = found
+                        .iter()
+                        .filter(|n| keep(self.row_ids[rows.start + n.1 as usize]))
+                        .count();
+                    if kept >= top.cap().min(len) || ef >= len {
+                        for n in found {
+                            let id = self.row_ids[rows.start + n.1 as usize];
+                            if keep(id) {
+                                top.push(Hit {
+                                    dist: n.0,
+                                    row_id: id,
+                                    tier: 0,
+                                    row: 0,
+                                });
+                            }
+                        }
+                        return;
+                    }
+                    // A filter left too few: search wider.
+                    ef = (ef * 4).min(len);
+                }
+            }
             Payload::Flat(v) => {
                 let block = &v[rows.start * self.dim..rows.end * self.dim];
                 match self.distance {
@@ -430,6 +563,41 @@ impl IvfIndex {
     }
 }
 
+/// One HNSW graph per partition (`offsets`), linked over `exact` (rows
+/// of `dim` in partition order); partitions are built on all cores.
+fn build_graphs(
+    isa: Isa,
+    distance: DistanceType,
+    dim: usize,
+    offsets: &[usize],
+    exact: &[f32],
+    params: HnswParams,
+) -> Result<Vec<Graph>> {
+    let nlist = offsets.len() - 1;
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let parts = par_ranges(offsets[nlist].max(nlist), |_| {
+        let mut done = Vec::new();
+        loop {
+            let p = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if p >= nlist {
+                return done;
+            }
+            let space = hnsw::Exact {
+                data: &exact[offsets[p] * dim..offsets[p + 1] * dim],
+                dim,
+                dot: distance == DistanceType::Dot,
+                isa,
+            };
+            done.push((p, hnsw::build(&space, dim, params, 0x686e_7377 ^ p as u64)));
+        }
+    })?;
+    let mut graphs = vec![Graph::default(); nlist];
+    for (p, g) in parts.into_iter().flatten() {
+        graphs[p] = g;
+    }
+    Ok(graphs)
+}
+
 /// `(minimum, maximum)` partitions to probe.
 fn probes(t: &IndexTuning, nlist: usize) -> (usize, usize) {
     let to = |x: u32| (x as usize).clamp(1, nlist);
@@ -462,13 +630,15 @@ impl AnnIndex for IvfIndex {
         let mut q = q.to_vec();
         to_index_space(self.distance, &mut q, self.dim);
         let (min, max) = probes(tuning, self.num_partitions());
+        let ef = tuning.ef.map_or(DEFAULT_EF, |e| e as usize);
+        let mut sc = hnsw::Scratch::new(self.dim);
         let mut top = TopK::new(n);
         let mut scratch = Vec::new();
         for (i, p) in self.partition_order(isa, &q).into_iter().enumerate() {
             if i >= max || (i >= min && top.len() >= n) {
                 break;
             }
-            self.scan(isa, &q, p, keep, &mut top, &mut scratch);
+            self.scan(isa, &q, p, ef, keep, &mut top, &mut scratch, &mut sc);
         }
         top.into_sorted().into_iter().map(|h| h.row_id).collect()
     }

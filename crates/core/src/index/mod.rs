@@ -5,6 +5,7 @@
 //! manifest ([`crate::manifest::IndexMeta`]) with the fragments they cover;
 //! rows of other fragments are "unindexed" and searched exactly.
 
+pub mod hnsw;
 pub mod ivf;
 pub mod kmeans;
 pub mod pq;
@@ -23,12 +24,13 @@ pub enum IndexType {
     IvfFlat,
     /// IVF partitions holding product-quantiser codes.
     IvfPq,
+    /// IVF partitions, each an HNSW graph over scalar-quantised vectors.
+    IvfHnswSq,
 }
 
 /// Index types of the protocol memwal does not build yet.
 const NOT_YET: &[&str] = &[
     "IVF_SQ",
-    "IVF_HNSW_SQ",
     "IVF_HNSW_PQ",
     "IVF_HNSW_FLAT",
     "IVF_RQ",
@@ -46,6 +48,7 @@ impl IndexType {
         match self {
             IndexType::IvfFlat => "IVF_FLAT",
             IndexType::IvfPq => "IVF_PQ",
+            IndexType::IvfHnswSq => "IVF_HNSW_SQ",
         }
     }
 }
@@ -63,11 +66,12 @@ impl FromStr for IndexType {
         match up.as_str() {
             "IVF_FLAT" => Ok(IndexType::IvfFlat),
             "IVF_PQ" => Ok(IndexType::IvfPq),
+            "IVF_HNSW_SQ" => Ok(IndexType::IvfHnswSq),
             other if NOT_YET.contains(&other) => Err(Error::not_supported(format!(
-                "index type {other} is not supported by memwal yet (IVF_FLAT and IVF_PQ are)"
+                "index type {other} is not supported by memwal yet (IVF_FLAT, IVF_PQ and IVF_HNSW_SQ are)"
             ))),
             other => Err(Error::invalid(format!(
-                "unknown index type \"{other}\" (memwal builds IVF_FLAT and IVF_PQ)"
+                "unknown index type \"{other}\" (memwal builds IVF_FLAT, IVF_PQ and IVF_HNSW_SQ)"
             ))),
         }
     }
@@ -98,6 +102,10 @@ pub struct IndexRequest {
     pub sample_rate: Option<u32>,
     /// k-means iterations (50 when `None`).
     pub max_iterations: Option<u32>,
+    /// HNSW links per node (20 when `None`).
+    pub m: Option<u32>,
+    /// HNSW build width (300 when `None`).
+    pub ef_construction: Option<u32>,
 }
 
 impl IndexRequest {
@@ -126,7 +134,21 @@ impl IndexRequest {
                 other => Ok(other.map(|x| x as usize)),
             }
         };
+        let hnsw_fields = self.m.is_some() || self.ef_construction.is_some();
+        if hnsw_fields && t != IndexType::IvfHnswSq {
+            return Err(Error::invalid(format!(
+                "m and ef_construction apply to IVF_HNSW_SQ, not {t}"
+            )));
+        }
         let pq = match t {
+            IndexType::IvfHnswSq => {
+                if self.num_sub_vectors.is_some() || self.num_bits.is_some() {
+                    return Err(Error::invalid(
+                        "num_sub_vectors and num_bits apply to IVF_PQ, not IVF_HNSW_SQ",
+                    ));
+                }
+                None
+            }
             IndexType::IvfFlat => {
                 if self.num_sub_vectors.is_some() || self.num_bits.is_some() {
                     return Err(Error::invalid(
@@ -158,9 +180,33 @@ impl IndexRequest {
                 Some((m, bits))
             }
         };
+        let hnsw = match t {
+            IndexType::IvfHnswSq => Some(hnsw::HnswParams {
+                m: match positive("m", self.m)? {
+                    Some(m) if m > 512 => {
+                        return Err(Error::invalid(format!("m must be at most 512, got {m}")))
+                    }
+                    m => m.unwrap_or(20),
+                },
+                ef_construction: match positive("ef_construction", self.ef_construction)? {
+                    Some(e) if e > 10_000 => {
+                        return Err(Error::invalid(format!(
+                            "ef_construction must be at most 10000, got {e}"
+                        )))
+                    }
+                    e => e.unwrap_or(300),
+                },
+            }),
+            _ => None,
+        };
+        let num_partitions = match (t, positive("num_partitions", self.num_partitions)?) {
+            // One graph over every row unless asked (as @lancedb/lancedb's hnswSq).
+            (IndexType::IvfHnswSq, None) if self.target_partition_size.is_none() => Some(1),
+            (_, n) => n,
+        };
         Ok(ivf::IvfParams {
             distance: self.distance_type.unwrap_or_default(),
-            num_partitions: positive("num_partitions", self.num_partitions)?,
+            num_partitions,
             target_partition_size: positive("target_partition_size", self.target_partition_size)?,
             sample_rate: positive("sample_rate", self.sample_rate)?
                 .unwrap_or(ivf::DEFAULT_SAMPLE_RATE),
@@ -174,6 +220,7 @@ impl IndexRequest {
                 n => n.unwrap_or(ivf::DEFAULT_MAX_ITERATIONS),
             },
             pq,
+            hnsw,
         })
     }
 }

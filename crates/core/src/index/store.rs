@@ -4,23 +4,29 @@
 //! ```text
 //! _indices/{uuid}-centroids.arrow   centroid: FixedSizeList<Float32>[dim], end: UInt64
 //!                                   (one row per partition; rows end[p-1]..end[p])
-//! _indices/{uuid}-codebook.arrow    subcentroid: FixedSizeList<Float32>[dim / m]
-//!                                   (IVF_PQ: m blocks of 2^bits rows)
-//! _indices/{uuid}-rows.arrow        row_id: UInt64, then code: FixedSizeBinary[m]
-//!                                   (IVF_PQ) or vector: FixedSizeList<Float32>[dim]
+//! _indices/{uuid}-codebook.arrow    IVF_PQ: subcentroid: FixedSizeList<Float32>[dim / m]
+//!                                   (m blocks of 2^bits rows)
+//! _indices/{uuid}-sq.arrow          IVF_HNSW_SQ: min, step: FixedSizeList<Float32>[dim] (one row)
+//! _indices/{uuid}-rows.arrow        row_id: UInt64, then vector: FixedSizeList<Float32>[dim]
+//!                                   (IVF_FLAT), code: FixedSizeBinary[m] (IVF_PQ), or
+//!                                   code: FixedSizeBinary[dim] and level: UInt8 (IVF_HNSW_SQ)
+//! _indices/{uuid}-links.arrow       IVF_HNSW_SQ: links: List<UInt32>, one row per node and
+//!                                   level 0..=level, node by node (neighbours within the partition)
 //! ```
-//! Reading checks every length, offset and code, so a damaged file is a
-//! `Corrupt` error, never an out-of-bounds read.
+//! Reading checks every length, offset, code and link count, so a damaged
+//! file is a `Corrupt` error, never an out-of-bounds read.
 
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayRef, AsArray, FixedSizeBinaryArray, FixedSizeListArray, Float32Array, RecordBatch,
-    UInt64Array,
+    Array, ArrayRef, AsArray, FixedSizeBinaryArray, FixedSizeListArray, Float32Array, ListArray,
+    RecordBatch, UInt32Array, UInt64Array, UInt8Array,
 };
-use arrow::datatypes::{Float32Type, UInt64Type};
+use arrow::buffer::OffsetBuffer;
+use arrow::datatypes::{Float32Type, UInt32Type, UInt64Type, UInt8Type};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
+use super::hnsw::{Graph, HnswParams, Sq};
 use super::ivf::{IvfIndex, Payload};
 use super::pq::Pq;
 use crate::error::{Error, Result};
@@ -38,6 +44,62 @@ fn fsl(name: &str, dim: usize) -> Result<Field> {
     ))
 }
 
+fn fsb(name: &str, width: usize) -> Result<Field> {
+    let n = i32::try_from(width).map_err(|_| Error::invalid("code too wide"))?;
+    Ok(Field::new(name, DataType::FixedSizeBinary(n), false))
+}
+
+fn schema(fields: Vec<Field>) -> SchemaRef {
+    Arc::new(Schema::new(fields))
+}
+
+fn links_field() -> Field {
+    Field::new(
+        "links",
+        DataType::List(Arc::new(Field::new("item", DataType::UInt32, true))),
+        false,
+    )
+}
+
+/// The schema of each file of an index of `kind` over `dim` (`w`: code width).
+fn schemas(kind: &str, dim: usize, w: usize) -> Result<Vec<(&'static str, SchemaRef)>> {
+    let id = || Field::new("row_id", DataType::UInt64, false);
+    let mut out = vec![(
+        "-centroids.arrow",
+        schema(vec![
+            fsl("centroid", dim)?,
+            Field::new("end", DataType::UInt64, false),
+        ]),
+    )];
+    match kind {
+        "IVF_FLAT" => out.push(("-rows.arrow", schema(vec![id(), fsl("vector", dim)?]))),
+        "IVF_PQ" => {
+            out.push((
+                "-codebook.arrow",
+                schema(vec![fsl("subcentroid", dim / w.max(1))?]),
+            ));
+            out.push(("-rows.arrow", schema(vec![id(), fsb("code", w)?])));
+        }
+        "IVF_HNSW_SQ" => {
+            out.push((
+                "-sq.arrow",
+                schema(vec![fsl("min", dim)?, fsl("step", dim)?]),
+            ));
+            out.push((
+                "-rows.arrow",
+                schema(vec![
+                    id(),
+                    fsb("code", dim)?,
+                    Field::new("level", DataType::UInt8, false),
+                ]),
+            ));
+            out.push(("-links.arrow", schema(vec![links_field()])));
+        }
+        other => return Err(Error::invalid(format!("no index files for type {other}"))),
+    }
+    Ok(out)
+}
+
 fn vectors(field: &Field, data: Vec<f32>) -> Result<ArrayRef> {
     let DataType::FixedSizeList(item, n) = field.data_type() else {
         return Err(Error::internal("not a vector field"));
@@ -50,71 +112,84 @@ fn vectors(field: &Field, data: Vec<f32>) -> Result<ArrayRef> {
     )?))
 }
 
-fn centroid_schema(dim: usize) -> Result<SchemaRef> {
-    Ok(Arc::new(Schema::new(vec![
-        fsl("centroid", dim)?,
-        Field::new("end", DataType::UInt64, false),
-    ])))
+fn codes(width: usize, bytes: &[u8]) -> Result<ArrayRef> {
+    let w = i32::try_from(width).map_err(|_| Error::invalid("code too wide"))?;
+    Ok(Arc::new(FixedSizeBinaryArray::try_new(
+        w,
+        bytes.to_vec().into(),
+        None,
+    )?))
 }
 
-fn codebook_schema(dsub: usize) -> Result<SchemaRef> {
-    Ok(Arc::new(Schema::new(vec![fsl("subcentroid", dsub)?])))
+/// The wire type name of `ix`.
+pub fn kind(ix: &IvfIndex) -> &'static str {
+    match ix.payload {
+        Payload::Flat(_) => "IVF_FLAT",
+        Payload::Pq { .. } => "IVF_PQ",
+        Payload::Hnsw { .. } => "IVF_HNSW_SQ",
+    }
 }
 
-fn rows_schema(ix: &IvfIndex) -> Result<SchemaRef> {
-    let payload = match &ix.payload {
-        Payload::Flat(_) => fsl("vector", ix.dim)?,
-        Payload::Pq { pq, .. } => Field::new(
-            "code",
-            DataType::FixedSizeBinary(
-                i32::try_from(pq.m).map_err(|_| Error::invalid("too many sub-vectors"))?,
-            ),
-            false,
-        ),
-    };
-    Ok(Arc::new(Schema::new(vec![
-        Field::new("row_id", DataType::UInt64, false),
-        payload,
-    ])))
+/// The columns of each file of `ix`, in [`schemas`] order.
+fn columns(ix: &IvfIndex, s: &[(&str, SchemaRef)]) -> Result<Vec<Vec<ArrayRef>>> {
+    let ends = UInt64Array::from_iter_values(ix.offsets[1..].iter().map(|e| *e as u64));
+    let mut out = vec![vec![
+        vectors(s[0].1.field(0), ix.centroids.clone())?,
+        Arc::new(ends) as ArrayRef,
+    ]];
+    let ids: ArrayRef = Arc::new(UInt64Array::from(ix.row_ids.clone()));
+    match &ix.payload {
+        Payload::Flat(v) => out.push(vec![ids, vectors(s[1].1.field(1), v.clone())?]),
+        Payload::Pq { pq, codes: c } => {
+            out.push(vec![vectors(s[1].1.field(0), pq.codebook.clone())?]);
+            out.push(vec![ids, codes(pq.m, c)?]);
+        }
+        Payload::Hnsw {
+            sq,
+            codes: c,
+            graphs,
+            ..
+        } => {
+            out.push(vec![
+                vectors(s[1].1.field(0), sq.min.clone())?,
+                vectors(s[1].1.field(1), sq.step.clone())?,
+            ]);
+            let nodes = graphs.iter().flat_map(|g| g.links.iter());
+            let levels = UInt8Array::from_iter_values(nodes.clone().map(|l| (l.len() - 1) as u8));
+            out.push(vec![ids, codes(ix.dim, c)?, Arc::new(levels)]);
+            let lists = nodes.flat_map(|l| l.iter());
+            let lens: Vec<usize> = lists.clone().map(Vec::len).collect();
+            let values = UInt32Array::from_iter_values(lists.flatten().copied());
+            let item = Arc::new(Field::new("item", DataType::UInt32, true));
+            out.push(vec![Arc::new(ListArray::try_new(
+                item,
+                OffsetBuffer::from_lengths(lens),
+                Arc::new(values),
+                None,
+            )?)]);
+        }
+    }
+    Ok(out)
 }
 
 /// Writes `ix` under `{table}/_indices/` (fsynced, folder too); returns the
 /// files as the manifest records them.
 pub fn write(storage: &dyn Storage, table: &str, ix: &IvfIndex) -> Result<Vec<IndexFile>> {
     let stem = format!("_indices/{}", uuid::Uuid::new_v4().simple());
-    let mut files = Vec::new();
-    let cs = centroid_schema(ix.dim)?;
-    let ends = UInt64Array::from_iter_values(ix.offsets[1..].iter().map(|e| *e as u64));
-    let cb = RecordBatch::try_new(
-        cs.clone(),
-        vec![vectors(cs.field(0), ix.centroids.clone())?, Arc::new(ends)],
-    )?;
-    let mut out = vec![(format!("{stem}-centroids.arrow"), cb)];
-    if let Payload::Pq { pq, .. } = &ix.payload {
-        let s = codebook_schema(pq.dsub)?;
-        let b = RecordBatch::try_new(s.clone(), vec![vectors(s.field(0), pq.codebook.clone())?])?;
-        out.push((format!("{stem}-codebook.arrow"), b));
-    }
-    let rs = rows_schema(ix)?;
-    let payload: ArrayRef = match &ix.payload {
-        Payload::Flat(v) => vectors(rs.field(1), v.clone())?,
-        Payload::Pq { pq, codes } => Arc::new(FixedSizeBinaryArray::try_new(
-            pq.m as i32,
-            codes.clone().into(),
-            None,
-        )?),
+    let w = match &ix.payload {
+        Payload::Pq { pq, .. } => pq.m,
+        _ => ix.dim,
     };
-    let ids = Arc::new(UInt64Array::from(ix.row_ids.clone()));
-    out.push((
-        format!("{stem}-rows.arrow"),
-        RecordBatch::try_new(rs, vec![ids, payload])?,
-    ));
-    for (rel, batch) in out {
+    let s = schemas(kind(ix), ix.dim, w)?;
+    let cols = columns(ix, &s)?;
+    let mut files = Vec::new();
+    for ((suffix, sc), c) in s.iter().zip(cols) {
+        let batch = RecordBatch::try_new(sc.clone(), c)?;
+        let rel = format!("{stem}{suffix}");
         let mut crc = 0;
-        let path = format!("{table}/{rel}");
-        let put = storage.put_with(&path, &mut |w| {
+        let put = storage.put_with(&format!("{table}/{rel}"), &mut |w| {
             let mut w = CrcWriter::new(w);
-            crate::ipc::write_file(&mut w, &batch.schema(), std::slice::from_ref(&batch))?;
+            crate::ipc::write_file(&mut w, sc, std::slice::from_ref(&batch))?;
             crc = w.crc;
             Ok(())
         });
@@ -151,26 +226,27 @@ pub fn read(storage: &dyn Storage, table: &str, meta: &IndexMeta) -> Result<IvfI
         message: format!("index {:?}: {message}", meta.name),
     };
     let dim = usize::try_from(meta.dimension).map_err(|_| corrupt("dimension".into()))?;
+    let m = usize::try_from(meta.num_sub_vectors).map_err(|_| corrupt("sub-vectors".into()))?;
+    if dim == 0 || (meta.index_type == "IVF_PQ" && (m == 0 || !dim.is_multiple_of(m))) {
+        return Err(corrupt(format!("{m} sub-vectors for dimension {dim}")));
+    }
     let distance: DistanceType = meta
         .distance_type
         .as_deref()
         .unwrap_or("l2")
         .parse()
         .map_err(|e: Error| corrupt(e.to_string()))?;
-    let file = |suffix: &str, schema: SchemaRef| -> Result<RecordBatch> {
+    let mut batches = Vec::new();
+    for (suffix, sc) in schemas(&meta.index_type, dim, m).map_err(|e| corrupt(e.to_string()))? {
         let f = meta
             .files
             .iter()
             .find(|f| f.path.ends_with(suffix))
             .ok_or_else(|| corrupt(format!("no {suffix} file")))?;
-        read_data_file(
-            storage,
-            &format!("{table}/{}", f.path),
-            &schema,
-            Some(f.crc32c),
-        )
-    };
-    let c = file("-centroids.arrow", centroid_schema(dim)?)?;
+        let path = format!("{table}/{}", f.path);
+        batches.push(read_data_file(storage, &path, &sc, Some(f.crc32c))?);
+    }
+    let c = &batches[0];
     let centroids = floats(c.column(0)).ok_or_else(|| corrupt("centroids".into()))?;
     let mut offsets = vec![0usize];
     offsets.extend(
@@ -180,44 +256,89 @@ pub fn read(storage: &dyn Storage, table: &str, meta: &IndexMeta) -> Result<IvfI
             .iter()
             .map(|e| *e as usize),
     );
-    let payload = if meta.num_sub_vectors == 0 {
-        let r = file("-rows.arrow", rows_schema_flat(dim)?)?;
-        (
-            r.clone(),
-            Payload::Flat(floats(r.column(1)).ok_or_else(|| corrupt("vectors".into()))?),
-        )
-    } else {
-        let m =
-            usize::try_from(meta.num_sub_vectors).map_err(|_| corrupt("num_sub_vectors".into()))?;
-        if m == 0 || !dim.is_multiple_of(m) {
-            return Err(corrupt(format!("{m} sub-vectors for dimension {dim}")));
-        }
-        let cb = file("-codebook.arrow", codebook_schema(dim / m)?)?;
-        let book = floats(cb.column(0)).ok_or_else(|| corrupt("codebook".into()))?;
-        let pq =
-            Pq::from_codebook(dim, m, meta.num_bits, book).map_err(|e| corrupt(e.to_string()))?;
-        let rs = Arc::new(Schema::new(vec![
-            Field::new("row_id", DataType::UInt64, false),
-            Field::new("code", DataType::FixedSizeBinary(m as i32), false),
-        ]));
-        let r = file("-rows.arrow", rs)?;
-        let codes = r.column(1).as_fixed_size_binary().value_data().to_vec();
-        (r.clone(), Payload::Pq { pq, codes })
-    };
-    let (rows, payload) = payload;
+    let rows = batches
+        .iter()
+        .find(|b| b.schema().field(0).name() == "row_id");
+    let rows = rows.ok_or_else(|| corrupt("no rows".into()))?;
     let row_ids = rows
         .column(0)
         .as_primitive::<UInt64Type>()
         .values()
         .to_vec();
+    let bytes = |b: &RecordBatch| b.column(1).as_fixed_size_binary().value_data().to_vec();
+    let payload = match meta.index_type.as_str() {
+        "IVF_FLAT" => {
+            Payload::Flat(floats(rows.column(1)).ok_or_else(|| corrupt("vectors".into()))?)
+        }
+        "IVF_PQ" => {
+            let book = floats(batches[1].column(0)).ok_or_else(|| corrupt("codebook".into()))?;
+            let pq = Pq::from_codebook(dim, m, meta.num_bits, book)
+                .map_err(|e| corrupt(e.to_string()))?;
+            Payload::Pq {
+                pq,
+                codes: bytes(rows),
+            }
+        }
+        _ => hnsw_payload(meta, &batches, &offsets).map_err(corrupt)?,
+    };
     IvfIndex::from_parts(distance, dim, centroids, offsets, row_ids, payload).map_err(corrupt)
 }
 
-fn rows_schema_flat(dim: usize) -> Result<SchemaRef> {
-    Ok(Arc::new(Schema::new(vec![
-        Field::new("row_id", DataType::UInt64, false),
-        fsl("vector", dim)?,
-    ])))
+/// The HNSW payload from its files (sq, rows, links).
+fn hnsw_payload(
+    meta: &IndexMeta,
+    b: &[RecordBatch],
+    offsets: &[usize],
+) -> std::result::Result<Payload, String> {
+    let sq = Sq {
+        min: floats(b[1].column(0)).ok_or("sq bounds")?,
+        step: floats(b[1].column(1)).ok_or("sq steps")?,
+    };
+    if b[1].num_rows() != 1 {
+        return Err("the sq file must hold one row".into());
+    }
+    let codes = b[2].column(1).as_fixed_size_binary().value_data().to_vec();
+    let levels = b[2].column(2).as_primitive::<UInt8Type>().values();
+    let lists = b[3].column(0).as_list::<i32>();
+    let want: usize = levels.iter().map(|l| *l as usize + 1).sum();
+    if lists.len() != want || levels.len() != offsets.last().copied().unwrap_or(0) {
+        return Err(format!("{} link lists for {want} node levels", lists.len()));
+    }
+    let param = |k: &str, d: usize| {
+        meta.params
+            .get(k)
+            .and_then(|v| v.as_u64())
+            .map_or(d, |v| v as usize)
+    };
+    let params = HnswParams {
+        m: param("m", 20),
+        ef_construction: param("ef_construction", 300),
+    };
+    let mut graphs = Vec::with_capacity(offsets.len() - 1);
+    let mut at = 0usize;
+    for w in offsets.windows(2) {
+        let mut links = Vec::with_capacity(w[1] - w[0]);
+        for node in w[0]..w[1] {
+            let mut per = Vec::with_capacity(levels[node] as usize + 1);
+            for _ in 0..=levels[node] {
+                let l = lists.value(at);
+                at += 1;
+                let l = l.as_primitive::<UInt32Type>();
+                if l.null_count() > 0 || l.values().iter().any(|x| *x as usize >= w[1] - w[0]) {
+                    return Err(format!("node {node} links outside its partition"));
+                }
+                per.push(l.values().to_vec());
+            }
+            links.push(per);
+        }
+        graphs.push(Graph::from_links(links));
+    }
+    Ok(Payload::Hnsw {
+        sq,
+        codes,
+        graphs,
+        params,
+    })
 }
 
 /// The floats of a vector column with no nulls.

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::index::{IndexInfo, IndexRequest, IndexType};
 
 /// The body of `create_index/` (an unknown field is an error naming it).
@@ -48,11 +48,6 @@ impl CreateIndexBody {
             .as_deref()
             .map(str::parse::<IndexType>)
             .transpose()?;
-        if self.m.is_some() || self.ef_construction.is_some() {
-            return Err(Error::invalid(
-                "m and ef_construction apply to HNSW indexes, which memwal does not build yet",
-            ));
-        }
         Ok(IndexRequest {
             column: self.column.clone(),
             name: self.name.clone(),
@@ -65,6 +60,8 @@ impl CreateIndexBody {
             num_bits: self.num_bits,
             sample_rate: self.sample_rate,
             max_iterations: self.max_iterations,
+            m: self.m,
+            ef_construction: self.ef_construction,
         })
     }
 }
@@ -89,6 +86,8 @@ pub fn create_index_body(req: &IndexRequest) -> Value {
     opt("num_partitions", req.num_partitions);
     opt("target_partition_size", req.target_partition_size);
     opt("num_sub_vectors", req.num_sub_vectors);
+    opt("m", req.m);
+    opt("ef_construction", req.ef_construction);
     opt("num_bits", req.num_bits);
     // The official clients always send these two, defaults included.
     opt(
@@ -244,9 +243,8 @@ mod tests {
                 .expect_err("refused")
         };
         assert!(bad(json!({"column": "v", "bogus": 1})).contains("bogus"));
-        assert!(bad(json!({"column": "v", "index_type": "IVF_HNSW_SQ"})).contains("not supported"));
+        assert!(bad(json!({"column": "v", "index_type": "IVF_HNSW_PQ"})).contains("not supported"));
         assert!(bad(json!({"column": "v", "index_type": "WHAT"})).contains("unknown index type"));
         assert!(bad(json!({"column": "v", "metric_type": "hamming"})).contains("hamming"));
-        assert!(bad(json!({"column": "v", "m": 20})).contains("HNSW"));
     }
 }

@@ -16,7 +16,7 @@ use super::commit::Change;
 use super::{NativeTable, Snapshot};
 use crate::error::{Error, Result};
 use crate::index::ivf::{self, IvfIndex, Vectors};
-use crate::index::{store, IndexInfo, IndexRequest, IndexType};
+use crate::index::{store, IndexInfo, IndexRequest};
 use crate::keys::column_list;
 use crate::manifest::IndexMeta;
 use crate::traits::Deadline;
@@ -97,7 +97,7 @@ fn vector_column(snap: &Snapshot, name: &str) -> Result<(usize, usize)> {
     match vector_type(schema.field(i).data_type()) {
         Some((_, dim)) => Ok((i, dim)),
         None => Err(Error::not_supported(format!(
-            "cannot index column '{name}' ({}): memwal builds vector indexes (IVF_FLAT, IVF_PQ) on fixed-size-list float columns; scalar indexes (BTREE, BITMAP, LABEL_LIST) and full-text indexes are not supported yet",
+            "cannot index column '{name}' ({}): memwal builds vector indexes (IVF_FLAT, IVF_PQ, IVF_HNSW_SQ) on fixed-size-list float columns; scalar indexes (BTREE, BITMAP, LABEL_LIST) and full-text indexes are not supported yet",
             schema.field(i).data_type()
         ))),
     }
@@ -163,19 +163,22 @@ impl NativeTable {
         let v = vectors_of(&snap, col, params.distance, None)?;
         let ix = ivf::build(&v, dim, &params)?;
         let files = store::write(self.inner.storage.as_ref(), self.dir(), &ix)?;
-        let kind = req.index_type.unwrap_or(IndexType::IvfPq);
         let mut used = BTreeMap::new();
         used.insert("num_partitions".into(), json!(ix.num_partitions()));
         used.insert("sample_rate".into(), json!(params.sample_rate));
         used.insert("max_iterations".into(), json!(params.max_iterations));
+        if let Some(h) = params.hnsw {
+            used.insert("m".into(), json!(h.m));
+            used.insert("ef_construction".into(), json!(h.ef_construction));
+        }
         let meta = IndexMeta {
             name: name.clone(),
             columns: vec![req.column.clone()],
-            index_type: kind.as_str().into(),
+            index_type: store::kind(&ix).into(),
             distance_type: Some(params.distance.as_str().into()),
             dimension: dim as u64,
             num_sub_vectors: params.pq.map_or(0, |(m, _)| m as u64),
-            num_bits: params.pq.map_or(0, |(_, b)| b),
+            num_bits: params.pq.map_or(8, |(_, b)| b),
             params: used,
             files: files.clone(),
             fragment_ids: snap.fragments.iter().map(|f| f.id).collect(),

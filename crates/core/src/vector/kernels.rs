@@ -44,7 +44,35 @@ macro_rules! kernel {
 /// product of every row of `rows` (`q.len()` floats each) with `q`, and
 /// squared L2 distance of `x` to every centroid of a packed matrix.
 macro_rules! kernels {
-    ($l2:ident, $dot:ident, $l2t:ident, $near:ident, $madd:expr) => {
+    ($l2:ident, $dot:ident, $l2t:ident, $near:ident, $sq:ident, $madd:expr) => {
+        /// `sum_j w[j] * (a[j] - code[j])^2 + b[j] * code[j]`: the distance
+        /// of a scalar-quantised vector (one byte per element) to a query
+        /// prepared in code space (see `crate::index::hnsw`).
+        #[inline(always)]
+        fn $sq(a: &[f32], w: &[f32], b: &[f32], code: &[u8]) -> f32 {
+            const LANES: usize = $crate::vector::kernels::LANES;
+            let mut acc = [0f32; LANES];
+            let n = code.len().min(a.len()).min(w.len()).min(b.len());
+            let (a, w, b, code) = (&a[..n], &w[..n], &b[..n], &code[..n]);
+            let mut i = 0;
+            while i + LANES <= n {
+                for l in 0..LANES {
+                    let c = f32::from(code[i + l]);
+                    let d = a[i + l] - c;
+                    acc[l] = $madd(w[i + l] * d, d, $madd(b[i + l], c, acc[l]));
+                }
+                i += LANES;
+            }
+            let mut tail = 0f32;
+            while i < n {
+                let c = f32::from(code[i]);
+                let d = a[i] - c;
+                tail += w[i] * d * d + b[i] * c;
+                i += 1;
+            }
+            acc.iter().sum::<f32>() + tail
+        }
+
         /// The nearest of the first `k` centroids packed by [`pack`] to
         /// `x`, and its squared distance: [`l2_packed`] with the minimum
         /// kept as blocks finish (a block is searched only when one of its
@@ -120,11 +148,24 @@ fn plain_madd(a: f32, b: f32, c: f32) -> f32 {
     a * b + c
 }
 
-kernels!(l2_plain, dot_plain, l2t_plain, near_plain, plain_madd);
+kernels!(l2_plain, dot_plain, l2t_plain, near_plain, sq_plain, plain_madd);
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    kernels!(l2_inner, dot_inner, l2t_inner, near_inner, f32::mul_add);
+    kernels!(
+        l2_inner,
+        dot_inner,
+        l2t_inner,
+        near_inner,
+        sq_inner,
+        f32::mul_add
+    );
+
+    /// [`super::sq_plain`] compiled for AVX2 + FMA.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn sq(a: &[f32], w: &[f32], b: &[f32], code: &[u8]) -> f32 {
+        sq_inner(a, w, b, code)
+    }
 
     /// [`super::near_plain`] compiled for AVX2 + FMA.
     #[target_feature(enable = "avx2,fma")]
@@ -215,6 +256,19 @@ pub fn l2_packed(isa: Isa, x: &[f32], packed: &[f32], out: &mut [f32]) {
     }
 }
 
+/// `sum_j w[j] * (a[j] - code[j])^2 + b[j] * code[j]` over one byte per
+/// element: a scalar-quantised vector's distance to a query prepared in
+/// code space.
+pub fn sq_distance(isa: Isa, a: &[f32], w: &[f32], b: &[f32], code: &[u8]) -> f32 {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as in `l2_sq`.
+        #[allow(unsafe_code)]
+        Isa::Avx2Fma => unsafe { avx2::sq(a, w, b, code) },
+        _ => sq_plain(a, w, b, code),
+    }
+}
+
 /// The nearest of `k` centroids packed by [`pack`] to `x`, with its
 /// squared L2 distance (`(0, inf)` if every distance is NaN).
 pub fn nearest_packed(isa: Isa, x: &[f32], packed: &[f32], k: usize) -> (usize, f32) {
@@ -256,6 +310,29 @@ mod tests {
 
     fn naive_dot(a: &[f32], b: &[f32]) -> f64 {
         a.iter().zip(b).map(|(x, y)| *x as f64 * *y as f64).sum()
+    }
+
+    #[test]
+    fn quantised_distance_matches_a_plain_sum() {
+        for n in [1usize, 7, 16, 33, 128] {
+            let a: Vec<f32> = (0..n).map(|i| (i * 37 % 251) as f32 * 0.9).collect();
+            let w: Vec<f32> = (0..n).map(|i| 0.01 + (i % 5) as f32 * 0.1).collect();
+            let b: Vec<f32> = (0..n).map(|i| (i % 7) as f32 - 3.0).collect();
+            let c: Vec<u8> = (0..n).map(|i| (i * 91 % 256) as u8).collect();
+            let want: f64 = (0..n)
+                .map(|j| {
+                    let (cj, d) = (f64::from(c[j]), f64::from(a[j]) - f64::from(c[j]));
+                    f64::from(w[j]) * d * d + f64::from(b[j]) * cj
+                })
+                .sum();
+            for isa in [Isa::Plain, isa()] {
+                let got = f64::from(sq_distance(isa, &a, &w, &b, &c));
+                assert!(
+                    (got - want).abs() <= 1e-4 * (1.0 + want.abs()),
+                    "{n} {isa:?}: {got} vs {want}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -62,6 +62,11 @@ impl TopK {
             .flatten()
     }
 
+    /// Most hits held.
+    pub fn cap(&self) -> usize {
+        self.cap
+    }
+
     /// Hits held.
     pub fn len(&self) -> usize {
         self.heap.len()

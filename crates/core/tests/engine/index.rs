@@ -132,6 +132,8 @@ fn recall_floors_on_clustered_data() {
         (IndexType::IvfPq, DistanceType::L2, 8, None, 0.60),
         (IndexType::IvfPq, DistanceType::Cosine, 8, Some(10), 0.90),
         (IndexType::IvfFlat, DistanceType::Dot, 8, None, 0.80),
+        (IndexType::IvfHnswSq, DistanceType::L2, 8, None, 0.90),
+        (IndexType::IvfHnswSq, DistanceType::Cosine, 8, Some(4), 0.90),
     ] {
         let pq = (kind == IndexType::IvfPq).then_some(8);
         t.create_index_sync(&IndexRequest {
@@ -209,6 +211,49 @@ fn an_index_never_hides_a_row_written_after_it() {
         q.tuning.refine_factor = Some(10);
     };
     assert_eq!(ids_of(&t, &fresh[3], 1, folded)[0], 100_003);
+}
+
+/// An HNSW index (one graph, and IVF partitions of graphs): recall,
+/// fresh rows, restart (its graph files read back), fold-in.
+#[test]
+fn hnsw_graphs_search_persist_and_fold() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let dim = 16;
+    let mut g = Gen(21);
+    let vecs = g.mixture(4_000, dim, 16);
+    let t = table(dir.path(), dim, &vecs);
+    for parts in [1u32, 4] {
+        let req = IndexRequest {
+            m: Some(12),
+            ef_construction: Some(80),
+            ..request(IndexType::IvfHnswSq, DistanceType::L2, parts)
+        };
+        t.create_index_sync(&req).expect("hnsw");
+        let queries: Vec<Vec<f32>> = (0..40).map(|i| vecs[i * 97].clone()).collect();
+        let r = recall(&t, &queries, |v| {
+            v.tuning.nprobes = Some(parts);
+            v.tuning.ef = Some(100);
+        });
+        assert!(r >= 0.9, "{parts} partitions: recall@10 {r:.3}");
+        let listed = t.list_indices_sync().expect("list");
+        assert_eq!(listed[0].index_type, "IVF_HNSW_SQ");
+    }
+    let fresh = g.mixture(10, dim, 2);
+    let ids: Vec<i64> = (70_000..70_010).collect();
+    t.add_sync(data(dim, &ids, &fresh), AddMode::Append)
+        .expect("add");
+    assert_eq!(ids_of(&t, &fresh[4], 1, |_| {})[0], 70_004);
+    let db = NativeDatabase::open(dir.path().to_str().expect("utf8")).expect("db");
+    let t2 = db.open_table_sync("t").expect("reopen");
+    let q = vecs[5].clone();
+    assert_eq!(ids_of(&t2, &q, 5, |_| {}), ids_of(&t, &q, 5, |_| {}));
+    t2.optimize_indices_sync().expect("fold");
+    let s = t2.index_stats_sync("v_idx").expect("stats");
+    assert_eq!((s.num_indexed_rows, s.num_unindexed_rows), (4_010, 0));
+    assert_eq!(
+        ids_of(&t2, &fresh[4], 1, |q| q.tuning.fast_search = true)[0],
+        70_004
+    );
 }
 
 #[test]
@@ -322,6 +367,27 @@ fn bad_index_requests_say_what_is_wrong() {
                 ..IndexRequest::new("v")
             },
             "invalid index name",
+        ),
+        (
+            IndexRequest {
+                m: Some(20),
+                ..request(IndexType::IvfPq, DistanceType::L2, 4)
+            },
+            "apply to IVF_HNSW_SQ",
+        ),
+        (
+            IndexRequest {
+                m: Some(0),
+                ..request(IndexType::IvfHnswSq, DistanceType::L2, 4)
+            },
+            "m must be at least 1",
+        ),
+        (
+            IndexRequest {
+                ef_construction: Some(1 << 20),
+                ..request(IndexType::IvfHnswSq, DistanceType::L2, 4)
+            },
+            "at most 10000",
         ),
     ];
     for (req, want) in cases {
@@ -478,54 +544,64 @@ fn a_failed_build_leaves_no_half_index() {
 }
 
 /// Damaged index files are `Corrupt` errors naming the index, never a
-/// panic or an out-of-bounds read: every byte flipped in turn (in a small
-/// index), and files truncated.
+/// panic or an out-of-bounds read: bytes flipped throughout (a small
+/// index), and files truncated or emptied; IVF_PQ (3 files) and
+/// IVF_HNSW_SQ (4: with the scalar quantiser and the graph links).
 #[test]
 fn damaged_index_files_are_corrupt_errors() {
     let dim = 4;
     let vecs = Gen(8).mixture(300, dim, 3);
-    let dir = tempfile::tempdir().expect("tmp");
-    let t = table(dir.path(), dim, &vecs);
-    t.create_index_sync(&IndexRequest {
-        num_sub_vectors: Some(2),
-        num_bits: Some(4),
-        ..request(IndexType::IvfPq, DistanceType::L2, 2)
-    })
-    .expect("index");
-    let ix_dir = dir.path().join("t/_indices");
-    let files: Vec<_> = std::fs::read_dir(&ix_dir)
-        .expect("ls")
-        .map(|e| e.expect("entry").path())
-        .collect();
-    assert_eq!(files.len(), 3);
-    for f in &files {
-        let good = std::fs::read(f).expect("read");
-        let mut cases: Vec<Vec<u8>> = vec![Vec::new(), good[..good.len() / 2].to_vec()];
-        for i in (0..good.len()).step_by(7) {
-            let mut b = good.clone();
-            b[i] ^= 0x5a;
-            cases.push(b);
+    let builds = [
+        (
+            IndexRequest {
+                num_sub_vectors: Some(2),
+                num_bits: Some(4),
+                ..request(IndexType::IvfPq, DistanceType::L2, 2)
+            },
+            3,
+        ),
+        (
+            IndexRequest {
+                m: Some(4),
+                ef_construction: Some(8),
+                ..request(IndexType::IvfHnswSq, DistanceType::L2, 2)
+            },
+            4,
+        ),
+    ];
+    for (req, n_files) in builds {
+        let dir = tempfile::tempdir().expect("tmp");
+        let t = table(dir.path(), dim, &vecs);
+        t.create_index_sync(&req).expect("index");
+        let files: Vec<_> = std::fs::read_dir(dir.path().join("t/_indices"))
+            .expect("ls")
+            .map(|e| e.expect("entry").path())
+            .collect();
+        assert_eq!(files.len(), n_files);
+        for f in &files {
+            let good = std::fs::read(f).expect("read");
+            let mut cases: Vec<Vec<u8>> = vec![Vec::new(), good[..good.len() / 2].to_vec()];
+            for i in (0..good.len()).step_by(7) {
+                let mut b = good.clone();
+                b[i] ^= 0x5a;
+                cases.push(b);
+            }
+            for bad in cases {
+                std::fs::write(f, &bad).expect("write");
+                let db = NativeDatabase::open(dir.path().to_str().expect("utf8")).expect("db");
+                let e = db
+                    .open_table_sync("t")
+                    .and_then(|t| t.list_indices_sync())
+                    .expect_err("damaged");
+                assert_eq!(e.code(), ErrorCode::Corrupt, "{e}");
+            }
+            std::fs::write(f, &good).expect("restore");
         }
-        for bad in cases {
-            std::fs::write(f, &bad).expect("write");
-            let db = NativeDatabase::open(dir.path().to_str().expect("utf8")).expect("db");
-            let e = db
-                .open_table_sync("t")
-                .and_then(|t| t.list_indices_sync())
-                .expect_err("damaged");
-            assert_eq!(e.code(), ErrorCode::Corrupt, "{e}");
-        }
-        std::fs::write(f, &good).expect("restore");
+        let db = NativeDatabase::open(dir.path().to_str().expect("utf8")).expect("db");
+        let t = db.open_table_sync("t").expect("open");
+        assert_eq!(t.list_indices_sync().expect("ok").len(), 1);
+        assert_eq!(ids_of(&t, &vecs[9], 1, |_| {}), vec![9]);
     }
-    let db = NativeDatabase::open(dir.path().to_str().expect("utf8")).expect("db");
-    assert_eq!(
-        db.open_table_sync("t")
-            .expect("open")
-            .list_indices_sync()
-            .expect("ok")
-            .len(),
-        1
-    );
 }
 
 fn json_value() -> impl Strategy<Value = serde_json::Value> {

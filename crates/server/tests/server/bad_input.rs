@@ -116,9 +116,9 @@ async fn regression_what_is_not_implemented_says_so() {
         ),
         (
             "/v1/table/t/create_index/",
-            r#"{"column":"v","index_type":"IVF_HNSW_SQ","m":20}"#,
+            r#"{"column":"v","index_type":"IVF_HNSW_PQ","m":20}"#,
             400,
-            "index type IVF_HNSW_SQ is not supported by memwal yet",
+            "index type IVF_HNSW_PQ is not supported by memwal yet",
         ),
         (
             "/v1/table/t/create_index/",
