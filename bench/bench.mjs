@@ -28,10 +28,10 @@ const runs = [
   ["lancedb-lsm", "F"],
   ["memwal", "G100k"],
   ["lancedb", "G100k"],
-  ["memwal", "G1m"],
-  ["lancedb", "G1m"],
   ["memwal", "H"],
   ["lancedb", "H"],
+  ["memwal", "G1m"],
+  ["lancedb", "G1m"],
 ];
 const only = process.argv[2];
 // D8proc runs the memwal-server binary: build it (incremental) where cargo puts it.
@@ -57,6 +57,9 @@ for (const [engine, wl] of runs) {
   const line = out.trim().split("\n").pop();
   const r = JSON.parse(line);
   results[`${engine}:${wl}`] = r;
+  // Kept as runs finish, so a long run that is stopped still leaves its figures.
+  fs.mkdirSync("results", { recursive: true });
+  fs.writeFileSync("results/partial.json", JSON.stringify(results, null, 2));
   console.log(`${((Date.now() - t0) / 1000).toFixed(1)} s ${r.error ? `ERROR ${r.error}` : ""}`);
 }
 const g = (k, f) => (results[k] && results[k][f] !== undefined ? results[k][f] : NaN);
