@@ -350,7 +350,9 @@ async function streaming() {
   const ids = (rs) => rs.map((r) => Number(r.id));
   for (let r = 0; r < rounds; r++) {
     const newIds = range(2_000_000 + r * 100, 2_000_000 + (r + 1) * 100);
-    const oldIds = Array.from({ length: 100 }, () => Math.floor(rnd() * n));
+    const picked = new Set();
+    while (picked.size < 100) picked.add(Math.floor(rnd() * n));
+    const oldIds = [...picked];
     const { table: fresh, floats: ff } = vectorRows(100, true, 2_000_000 + r * 100);
     const { floats: uf } = vectorRows(100, true);
     // Same columns as the base (id, cat, vec): rebuild the updated rows with their new vectors.

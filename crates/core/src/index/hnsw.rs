@@ -191,7 +191,8 @@ pub fn search_level(
 ) -> Vec<Near32> {
     let Scratch { visited, buf } = sc;
     let scratch = buf.as_mut_slice();
-    visited.start(s.nodes());
+    let nodes = s.nodes();
+    visited.start(nodes);
     let mut cand: BinaryHeap<std::cmp::Reverse<Near>> = BinaryHeap::new();
     let mut best: BinaryHeap<Near> = BinaryHeap::new();
     for e in entry {
@@ -211,7 +212,7 @@ pub fn search_level(
             continue;
         };
         for &nb in links {
-            if (nb as usize) >= s.nodes() || !visited.first(nb) {
+            if (nb as usize) >= nodes || !visited.first(nb) {
                 continue;
             }
             let d = s.dist(q, nb, scratch);
@@ -259,6 +260,8 @@ pub fn build(s: &dyn Space, dim: usize, p: HnswParams, seed: u64) -> Graph {
     let mut sc = Scratch::new(dim);
     let mut scratch = vec![0f32; dim];
     let mut x = vec![0f32; dim];
+    let mut x2 = vec![0f32; dim];
+    let mut x3 = vec![0f32; dim];
     for i in 0..n as u32 {
         let u = ((rng.next_u64() >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
         let level = ((-u.ln() * ml).floor() as usize).min(16);
@@ -277,7 +280,7 @@ pub fn build(s: &dyn Space, dim: usize, p: HnswParams, seed: u64) -> Graph {
             let cap = if l == 0 { 2 * m } else { m };
             let chosen = select(s, &found, cap, &mut scratch, dim);
             for &nb in &chosen {
-                link(&mut g, s, nb, i, l, cap, &mut scratch, dim);
+                link(&mut g, s, nb, i, l, cap, &mut x2, &mut x3, &mut scratch);
             }
             g.links[i as usize][l] = chosen;
             ep = found;
@@ -321,7 +324,13 @@ fn select(
     kept
 }
 
-/// Adds `new` to `node`'s links on `level`, pruning back to `cap`.
+/// Adds `new` to `node`'s links on `level`. Past `cap` links, applies the
+/// heuristic incrementally (the list was pruned before `new` came): `new`
+/// is dropped if a nearer neighbour of `node` is nearer to it than `node`
+/// is; otherwise it stays and the farthest neighbour it occludes goes (or
+/// the farthest of all). That is 2 `cap` distances instead of `cap^2` for a
+/// full re-run, with the islands that keeping only the nearest would make
+/// avoided (recall 0.76 in the tests with nearest-only).
 #[allow(clippy::too_many_arguments)]
 fn link(
     g: &mut Graph,
@@ -330,8 +339,9 @@ fn link(
     new: u32,
     level: usize,
     cap: usize,
+    v: &mut [f32],
+    w: &mut [f32],
     scratch: &mut [f32],
-    dim: usize,
 ) {
     let Some(list) = g
         .links
@@ -340,19 +350,30 @@ fn link(
     else {
         return;
     };
-    list.push(new);
-    if list.len() <= cap {
+    if list.len() < cap {
+        list.push(new);
         return;
     }
-    let mut v = vec![0f32; dim];
-    s.vector(node, &mut v);
-    let mut cands: Vec<Near32> = list
-        .iter()
-        .map(|&o| Near32(s.dist(&v, o, scratch), o))
-        .collect();
-    cands.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    let kept = select(s, &cands, cap, scratch, dim);
-    g.links[node as usize][level] = kept;
+    s.vector(node, v);
+    s.vector(new, w);
+    let d_new = s.dist(v, new, scratch);
+    let mut drop: Option<(usize, f32)> = None;
+    let mut farthest = (0usize, f32::NEG_INFINITY);
+    for (i, &o) in list.iter().enumerate() {
+        let d = s.dist(v, o, scratch);
+        let between = s.dist(w, o, scratch);
+        if d < d_new && between < d_new {
+            return; // `new` is occluded by a nearer neighbour
+        }
+        if d > farthest.1 {
+            farthest = (i, d);
+        }
+        if between < d && drop.is_none_or(|(_, x)| d > x) {
+            drop = Some((i, d));
+        }
+    }
+    let (i, _) = drop.unwrap_or(farthest);
+    list[i] = new;
 }
 
 /// Exact vectors (for building): rows of `dim` in index space.
