@@ -33,3 +33,35 @@ export function expectSameSearch(a: number[][], b: number[][]): void {
     expect(Math.abs(x[1] - b[i][1])).toBeLessThan(1e-5);
   });
 }
+
+/**
+ * The three kinds of table every search and index test runs on: a local folder, memory, and a table of the
+ * real bundled server on 127.0.0.1 through our remote client. Registers the server's start and stop with the
+ * calling test file's beforeAll / afterAll; `remote()` is the served connection once started.
+ */
+export function tableKinds(): {
+  kinds: Array<[string, () => Promise<import("../lib").Connection>]>;
+  remote: () => import("../lib").Connection;
+} {
+  // Loaded lazily so that helpers.ts stays usable by tests that never start a server.
+  const lib = require("../lib") as typeof import("../lib");
+  let server: import("../lib").Server | undefined;
+  let remote: import("../lib").Connection | undefined;
+  beforeAll(async () => {
+    server = await lib.serve({ dataDir: tmpDir(), apiKey: "k", flushIntervalMs: 60_000 });
+    remote = await lib.connect("db://test", { apiKey: "k", region: "local", hostOverride: server.url });
+  });
+  afterAll(async () => server?.close());
+  const served = () => {
+    if (remote === undefined) throw new Error("the served connection exists once beforeAll has run");
+    return remote;
+  };
+  return {
+    kinds: [
+      ["local folder", () => lib.connect(tmpDir())],
+      ["memory", () => lib.connect("memory://")],
+      ["served", async () => served()],
+    ],
+    remote: served,
+  };
+}

@@ -4,19 +4,8 @@
  * against a brute-force oracle, rows written after the build found by the very next search (memWal rows
  * still in the memtable included), optimize folding them in, waitForIndex, drop, and every refusal.
  */
-import {
-  type Connection,
-  connect,
-  Index,
-  IndexNotFoundError,
-  InvalidInputError,
-  NotSupportedError,
-  type Server,
-  serve,
-  type Table,
-  TimeoutError,
-} from "../lib";
-import { tmpDir } from "./helpers";
+import { connect, Index, IndexNotFoundError, InvalidInputError, NotSupportedError, type Table, TimeoutError } from "../lib";
+import { tableKinds, tmpDir } from "./helpers";
 
 type Row = { id: number; kind: string; vector: number[] };
 const DIM = 8;
@@ -54,19 +43,7 @@ function oracle(data: Row[], q: number[], k: number): number[] {
 const ids = (out: Record<string, unknown>[]) => out.map((r) => Number(r.id));
 const dists = (out: Record<string, unknown>[]) => out.map((r) => Number(r._distance));
 
-let server: Server;
-let remote: Connection;
-beforeAll(async () => {
-  server = await serve({ dataDir: tmpDir(), apiKey: "k", flushIntervalMs: 60_000 });
-  remote = await connect("db://test", { apiKey: "k", region: "local", hostOverride: server.url });
-});
-afterAll(async () => server.close());
-
-const kinds: Array<[string, () => Promise<Connection>]> = [
-  ["local folder", () => connect(tmpDir())],
-  ["memory", () => connect("memory://")],
-  ["served", async () => remote],
-];
+const { kinds } = tableKinds();
 
 describe.each(kinds)("indexes on a %s table", (kind, open) => {
   let t: Table;

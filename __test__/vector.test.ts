@@ -4,8 +4,8 @@
  * still in the memtable included), each answer compared with a brute-force
  * oracle written here.
  */
-import { type Connection, connect, InvalidInputError, type Server, serve, type Table } from "../lib";
-import { tmpDir } from "./helpers";
+import { InvalidInputError, type Table } from "../lib";
+import { tableKinds } from "./helpers";
 
 type Row = { id: number; kind: string; vector: number[] };
 
@@ -55,19 +55,7 @@ function expectClose(got: Array<[number, number]>, want: Array<[number, number]>
   });
 }
 
-let server: Server;
-let remote: Connection;
-beforeAll(async () => {
-  server = await serve({ dataDir: tmpDir(), apiKey: "k", flushIntervalMs: 60_000 });
-  remote = await connect("db://test", { apiKey: "k", region: "local", hostOverride: server.url });
-});
-afterAll(async () => server.close());
-
-const kinds: Array<[string, () => Promise<Connection>]> = [
-  ["local folder", () => connect(tmpDir())],
-  ["memory", () => connect("memory://")],
-  ["served", async () => remote],
-];
+const { kinds, remote } = tableKinds();
 
 describe.each(kinds)("vector search on a %s table", (kind, open) => {
   let t: Table;
@@ -148,7 +136,7 @@ describe.each(kinds)("vector search on a %s table", (kind, open) => {
 });
 
 test("served: a memWal upsert is found by the very next search, old vectors never", async () => {
-  const t = await remote.createTable("fresh", rows(200));
+  const t = await remote().createTable("fresh", rows(200));
   const fresh = rows(50, 1000, 7);
   // Rows 0..9 get new vectors (far away); 1000.. are new.
   const moved = rows(10, 0, 99).map((r) => ({ ...r, vector: r.vector.map((x) => x + 100) }));

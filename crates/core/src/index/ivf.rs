@@ -615,10 +615,6 @@ fn probes(t: &IndexTuning, nlist: usize) -> (usize, usize) {
 }
 
 impl AnnIndex for IvfIndex {
-    fn distance_type(&self) -> DistanceType {
-        self.distance
-    }
-
     fn candidates(
         &self,
         q: &[f32],

@@ -59,8 +59,6 @@ impl RowIds {
 /// An approximate index over the rows of some fragments, addressed by row
 /// id (`fragment id << 32 | offset`).
 pub trait AnnIndex: Send + Sync + std::fmt::Debug {
-    /// The distance it was built for.
-    fn distance_type(&self) -> DistanceType;
     /// Up to `n` ids of rows near `q`, nearest first by the index's own
     /// (approximate) distance, only rows `keep` accepts.
     fn candidates(
