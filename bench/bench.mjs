@@ -95,9 +95,11 @@ eRows.push(["F: peer LSM path (useLsm)", "", fr("lancedb-lsm:F"), ""]);
 // G: IVF_PQ, same parameters; the best q/s among the settings reaching each recall floor.
 const gs = (k, data, floor) => results[k]?.[data]?.[floor];
 const gCell = (x) =>
-  x
-    ? `${f1(x.qps)} q/s (p50 ${f2(x.p50_ms)} / p99 ${f2(x.p99_ms)} ms; nprobes ${x.nprobes}, refine ${x.refine || "-"}; recall ${f2(x.recall)})`
-    : "not reached";
+  x === undefined
+    ? "n/a"
+    : x
+      ? `${f1(x.qps)} q/s (p50 ${f2(x.p50_ms)} / p99 ${f2(x.p99_ms)} ms; nprobes ${x.nprobes}, refine ${x.refine || "-"}; recall ${f2(x.recall)})`
+      : "not reached";
 for (const [wl, n] of [
   ["G100k", "100k"],
   ["G1m", "1M"],
@@ -134,7 +136,7 @@ for (const [wl, n] of [
     for (const floor of ["hnsw_at90", "hnsw_at95"]) {
       const a = gs(m, data, floor),
         b = gs(p, data, floor);
-      const cell = (x) => (x ? gCell(x).replace("refine", `ef ${x.ef}, refine`) : "not reached");
+      const cell = (x) => (x ? gCell(x).replace("refine", `ef ${x.ef}, refine`) : gCell(x));
       eRows.push([
         `G: IVF_HNSW_SQ ${n} ${data}, recall@10 >= ${floor === "hnsw_at90" ? "0.90" : "0.95"}: best q/s`,
         cell(a),
@@ -149,7 +151,7 @@ const hCell = (k) =>
     ? `recall@10 ${f2(g(k, "recall_at10"))}, new row first ${f2(g(k, "fresh_row_top1"))}, updated row first ${f2(g(k, "updated_row_top1"))}, p50 ${f2(g(k, "p50_ms"))} ms${results[k].fast_search_recall_at10 != null ? `; fastSearch recall ${f2(g(k, "fast_search_recall_at10"))}, new row first ${f2(g(k, "fast_search_fresh_row_top1"))}` : ""}${results[k].error ? ` ERROR ${results[k].error.slice(0, 80)}` : ""}`
     : "n/a";
 eRows.push([
-  "H: IVF_PQ 100k under 200-row upserts (nprobes 20, refine 10): memwal MemWAL | peer standard",
+  "H: IVF_PQ 100k under 200-row upserts (nprobes 20, refine 10): memwal MemWAL / peer standard",
   hCell("memwal:H"),
   hCell("lancedb:H"),
   "",
