@@ -302,6 +302,22 @@ impl NativeTable {
         Ok(self.index_read())
     }
 
+    /// The live rows of `snap` holding each of `keys` (on columns `on`),
+    /// through the key index (built once per version, then kept up to date
+    /// by merges): O(keys), not O(table).
+    pub fn rows_with_keys(
+        &self,
+        snap: &Snapshot,
+        on: &[String],
+        keys: &[&crate::keys::Key],
+    ) -> Result<Vec<Vec<crate::keys::RowAddr>>> {
+        let idx = self.ensure_index(snap, on)?;
+        let idx = idx
+            .as_ref()
+            .ok_or_else(|| Error::internal("key index missing"))?;
+        Ok(keys.iter().map(|k| idx.get(k)).collect())
+    }
+
     /// For each row of `batch` (the table's key columns), how many live
     /// rows of the latest version hold that key (a table written by `add`
     /// may hold a key more than once; a merge updates each). Uses (and

@@ -13,10 +13,10 @@ use arrow::array::{BooleanArray, RecordBatch, UInt32Array, UInt64Array};
 use arrow::compute::{and, concat_batches, filter_record_batch, take_record_batch};
 use hashbrown::HashMap;
 use memwal_core::filter::{Predicate, Resolve};
-use memwal_core::keys::{Key, KeyEncoder};
+use memwal_core::keys::Key;
 use memwal_core::table::scan::{with_row_ids, Pager};
 use memwal_core::vector::{RowIds, Tier};
-use memwal_core::{QueryRequest, Snapshot};
+use memwal_core::{NativeTable, QueryRequest, Snapshot};
 
 use super::{flushed_seq_in, MemWalTable};
 use crate::error::Result;
@@ -126,7 +126,7 @@ impl MemWalTable {
         let Some(mem_rows) = &v.rows else {
             return Ok(memwal_core::table::scan::scan_snapshot(&v.snap, req)?);
         };
-        let tiers = tiers(&v, mem_rows)?;
+        let tiers = tiers(&v, mem_rows, &self.shared.base)?;
         let schema = v.snap.schema();
         if req.nearest.is_some() {
             return Ok(vec![memwal_core::table::scan::search_tiers(
@@ -170,34 +170,54 @@ pub const MEMTABLE_ROW_ID_BASE: u64 = 1 << 63;
 /// The view as tiers: each base fragment with the rows that are live and
 /// not superseded by a memtable row, then the memtable rows (a memtable row
 /// standing in for two base rows of its key appears twice, as a native
-/// merge would have updated both).
-fn tiers(v: &View, mem_rows: &RecordBatch) -> Result<Vec<Tier>> {
-    let enc = KeyEncoder::new(&v.snap.schema(), &v.on)?;
+/// merge would have updated both). The superseded base rows are found
+/// through the base's key index, so this costs O(memtable rows), not
+/// O(table).
+fn tiers(v: &View, mem_rows: &RecordBatch, base: &NativeTable) -> Result<Vec<Tier>> {
     let mut out = Vec::with_capacity(v.snap.fragments.len() + 1);
-    let mut replaced: Vec<u32> = Vec::new();
+    let entries: Vec<(&Key, usize)> = v.keys.iter().map(|(k, m)| (k, *m)).collect();
+    let keys: Vec<&Key> = entries.iter().map(|(k, _)| *k).collect();
+    let found = base.rows_with_keys(&v.snap, &v.on, &keys)?;
+    // (fragment position, row, memtable row) of every superseded base row.
+    let pos: std::collections::HashMap<u64, usize> = v
+        .snap
+        .fragments
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.id, i))
+        .collect();
+    let mut hits: Vec<(usize, u32, usize)> = Vec::new();
+    for ((_, m), addrs) in entries.iter().zip(&found) {
+        for a in addrs {
+            if let Some(p) = pos.get(&a.frag) {
+                hits.push((*p, a.row, *m));
+            }
+        }
+    }
+    hits.sort_unstable();
+    let mut masks: Vec<Option<Vec<bool>>> = vec![None; v.snap.fragments.len()];
+    let mut replaced: Vec<u32> = Vec::with_capacity(hits.len());
     let mut used = vec![false; mem_rows.num_rows()];
-    for f in &v.snap.fragments {
-        let keys = enc.encode(&f.batch)?;
-        let keep: BooleanArray = keys
-            .iter()
-            .enumerate()
-            .map(|(i, k)| {
-                if f.deleted.contains(i as u32) {
-                    return Some(false);
-                }
-                match k.as_ref().and_then(|k| v.keys.get(k)) {
-                    Some(&m) => {
-                        replaced.push(m as u32);
-                        used[m] = true;
-                        Some(false)
-                    }
-                    None => Some(true),
-                }
-            })
-            .collect();
+    for &(p, row, m) in &hits {
+        let f = &v.snap.fragments[p];
+        let mask = masks[p].get_or_insert_with(|| {
+            (0..f.batch.num_rows())
+                .map(|i| !f.deleted.contains(i as u32))
+                .collect()
+        });
+        if let Some(slot) = mask.get_mut(row as usize) {
+            *slot = false;
+        }
+        replaced.push(m as u32);
+        used[m] = true;
+    }
+    for (f, mask) in v.snap.fragments.iter().zip(masks) {
         out.push(Tier {
             batch: f.batch.clone(),
-            mask: Some(keep),
+            mask: match mask {
+                Some(m) => Some(BooleanArray::from(m)),
+                None => f.live_mask(),
+            },
             row_ids: RowIds::Fragment(f.id),
         });
     }
