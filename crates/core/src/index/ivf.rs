@@ -476,52 +476,38 @@ impl IvfIndex {
         if rows.is_empty() {
             return;
         }
-        scratch.resize(rows.len().max(self.dim), 0.0);
-        match &self.payload {
-            Payload::Hnsw {
-                sq, codes, graphs, ..
-            } => {
-                let space = hnsw::Quantised::new(
-                    &codes[rows.start * self.dim..rows.end * self.dim],
-                    sq,
-                    q,
-                    self.distance == DistanceType::Dot,
-                    isa,
-                );
-                let (graph, len) = (&graphs[p], rows.len());
-                let mut ef = ef.max(top.cap()).min(len);
-                loop {
-                    let found = hnsw::search(graph, &space, q, ef, sc);
-                    let kept = found
-                        .iter()
-                        .filter(|n| keep(self.row_ids[rows.start + n.1 as usize]))
-                        .count();
-                    if kept >= top.cap().min(len) || ef >= len {
-                        for n in found {
-                            let id = self.row_ids[rows.start + n.1 as usize];
-                            if keep(id) {
-                                top.push(Hit {
-                                    dist: n.0,
-                                    row_id: id,
-                                    tier: 0,
-                                    row: 0,
-                                });
-                            }
-                        }
-                        return;
-                    }
-                    // A filter left too few: search wider.
-                    ef = (ef * 4).min(len);
-                }
+        if let Payload::Hnsw { .. } = self.payload {
+            return self.scan_graph(isa, q, p, ef, keep, top, sc);
+        }
+        scratch.resize(rows.len(), 0.0);
+        self.distances(isa, q, p, scratch);
+        for (d, r) in scratch.iter().zip(rows) {
+            let id = self.row_ids[r];
+            if top.worst().is_some_and(|w| *d > w) || !keep(id) {
+                continue;
             }
+            top.push(Hit {
+                dist: *d,
+                row_id: id,
+                tier: 0,
+                row: 0,
+            });
+        }
+    }
+
+    /// The index distances of partition `p`'s rows (IVF_FLAT, IVF_PQ) to
+    /// `q`, into `out`.
+    fn distances(&self, isa: Isa, q: &[f32], p: usize, out: &mut [f32]) {
+        let rows = self.offsets[p]..self.offsets[p + 1];
+        match &self.payload {
             Payload::Flat(v) => {
                 let block = &v[rows.start * self.dim..rows.end * self.dim];
                 match self.distance {
                     DistanceType::Dot => {
-                        kernels::dot(isa, q, block, scratch);
-                        scratch.iter_mut().for_each(|s| *s = -*s);
+                        kernels::dot(isa, q, block, out);
+                        out.iter_mut().for_each(|s| *s = -*s);
                     }
-                    _ => kernels::l2_sq(isa, q, block, scratch),
+                    _ => kernels::l2_sq(isa, q, block, out),
                 }
             }
             Payload::Pq { pq, codes } => {
@@ -538,7 +524,7 @@ impl IvfIndex {
                     }
                 };
                 let m = pq.m;
-                for (s, r) in scratch.iter_mut().zip(rows.clone()) {
+                for (s, r) in out.iter_mut().zip(rows) {
                     let d = pq.lookup(&table, &codes[r * m..(r + 1) * m]);
                     *s = if self.distance == DistanceType::Dot {
                         -(base + d)
@@ -547,18 +533,52 @@ impl IvfIndex {
                     };
                 }
             }
+            Payload::Hnsw { .. } => {}
         }
-        for (d, r) in scratch.iter().zip(rows) {
-            let id = self.row_ids[r];
-            if top.worst().is_some_and(|w| *d > w) || !keep(id) {
-                continue;
+    }
+
+    /// Ranks partition `p`'s rows through its HNSW graph: the `ef`
+    /// nearest (at least as many as `top` holds), widened while a filter
+    /// leaves too few.
+    #[allow(clippy::too_many_arguments)]
+    fn scan_graph(
+        &self,
+        isa: Isa,
+        q: &[f32],
+        p: usize,
+        ef: usize,
+        keep: &dyn Fn(u64) -> bool,
+        top: &mut TopK,
+        sc: &mut hnsw::Scratch,
+    ) {
+        let Payload::Hnsw {
+            sq, codes, graphs, ..
+        } = &self.payload
+        else {
+            return;
+        };
+        let rows = self.offsets[p]..self.offsets[p + 1];
+        let dot = self.distance == DistanceType::Dot;
+        let codes = &codes[rows.start * self.dim..rows.end * self.dim];
+        let space = hnsw::Quantised::new(codes, sq, q, dot, isa);
+        let (graph, len) = (&graphs[p], rows.len());
+        let id = |n: &hnsw::Near32| self.row_ids[rows.start + n.1 as usize];
+        let mut ef = ef.max(top.cap()).min(len);
+        loop {
+            let found = hnsw::search(graph, &space, q, ef, sc);
+            let kept = found.iter().filter(|n| keep(id(n))).count();
+            if kept >= top.cap().min(len) || ef >= len {
+                for n in found.iter().filter(|n| keep(id(n))) {
+                    top.push(Hit {
+                        dist: n.0,
+                        row_id: id(n),
+                        tier: 0,
+                        row: 0,
+                    });
+                }
+                return;
             }
-            top.push(Hit {
-                dist: *d,
-                row_id: id,
-                tier: 0,
-                row: 0,
-            });
+            ef = (ef * 4).min(len);
         }
     }
 }

@@ -128,77 +128,6 @@ impl IndexRequest {
     /// The IVF build parameters for a vector column of `dim`.
     pub fn ivf_params(&self, dim: usize) -> Result<ivf::IvfParams> {
         let t = self.index_type.unwrap_or(IndexType::IvfPq);
-        let positive = |name: &str, v: Option<u32>| -> Result<Option<usize>> {
-            match v {
-                Some(0) => Err(Error::invalid(format!("{name} must be at least 1"))),
-                other => Ok(other.map(|x| x as usize)),
-            }
-        };
-        let hnsw_fields = self.m.is_some() || self.ef_construction.is_some();
-        if hnsw_fields && t != IndexType::IvfHnswSq {
-            return Err(Error::invalid(format!(
-                "m and ef_construction apply to IVF_HNSW_SQ, not {t}"
-            )));
-        }
-        let pq = match t {
-            IndexType::IvfHnswSq => {
-                if self.num_sub_vectors.is_some() || self.num_bits.is_some() {
-                    return Err(Error::invalid(
-                        "num_sub_vectors and num_bits apply to IVF_PQ, not IVF_HNSW_SQ",
-                    ));
-                }
-                None
-            }
-            IndexType::IvfFlat => {
-                if self.num_sub_vectors.is_some() || self.num_bits.is_some() {
-                    return Err(Error::invalid(
-                        "num_sub_vectors and num_bits apply to IVF_PQ, not IVF_FLAT",
-                    ));
-                }
-                None
-            }
-            IndexType::IvfPq => {
-                let m = match positive("num_sub_vectors", self.num_sub_vectors)? {
-                    Some(m) => m,
-                    None if dim.is_multiple_of(16) => dim / 16,
-                    None if dim.is_multiple_of(8) => dim / 8,
-                    None => 1,
-                };
-                let bits = self.num_bits.unwrap_or(8);
-                let bits = u8::try_from(bits)
-                    .ok()
-                    .filter(|b| *b == 4 || *b == 8)
-                    .ok_or_else(|| {
-                        Error::invalid(format!("num_bits must be 4 or 8, got {bits}"))
-                    })?;
-                if !dim.is_multiple_of(m) {
-                    return Err(Error::invalid(format!(
-                        "num_sub_vectors ({m}) must divide the dimension of column '{}' ({dim})",
-                        self.column
-                    )));
-                }
-                Some((m, bits))
-            }
-        };
-        let hnsw = match t {
-            IndexType::IvfHnswSq => Some(hnsw::HnswParams {
-                m: match positive("m", self.m)? {
-                    Some(m) if m > 512 => {
-                        return Err(Error::invalid(format!("m must be at most 512, got {m}")))
-                    }
-                    m => m.unwrap_or(20),
-                },
-                ef_construction: match positive("ef_construction", self.ef_construction)? {
-                    Some(e) if e > 10_000 => {
-                        return Err(Error::invalid(format!(
-                            "ef_construction must be at most 10000, got {e}"
-                        )))
-                    }
-                    e => e.unwrap_or(300),
-                },
-            }),
-            _ => None,
-        };
         let num_partitions = match (t, positive("num_partitions", self.num_partitions)?) {
             // One graph over every row unless asked (as @lancedb/lancedb's hnswSq).
             (IndexType::IvfHnswSq, None) if self.target_partition_size.is_none() => Some(1),
@@ -210,18 +139,84 @@ impl IndexRequest {
             target_partition_size: positive("target_partition_size", self.target_partition_size)?,
             sample_rate: positive("sample_rate", self.sample_rate)?
                 .unwrap_or(ivf::DEFAULT_SAMPLE_RATE),
-            max_iterations: match positive("max_iterations", self.max_iterations)? {
-                Some(n) if n > ivf::MAX_ITERATIONS_LIMIT => {
-                    return Err(Error::invalid(format!(
-                        "max_iterations must be at most {}, got {n}",
-                        ivf::MAX_ITERATIONS_LIMIT
-                    )))
-                }
-                n => n.unwrap_or(ivf::DEFAULT_MAX_ITERATIONS),
-            },
-            pq,
-            hnsw,
+            max_iterations: at_most(
+                "max_iterations",
+                positive("max_iterations", self.max_iterations)?,
+                ivf::MAX_ITERATIONS_LIMIT,
+            )?
+            .unwrap_or(ivf::DEFAULT_MAX_ITERATIONS),
+            pq: self.pq_params(t, dim)?,
+            hnsw: self.hnsw_params(t)?,
         })
+    }
+
+    /// `(num_sub_vectors, num_bits)` for IVF_PQ; refuses them elsewhere.
+    fn pq_params(&self, t: IndexType, dim: usize) -> Result<Option<(usize, u8)>> {
+        if t != IndexType::IvfPq {
+            if self.num_sub_vectors.is_some() || self.num_bits.is_some() {
+                return Err(Error::invalid(format!(
+                    "num_sub_vectors and num_bits apply to IVF_PQ, not {t}"
+                )));
+            }
+            return Ok(None);
+        }
+        let m = match positive("num_sub_vectors", self.num_sub_vectors)? {
+            Some(m) => m,
+            None if dim.is_multiple_of(16) => dim / 16,
+            None if dim.is_multiple_of(8) => dim / 8,
+            None => 1,
+        };
+        let bits = self.num_bits.unwrap_or(8);
+        let bits = u8::try_from(bits)
+            .ok()
+            .filter(|b| *b == 4 || *b == 8)
+            .ok_or_else(|| Error::invalid(format!("num_bits must be 4 or 8, got {bits}")))?;
+        if !dim.is_multiple_of(m) {
+            return Err(Error::invalid(format!(
+                "num_sub_vectors ({m}) must divide the dimension of column '{}' ({dim})",
+                self.column
+            )));
+        }
+        Ok(Some((m, bits)))
+    }
+
+    /// `m` and `ef_construction` for IVF_HNSW_SQ; refuses them elsewhere.
+    fn hnsw_params(&self, t: IndexType) -> Result<Option<hnsw::HnswParams>> {
+        if t != IndexType::IvfHnswSq {
+            if self.m.is_some() || self.ef_construction.is_some() {
+                return Err(Error::invalid(format!(
+                    "m and ef_construction apply to IVF_HNSW_SQ, not {t}"
+                )));
+            }
+            return Ok(None);
+        }
+        Ok(Some(hnsw::HnswParams {
+            m: at_most("m", positive("m", self.m)?, 512)?.unwrap_or(20),
+            ef_construction: at_most(
+                "ef_construction",
+                positive("ef_construction", self.ef_construction)?,
+                10_000,
+            )?
+            .unwrap_or(300),
+        }))
+    }
+}
+
+/// `v`, refusing 0.
+fn positive(name: &str, v: Option<u32>) -> Result<Option<usize>> {
+    match v {
+        Some(0) => Err(Error::invalid(format!("{name} must be at least 1"))),
+        other => Ok(other.map(|x| x as usize)),
+    }
+}
+
+/// `v`, refusing more than `max`.
+fn at_most(name: &str, v: Option<usize>, max: usize) -> Result<Option<usize>> {
+    match v {
+        Some(n) if n > max => Err(Error::invalid(format!(
+            "{name} must be at most {max}, got {n}"
+        ))),
+        other => Ok(other),
     }
 }
 

@@ -163,26 +163,7 @@ impl NativeTable {
         let v = vectors_of(&snap, col, params.distance, None)?;
         let ix = ivf::build(&v, dim, &params)?;
         let files = store::write(self.inner.storage.as_ref(), self.dir(), &ix)?;
-        let mut used = BTreeMap::new();
-        used.insert("num_partitions".into(), json!(ix.num_partitions()));
-        used.insert("sample_rate".into(), json!(params.sample_rate));
-        used.insert("max_iterations".into(), json!(params.max_iterations));
-        if let Some(h) = params.hnsw {
-            used.insert("m".into(), json!(h.m));
-            used.insert("ef_construction".into(), json!(h.ef_construction));
-        }
-        let meta = IndexMeta {
-            name: name.clone(),
-            columns: vec![req.column.clone()],
-            index_type: store::kind(&ix).into(),
-            distance_type: Some(params.distance.as_str().into()),
-            dimension: dim as u64,
-            num_sub_vectors: params.pq.map_or(0, |(m, _)| m as u64),
-            num_bits: params.pq.map_or(8, |(_, b)| b),
-            params: used,
-            files: files.clone(),
-            fragment_ids: snap.fragments.iter().map(|f| f.id).collect(),
-        };
+        let meta = index_meta(name, req, dim, &params, &ix, files.clone(), &snap);
         let column = req.column.clone();
         let wanted = snap.manifest.schema.field(col).data_type().clone();
         let out = self.write_with_retry(
@@ -348,6 +329,38 @@ impl NativeTable {
                 other.map(|_| None)
             }
         }
+    }
+}
+
+/// The manifest entry of a new index built over `snap`.
+fn index_meta(
+    name: String,
+    req: &IndexRequest,
+    dim: usize,
+    params: &ivf::IvfParams,
+    ix: &IvfIndex,
+    files: Vec<crate::manifest::IndexFile>,
+    snap: &Snapshot,
+) -> IndexMeta {
+    let mut used = BTreeMap::new();
+    used.insert("num_partitions".into(), json!(ix.num_partitions()));
+    used.insert("sample_rate".into(), json!(params.sample_rate));
+    used.insert("max_iterations".into(), json!(params.max_iterations));
+    if let Some(h) = params.hnsw {
+        used.insert("m".into(), json!(h.m));
+        used.insert("ef_construction".into(), json!(h.ef_construction));
+    }
+    IndexMeta {
+        name,
+        columns: vec![req.column.clone()],
+        index_type: store::kind(ix).into(),
+        distance_type: Some(params.distance.as_str().into()),
+        dimension: dim as u64,
+        num_sub_vectors: params.pq.map_or(0, |(m, _)| m as u64),
+        num_bits: params.pq.map_or(8, |(_, b)| b),
+        params: used,
+        files,
+        fragment_ids: snap.fragments.iter().map(|f| f.id).collect(),
     }
 }
 
