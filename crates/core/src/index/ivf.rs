@@ -459,28 +459,25 @@ impl IvfIndex {
         order
     }
 
-    /// Ranks partition `p`'s rows that `keep` accepts into `top`.
-    #[allow(clippy::too_many_arguments)]
-    fn scan(
-        &self,
-        isa: Isa,
-        q: &[f32],
-        p: usize,
-        ef: usize,
-        keep: &dyn Fn(u64) -> bool,
-        top: &mut TopK,
-        scratch: &mut Vec<f32>,
-        sc: &mut hnsw::Scratch,
-    ) {
+    /// Ranks partition `p`'s rows that the probe's `keep` accepts into its top.
+    fn scan(&self, p: usize, probe: &mut Probe) {
         let rows = self.offsets[p]..self.offsets[p + 1];
         if rows.is_empty() {
             return;
         }
         if let Payload::Hnsw { .. } = self.payload {
-            return self.scan_graph(isa, q, p, ef, keep, top, sc);
+            return self.scan_graph(p, probe);
         }
+        let Probe {
+            isa,
+            q,
+            keep,
+            top,
+            scratch,
+            ..
+        } = probe;
         scratch.resize(rows.len(), 0.0);
-        self.distances(isa, q, p, scratch);
+        self.distances(*isa, q, p, scratch);
         for (d, r) in scratch.iter().zip(rows) {
             let id = self.row_ids[r];
             if top.worst().is_some_and(|w| *d > w) || !keep(id) {
@@ -540,17 +537,17 @@ impl IvfIndex {
     /// Ranks partition `p`'s rows through its HNSW graph: the `ef`
     /// nearest (at least as many as `top` holds), widened while a filter
     /// leaves too few.
-    #[allow(clippy::too_many_arguments)]
-    fn scan_graph(
-        &self,
-        isa: Isa,
-        q: &[f32],
-        p: usize,
-        ef: usize,
-        keep: &dyn Fn(u64) -> bool,
-        top: &mut TopK,
-        sc: &mut hnsw::Scratch,
-    ) {
+    fn scan_graph(&self, p: usize, probe: &mut Probe) {
+        let Probe {
+            isa,
+            q,
+            ef,
+            keep,
+            top,
+            graph: sc,
+            ..
+        } = probe;
+        let (isa, q) = (*isa, q.as_slice());
         let Payload::Hnsw {
             sq, codes, graphs, ..
         } = &self.payload
@@ -563,7 +560,7 @@ impl IvfIndex {
         let space = hnsw::Quantised::new(codes, sq, q, dot, isa);
         let (graph, len) = (&graphs[p], rows.len());
         let id = |n: &hnsw::Near32| self.row_ids[rows.start + n.1 as usize];
-        let mut ef = ef.max(top.cap()).min(len);
+        let mut ef = (*ef).max(top.cap()).min(len);
         loop {
             let found = hnsw::search(graph, &space, q, ef, sc);
             let kept = found.iter().filter(|n| keep(id(n))).count();
@@ -618,6 +615,21 @@ fn build_graphs(
     Ok(graphs)
 }
 
+/// One query's search through the partitions: the query (in index space),
+/// the rows it may return, the best so far, and reusable buffers.
+struct Probe<'a> {
+    isa: Isa,
+    q: Vec<f32>,
+    /// HNSW search width.
+    ef: usize,
+    keep: &'a dyn Fn(u64) -> bool,
+    top: TopK,
+    /// Distances of one partition (IVF_FLAT, IVF_PQ).
+    scratch: Vec<f32>,
+    /// HNSW visited marks and decode buffer.
+    graph: hnsw::Scratch,
+}
+
 /// `(minimum, maximum)` partitions to probe.
 fn probes(t: &IndexTuning, nlist: usize) -> (usize, usize) {
     let to = |x: u32| (x as usize).clamp(1, nlist);
@@ -642,21 +654,34 @@ impl AnnIndex for IvfIndex {
         n: usize,
         keep: &dyn Fn(u64) -> bool,
     ) -> Vec<u64> {
-        let isa = kernels::isa();
         let mut q = q.to_vec();
         to_index_space(self.distance, &mut q, self.dim);
         let (min, max) = probes(tuning, self.num_partitions());
-        let ef = tuning.ef.map_or(DEFAULT_EF, |e| e as usize);
-        let mut sc = hnsw::Scratch::new(self.dim);
-        let mut top = TopK::new(n);
-        let mut scratch = Vec::new();
-        for (i, p) in self.partition_order(isa, &q).into_iter().enumerate() {
-            if i >= max || (i >= min && top.len() >= n) {
+        let mut probe = Probe {
+            isa: kernels::isa(),
+            q,
+            ef: tuning.ef.map_or(DEFAULT_EF, |e| e as usize),
+            keep,
+            top: TopK::new(n),
+            scratch: Vec::new(),
+            graph: hnsw::Scratch::new(self.dim),
+        };
+        for (i, p) in self
+            .partition_order(probe.isa, &probe.q)
+            .into_iter()
+            .enumerate()
+        {
+            if i >= max || (i >= min && probe.top.len() >= n) {
                 break;
             }
-            self.scan(isa, &q, p, ef, keep, &mut top, &mut scratch, &mut sc);
+            self.scan(p, &mut probe);
         }
-        top.into_sorted().into_iter().map(|h| h.row_id).collect()
+        probe
+            .top
+            .into_sorted()
+            .into_iter()
+            .map(|h| h.row_id)
+            .collect()
     }
 }
 

@@ -268,9 +268,10 @@ fn rank_indexed(
             _ => None,
         })
         .collect();
-    let covered: Vec<bool> = (0..tiers.len())
-        .map(|t| by_fragment.values().any(|c| *c == t))
-        .collect();
+    let mut covered = vec![false; tiers.len()];
+    for t in by_fragment.values() {
+        covered[*t] = true;
+    }
     let exact_all: Vec<bool> = covered.iter().map(|c| *c || !fast).collect();
     let cap = plan.k.saturating_add(plan.offset);
     let refine = plan.tuning.refine_factor.unwrap_or(1).max(1) as usize;
