@@ -8,8 +8,8 @@ use arrow_schema::SchemaRef;
 use async_trait::async_trait;
 use memwal_core::{
     ipc, json_schema, AddMode, CreateOptions, Data, Database, DeleteResult, IndexInfo,
-    IndexRequest, MergeInsertParams, MergeResult, OptimizeStats, QueryRequest, Table, UpdateResult,
-    VersionInfo,
+    IndexRequest, IndexType, MergeInsertParams, MergeResult, OptimizeStats, QueryRequest, Table,
+    UpdateResult, VersionInfo,
 };
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -495,6 +495,20 @@ impl Table for RemoteTable {
     }
     async fn create_index(&self, request: IndexRequest) -> memwal_core::Result<()> {
         self.ensure_writable()?;
+        let mut request = request;
+        if request.index_type.is_none() {
+            // The column's default, as the official clients pick it: IVF_PQ
+            // for a vector column, BTREE otherwise.
+            let schema = self.schema().await?;
+            let vector = schema
+                .field_with_name(&request.column)
+                .is_ok_and(|f| memwal_core::vector::plan::vector_type(f.data_type()).is_some());
+            request.index_type = Some(if vector {
+                IndexType::IvfPq
+            } else {
+                IndexType::BTree
+            });
+        }
         let body = protocol::create_index_body(&request);
         self.post_json("create_index/", body).await?;
         Ok(())

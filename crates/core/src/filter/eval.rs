@@ -71,7 +71,7 @@ fn is_string(t: &DataType) -> bool {
 }
 
 /// The common type two operands are cast to before a kernel runs.
-fn common_type(l: &DataType, r: &DataType) -> R<DataType> {
+pub(super) fn common_type(l: &DataType, r: &DataType) -> R<DataType> {
     use DataType::*;
     if l == r {
         return Ok(l.clone());

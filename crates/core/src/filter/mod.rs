@@ -4,10 +4,12 @@
 //!
 //! [`Predicate`] is the only entry point: `parse` binds, `mask` evaluates a
 //! row filter (SQL NULL counts as false), `values` evaluates an expression
-//! to one value per row (used by `update`).
+//! to one value per row (used by `update`), `sarg` what it implies about
+//! one column for a scalar index.
 
 mod bind;
 mod eval;
+mod sarg;
 
 use arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch};
 use arrow_schema::{DataType, Schema};
@@ -15,6 +17,7 @@ use arrow_schema::{DataType, Schema};
 use crate::error::{Error, Result};
 use bind::PhysExpr;
 pub use bind::Resolve;
+pub use sarg::Sarg;
 
 /// A parsed, bound expression.
 #[derive(Debug, Clone)]
@@ -47,6 +50,12 @@ impl Predicate {
         p.values(&empty)
             .map_err(|e| Error::invalid(format!("invalid filter \"{sql}\": {e}")))?;
         Ok(p)
+    }
+
+    /// What the filter being true implies about column `col` (of type
+    /// `dt`) that a scalar index can answer; `None` when nothing.
+    pub fn sarg(&self, col: usize, dt: &DataType) -> Option<Sarg> {
+        sarg::extract(&self.expr, col, dt)
     }
 
     /// The SQL text.

@@ -1,10 +1,11 @@
-//! Vector indexes: what a caller asks for ([`IndexRequest`]), what a table
+//! Indexes: what a caller asks for ([`IndexRequest`]), what a table
 //! reports ([`IndexInfo`]), and the IVF index itself ([`ivf`]: partitions
 //! from [`kmeans`], optional product quantisation from [`pq`]), stored as
-//! Arrow IPC files by [`store`]. A version's indexes are recorded in its
+//! Arrow IPC files by [`store`]; and the BTREE scalar index ([`btree`]). A version's indexes are recorded in its
 //! manifest ([`crate::manifest::IndexMeta`]) with the fragments they cover;
 //! rows of other fragments are "unindexed" and searched exactly.
 
+pub mod btree;
 pub mod hnsw;
 pub mod ivf;
 pub mod kmeans;
@@ -26,6 +27,8 @@ pub enum IndexType {
     IvfPq,
     /// IVF partitions, each an HNSW graph over scalar-quantised vectors.
     IvfHnswSq,
+    /// A scalar column's values, sorted ([`btree`]).
+    BTree,
 }
 
 /// Index types of the protocol memwal does not build yet.
@@ -34,7 +37,6 @@ const NOT_YET: &[&str] = &[
     "IVF_HNSW_PQ",
     "IVF_HNSW_FLAT",
     "IVF_RQ",
-    "BTREE",
     "BITMAP",
     "LABEL_LIST",
     "FM",
@@ -49,7 +51,13 @@ impl IndexType {
             IndexType::IvfFlat => "IVF_FLAT",
             IndexType::IvfPq => "IVF_PQ",
             IndexType::IvfHnswSq => "IVF_HNSW_SQ",
+            IndexType::BTree => "BTREE",
         }
+    }
+
+    /// Whether it indexes vectors.
+    pub fn is_vector(self) -> bool {
+        self != IndexType::BTree
     }
 }
 
@@ -67,11 +75,12 @@ impl FromStr for IndexType {
             "IVF_FLAT" => Ok(IndexType::IvfFlat),
             "IVF_PQ" => Ok(IndexType::IvfPq),
             "IVF_HNSW_SQ" => Ok(IndexType::IvfHnswSq),
+            "BTREE" => Ok(IndexType::BTree),
             other if NOT_YET.contains(&other) => Err(Error::not_supported(format!(
-                "index type {other} is not supported by memwal yet (IVF_FLAT, IVF_PQ and IVF_HNSW_SQ are)"
+                "index type {other} is not supported by memwal yet (IVF_FLAT, IVF_PQ, IVF_HNSW_SQ and BTREE are)"
             ))),
             other => Err(Error::invalid(format!(
-                "unknown index type \"{other}\" (memwal builds IVF_FLAT, IVF_PQ and IVF_HNSW_SQ)"
+                "unknown index type \"{other}\" (memwal builds IVF_FLAT, IVF_PQ, IVF_HNSW_SQ and BTREE)"
             ))),
         }
     }
@@ -123,6 +132,32 @@ impl IndexRequest {
         self.name
             .clone()
             .unwrap_or_else(|| format!("{}_idx", self.column))
+    }
+
+    /// Checks a request for a scalar index: none of the vector
+    /// parameters may be given (they would be ignored).
+    pub fn check_scalar(&self) -> Result<()> {
+        let given = [
+            ("distance_type", self.distance_type.is_some()),
+            ("sample_rate", self.sample_rate.is_some()),
+            ("max_iterations", self.max_iterations.is_some()),
+            ("num_partitions", self.num_partitions.is_some()),
+            (
+                "target_partition_size",
+                self.target_partition_size.is_some(),
+            ),
+            ("num_sub_vectors", self.num_sub_vectors.is_some()),
+            ("num_bits", self.num_bits.is_some()),
+            ("m", self.m.is_some()),
+            ("ef_construction", self.ef_construction.is_some()),
+        ];
+        match given.iter().find(|(_, g)| *g) {
+            Some((name, _)) => Err(Error::invalid(format!(
+                "{name} applies to vector indexes, not to the BTREE index on '{}'",
+                self.column
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// The IVF build parameters for a vector column of `dim`.

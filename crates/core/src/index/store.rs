@@ -1,4 +1,4 @@
-//! An IVF index on disk: Arrow IPC files (readable by pyarrow as they are)
+//! An index on disk (IVF or BTREE): Arrow IPC files (readable by pyarrow as they are)
 //! next to the table's data, named in the manifest with their crc32c.
 //!
 //! ```text
@@ -12,6 +12,7 @@
 //!                                   code: FixedSizeBinary[dim] and level: UInt8 (IVF_HNSW_SQ)
 //! _indices/{uuid}-links.arrow       IVF_HNSW_SQ: links: List<UInt32>, one row per node and
 //!                                   level 0..=level, node by node (neighbours within the partition)
+//! _indices/{uuid}-btree.arrow       BTREE: value (the column's type, no nulls, sorted), row_id: UInt64
 //! ```
 //! Reading checks every length, offset, code and link count, so a damaged
 //! file is a `Corrupt` error, never an out-of-bounds read.
@@ -26,6 +27,7 @@ use arrow::buffer::OffsetBuffer;
 use arrow::datatypes::{Float32Type, UInt32Type, UInt64Type, UInt8Type};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
+use super::btree::BTreeIndex;
 use super::hnsw::{Graph, HnswParams, Sq};
 use super::ivf::{IvfIndex, Payload};
 use super::pq::Pq;
@@ -175,21 +177,50 @@ fn columns(ix: &IvfIndex, s: &[(&str, SchemaRef)]) -> Result<Vec<Vec<ArrayRef>>>
 /// Writes `ix` under `{table}/_indices/` (fsynced, folder too); returns the
 /// files as the manifest records them.
 pub fn write(storage: &dyn Storage, table: &str, ix: &IvfIndex) -> Result<Vec<IndexFile>> {
-    let stem = format!("_indices/{}", uuid::Uuid::new_v4().simple());
     let w = match &ix.payload {
         Payload::Pq { pq, .. } => pq.m,
         _ => ix.dim,
     };
     let s = schemas(kind(ix), ix.dim, w)?;
     let cols = columns(ix, &s)?;
-    let mut files = Vec::new();
+    let mut batches = Vec::new();
     for ((suffix, sc), c) in s.iter().zip(cols) {
-        let batch = RecordBatch::try_new(sc.clone(), c)?;
+        batches.push((*suffix, RecordBatch::try_new(sc.clone(), c)?));
+    }
+    write_files(storage, table, &batches)
+}
+
+/// The schema of a BTREE index file over a column of type `dt`.
+fn btree_schema(dt: &DataType) -> SchemaRef {
+    schema(vec![
+        Field::new("value", dt.clone(), false),
+        Field::new("row_id", DataType::UInt64, false),
+    ])
+}
+
+/// Writes a BTREE index as `{table}/_indices/{uuid}-btree.arrow`.
+pub fn write_btree(storage: &dyn Storage, table: &str, ix: &BTreeIndex) -> Result<Vec<IndexFile>> {
+    let sc = btree_schema(ix.values.data_type());
+    let ids: ArrayRef = Arc::new(UInt64Array::from(ix.row_ids.clone()));
+    let batch = RecordBatch::try_new(sc, vec![ix.values.clone(), ids])?;
+    write_files(storage, table, &[("-btree.arrow", batch)])
+}
+
+/// Writes one Arrow IPC file per batch, named `{uuid}{suffix}`, then syncs
+/// the folder; on failure removes what it wrote.
+fn write_files(
+    storage: &dyn Storage,
+    table: &str,
+    batches: &[(&str, RecordBatch)],
+) -> Result<Vec<IndexFile>> {
+    let stem = format!("_indices/{}", uuid::Uuid::new_v4().simple());
+    let mut files = Vec::new();
+    for (suffix, batch) in batches {
         let rel = format!("{stem}{suffix}");
         let mut crc = 0;
         let put = storage.put_with(&format!("{table}/{rel}"), &mut |w| {
             let mut w = CrcWriter::new(w);
-            crate::ipc::write_file(&mut w, sc, std::slice::from_ref(&batch))?;
+            crate::ipc::write_file(&mut w, &batch.schema(), std::slice::from_ref(batch))?;
             crc = w.crc;
             Ok(())
         });
@@ -207,6 +238,30 @@ pub fn write(storage: &dyn Storage, table: &str, ix: &IvfIndex) -> Result<Vec<In
         return Err(e);
     }
     Ok(files)
+}
+
+/// Reads the BTREE index `meta` describes over a column of type `dt`.
+pub fn read_btree(
+    storage: &dyn Storage,
+    table: &str,
+    meta: &IndexMeta,
+    dt: &DataType,
+) -> Result<BTreeIndex> {
+    let f = meta
+        .files
+        .iter()
+        .find(|f| f.path.ends_with("-btree.arrow"))
+        .ok_or_else(|| Error::Corrupt {
+            path: table.to_string(),
+            message: format!("index {:?}: no -btree.arrow file", meta.name),
+        })?;
+    let path = format!("{table}/{}", f.path);
+    let b = read_data_file(storage, &path, &btree_schema(dt), Some(f.crc32c))?;
+    let ids = b.column(1).as_primitive::<UInt64Type>().values().to_vec();
+    BTreeIndex::from_parts(b.column(0).clone(), ids).map_err(|message| Error::Corrupt {
+        path,
+        message: format!("index {:?}: {message}", meta.name),
+    })
 }
 
 /// Deletes the files of an index that never made it into a version.

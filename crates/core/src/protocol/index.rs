@@ -70,10 +70,13 @@ impl CreateIndexBody {
 pub fn create_index_body(req: &IndexRequest) -> Value {
     let mut m = Map::new();
     m.insert("column".into(), json!(req.column));
-    m.insert(
-        "index_type".into(),
-        json!(req.index_type.unwrap_or(IndexType::IvfPq).as_str()),
-    );
+    let t = req.index_type.unwrap_or(IndexType::IvfPq);
+    m.insert("index_type".into(), json!(t.as_str()));
+    if !t.is_vector() {
+        // A scalar index: the official clients send no parameters.
+        name_and_replace(&mut m, req);
+        return Value::Object(m);
+    }
     m.insert(
         "metric_type".into(),
         json!(req.distance_type.unwrap_or_default().as_str()),
@@ -104,13 +107,18 @@ pub fn create_index_body(req: &IndexRequest) -> Value {
                 .unwrap_or(crate::index::ivf::DEFAULT_MAX_ITERATIONS as u32),
         ),
     );
+    name_and_replace(&mut m, req);
+    Value::Object(m)
+}
+
+/// `name` when given, `replace` when false (as the official clients).
+fn name_and_replace(m: &mut Map<String, Value>, req: &IndexRequest) {
     if let Some(n) = &req.name {
         m.insert("name".into(), json!(n));
     }
     if !req.replace {
         m.insert("replace".into(), json!(false));
     }
-    Value::Object(m)
 }
 
 /// One entry of `index/list/`'s answer.

@@ -1,4 +1,4 @@
-//! Vector indexes of a native table: building one over a snapshot and
+//! Indexes (vector and BTREE) of a native table: building one over a snapshot and
 //! recording it in a new version, listing them with their indexed and
 //! unindexed row counts, dropping one, and folding unindexed rows in
 //! (`optimize`). An index's files are written before the version that
@@ -15,8 +15,9 @@ use serde_json::json;
 use super::commit::Change;
 use super::{NativeTable, Snapshot};
 use crate::error::{Error, Result};
+use crate::index::btree::{self, BTreeIndex};
 use crate::index::ivf::{self, IvfIndex, Vectors};
-use crate::index::{store, IndexInfo, IndexRequest};
+use crate::index::{store, IndexInfo, IndexRequest, IndexType};
 use crate::keys::column_list;
 use crate::manifest::IndexMeta;
 use crate::traits::Deadline;
@@ -29,9 +30,36 @@ pub struct LoadedIndex {
     /// As the manifest records it.
     pub meta: Arc<IndexMeta>,
     /// The index.
-    pub ivf: Arc<IvfIndex>,
+    pub data: IndexData,
     /// The fragments it covers.
     pub fragments: Arc<HashSet<u64>>,
+}
+
+/// A loaded index of either kind.
+#[derive(Debug, Clone)]
+pub enum IndexData {
+    /// IVF_FLAT, IVF_PQ, IVF_HNSW_SQ.
+    Vector(Arc<IvfIndex>),
+    /// BTREE.
+    Scalar(Arc<BTreeIndex>),
+}
+
+impl LoadedIndex {
+    /// The vector index, if it is one.
+    pub fn vector(&self) -> Option<&IvfIndex> {
+        match &self.data {
+            IndexData::Vector(v) => Some(v),
+            IndexData::Scalar(_) => None,
+        }
+    }
+
+    /// The scalar index, if it is one.
+    pub fn scalar(&self) -> Option<&BTreeIndex> {
+        match &self.data {
+            IndexData::Scalar(s) => Some(s),
+            IndexData::Vector(_) => None,
+        }
+    }
 }
 
 /// The live rows of `fragments` (all when `None`) with a complete vector in
@@ -84,23 +112,83 @@ fn vectors_of(
     Ok(out)
 }
 
-/// The column `name` of `snap` as `(position, dimension)`, or why it
-/// cannot carry a vector index.
-fn vector_column(snap: &Snapshot, name: &str) -> Result<(usize, usize)> {
+/// The position of column `name` in `snap`, or an error naming the columns.
+fn column_of(snap: &Snapshot, name: &str) -> Result<usize> {
     let schema = &snap.manifest.schema;
-    let i = schema.index_of(name).map_err(|_| {
+    schema.index_of(name).map_err(|_| {
         Error::invalid(format!(
             "cannot index column '{name}': no such column (available: {})",
             column_list(schema)
         ))
-    })?;
-    match vector_type(schema.field(i).data_type()) {
+    })
+}
+
+/// The column `name` of `snap` as `(position, dimension)`, or why it
+/// cannot carry a vector index.
+fn vector_column(snap: &Snapshot, name: &str) -> Result<(usize, usize)> {
+    let i = column_of(snap, name)?;
+    let dt = snap.manifest.schema.field(i).data_type();
+    match vector_type(dt) {
         Some((_, dim)) => Ok((i, dim)),
-        None => Err(Error::not_supported(format!(
-            "cannot index column '{name}' ({}): memwal builds vector indexes (IVF_FLAT, IVF_PQ, IVF_HNSW_SQ) on fixed-size-list float columns; scalar indexes (BTREE, BITMAP, LABEL_LIST) and full-text indexes are not supported yet",
-            schema.field(i).data_type()
+        None => Err(Error::invalid(format!(
+            "cannot build a vector index on column '{name}' ({dt}): vector indexes (IVF_FLAT, IVF_PQ, IVF_HNSW_SQ) need a fixed-size-list float column; use BTREE for a scalar column"
         ))),
     }
+}
+
+/// The type of index `req` builds on column `col`: its own, or the
+/// column's default (IVF_PQ for vectors, BTREE otherwise), checked against
+/// the column.
+fn index_type_for(snap: &Snapshot, col: usize, req: &IndexRequest) -> Result<IndexType> {
+    let f = snap.manifest.schema.field(col);
+    let vector = vector_type(f.data_type()).is_some();
+    let t = req.index_type.unwrap_or(if vector {
+        IndexType::IvfPq
+    } else {
+        IndexType::BTree
+    });
+    let (name, dt) = (f.name(), f.data_type());
+    match (t.is_vector(), vector) {
+        (true, _) => vector_column(snap, name).map(|_| t),
+        (false, true) => Err(Error::invalid(format!(
+            "cannot build {t} on vector column '{name}' ({dt}); use IVF_PQ, IVF_FLAT or IVF_HNSW_SQ"
+        ))),
+        (false, false) if btree::supported(dt) => req.check_scalar().map(|_| t),
+        (false, false) => Err(Error::not_supported(format!(
+            "BTREE on column '{name}' of type {dt} is not supported by memwal yet (integers, floats, decimals, booleans, strings, binary, dates, times and timestamps are)"
+        ))),
+    }
+}
+
+/// The values of column `col` in the live rows of `snap`, with their row ids.
+fn scalar_rows(snap: &Snapshot, col: usize) -> Result<(arrow::array::ArrayRef, Vec<u64>)> {
+    let mut parts = Vec::with_capacity(snap.fragments.len());
+    let mut ids = Vec::new();
+    for f in &snap.fragments {
+        let c = f.batch.column(col);
+        match f.live_mask() {
+            Some(m) => {
+                parts.push(arrow::compute::filter(c, &m)?);
+                ids.extend(
+                    (0..m.len())
+                        .filter(|i| m.value(*i))
+                        .map(|i| (f.id << 32) | i as u64),
+                );
+            }
+            None => {
+                parts.push(c.clone());
+                ids.extend((0..c.len()).map(|i| (f.id << 32) | i as u64));
+            }
+        }
+    }
+    let dt = snap.manifest.schema.field(col).data_type().clone();
+    let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
+    let values = if refs.is_empty() {
+        arrow::array::new_empty_array(&dt)
+    } else {
+        arrow::compute::concat(&refs)?
+    };
+    Ok((values, ids))
 }
 
 /// An index name: 1-128 letters, digits, `_`, `-` or `.`.
@@ -119,22 +207,37 @@ fn check_name(name: &str) -> Result<()> {
     }
 }
 
-/// Live rows of `snap` whose fragment `ix` covers and that it holds.
+/// Live rows of `snap` whose fragment `ix` covers and that it holds (for
+/// a BTREE: every live row of a covered fragment, nulls included).
 fn indexed_rows(snap: &Snapshot, ix: &LoadedIndex) -> u64 {
+    let Some(v) = ix.vector() else {
+        return snap
+            .manifest
+            .fragments
+            .iter()
+            .filter(|f| ix.fragments.contains(&f.id))
+            .map(|f| f.live_rows())
+            .sum();
+    };
     let live: std::collections::HashMap<u64, &crate::fragment::LoadedFragment> = snap
         .fragments
         .iter()
         .filter(|f| ix.fragments.contains(&f.id))
         .map(|f| (f.id, f))
         .collect();
-    ix.ivf
-        .row_ids
+    v.row_ids
         .iter()
         .filter(|id| {
             live.get(&(*id >> 32))
                 .is_some_and(|f| !f.deleted.contains((**id & 0xffff_ffff) as u32))
         })
         .count() as u64
+}
+
+/// An index built and written, not yet in a version.
+struct Built {
+    meta: IndexMeta,
+    files: Vec<crate::manifest::IndexFile>,
 }
 
 impl NativeTable {
@@ -145,8 +248,8 @@ impl NativeTable {
         let name = req.index_name();
         check_name(&name)?;
         let snap = self.snapshot()?;
-        let (col, dim) = vector_column(&snap, &req.column)?;
-        let params = req.ivf_params(dim)?;
+        let col = column_of(&snap, &req.column)?;
+        let t = index_type_for(&snap, col, req)?;
         if !req.replace {
             if let Some(old) = snap
                 .manifest
@@ -160,13 +263,62 @@ impl NativeTable {
                 )));
             }
         }
-        let v = vectors_of(&snap, col, params.distance, None)?;
+        let built = if t.is_vector() {
+            self.build_vector(&snap, col, name, req)?
+        } else {
+            self.build_btree(&snap, col, name)?
+        };
+        let wanted = snap.manifest.schema.field(col).data_type().clone();
+        let files = built.files.clone();
+        let out = self.publish_index(built.meta, wanted);
+        if out.is_err() {
+            store::remove(self.inner.storage.as_ref(), self.dir(), &files);
+        }
+        out
+    }
+
+    /// Trains and writes a vector index on column `col` of `snap`.
+    fn build_vector(
+        &self,
+        snap: &Snapshot,
+        col: usize,
+        name: String,
+        req: &IndexRequest,
+    ) -> Result<Built> {
+        let (_, dim) = vector_column(snap, &req.column)?;
+        let params = req.ivf_params(dim)?;
+        let v = vectors_of(snap, col, params.distance, None)?;
         let ix = ivf::build(&v, dim, &params)?;
         let files = store::write(self.inner.storage.as_ref(), self.dir(), &ix)?;
-        let meta = index_meta(name, req, dim, &params, &ix, files.clone(), &snap);
-        let column = req.column.clone();
-        let wanted = snap.manifest.schema.field(col).data_type().clone();
-        let out = self.write_with_retry(
+        let meta = index_meta(name, req, dim, &params, &ix, files.clone(), snap);
+        Ok(Built { meta, files })
+    }
+
+    /// Sorts and writes a BTREE index on column `col` of `snap`.
+    fn build_btree(&self, snap: &Snapshot, col: usize, name: String) -> Result<Built> {
+        let (values, ids) = scalar_rows(snap, col)?;
+        let ix = BTreeIndex::build(&values, ids)?;
+        let files = store::write_btree(self.inner.storage.as_ref(), self.dir(), &ix)?;
+        let meta = IndexMeta {
+            name,
+            columns: vec![snap.manifest.schema.field(col).name().clone()],
+            index_type: IndexType::BTree.as_str().into(),
+            distance_type: None,
+            dimension: 0,
+            num_sub_vectors: 0,
+            num_bits: 0,
+            params: BTreeMap::new(),
+            files: files.clone(),
+            fragment_ids: snap.fragments.iter().map(|f| f.id).collect(),
+        };
+        Ok(Built { meta, files })
+    }
+
+    /// Commits a version whose index list has `meta` in place of any index
+    /// of its name or column, if the column still has type `wanted`.
+    fn publish_index(&self, meta: IndexMeta, wanted: arrow_schema::DataType) -> Result<()> {
+        let column = meta.columns[0].clone();
+        self.write_with_retry(
             Deadline::new(None),
             |now| {
                 // A concurrent overwrite may have changed the column.
@@ -199,11 +351,8 @@ impl NativeTable {
                 ))
             },
             |_, _, _| {},
-        );
-        if out.is_err() {
-            store::remove(self.inner.storage.as_ref(), self.dir(), &files);
-        }
-        out.map(|_| ())
+        )
+        .map(|_| ())
     }
 
     /// The indexes of the version reads see.
@@ -284,14 +433,7 @@ impl NativeTable {
                 list.push(ix.meta.as_ref().clone());
                 continue;
             }
-            let (col, _) = vector_column(&snap, &ix.meta.columns[0])?;
-            let add = vectors_of(&snap, col, ix.ivf.distance, Some(&fresh))?;
-            let keep = |id: u64| {
-                snap.fragment(id >> 32)
-                    .is_some_and(|f| !f.deleted.contains((id & 0xffff_ffff) as u32))
-            };
-            let folded = ix.ivf.with_rows(&keep, &add, &[])?;
-            let files = store::write(self.inner.storage.as_ref(), self.dir(), &folded)?;
+            let files = self.refresh_index(&snap, ix, &fresh)?;
             written.extend(files.clone());
             let mut meta = ix.meta.as_ref().clone();
             meta.files = files;
@@ -327,6 +469,37 @@ impl NativeTable {
             other => {
                 store::remove(self.inner.storage.as_ref(), self.dir(), &written);
                 other.map(|_| None)
+            }
+        }
+    }
+}
+
+impl NativeTable {
+    /// Writes `ix` again with the rows of `fresh` fragments added and rows
+    /// deleted since forgotten: a vector index folds them in with its
+    /// trained model; a BTREE is sorted again from the live rows.
+    fn refresh_index(
+        &self,
+        snap: &Snapshot,
+        ix: &LoadedIndex,
+        fresh: &HashSet<u64>,
+    ) -> Result<Vec<crate::manifest::IndexFile>> {
+        let storage = self.inner.storage.as_ref();
+        match &ix.data {
+            IndexData::Vector(v) => {
+                let (col, _) = vector_column(snap, &ix.meta.columns[0])?;
+                let add = vectors_of(snap, col, v.distance, Some(fresh))?;
+                let keep = |id: u64| {
+                    snap.fragment(id >> 32)
+                        .is_some_and(|f| !f.deleted.contains((id & 0xffff_ffff) as u32))
+                };
+                let folded = v.with_rows(&keep, &add, &[])?;
+                store::write(storage, self.dir(), &folded)
+            }
+            IndexData::Scalar(_) => {
+                let col = column_of(snap, &ix.meta.columns[0])?;
+                let (values, ids) = scalar_rows(snap, col)?;
+                store::write_btree(storage, self.dir(), &BTreeIndex::build(&values, ids)?)
             }
         }
     }

@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::fragment::{read_data_file, read_deletions, LoadedFragment};
 use crate::index::{IndexInfo, IndexRequest};
 use crate::keys::{KeyEncoder, KeyIndex};
-use crate::manifest::{latest_version, list_versions, read_manifest, Manifest};
+use crate::manifest::{latest_version, list_versions, read_manifest, IndexMeta, Manifest};
 use crate::merge::{MergeInsertParams, MergeResult, MEM_WAL_NATIVE_UNSUPPORTED};
 use crate::storage::Storage;
 use crate::traits::{
@@ -56,8 +56,8 @@ pub(crate) struct State {
     pub manifest: Option<Arc<Manifest>>,
     pub batches: HashMap<u64, RecordBatch>,
     pub deletions: HashMap<String, Arc<RoaringBitmap>>,
-    /// Loaded vector indexes by their first file.
-    pub ann: HashMap<String, Arc<crate::index::ivf::IvfIndex>>,
+    /// Loaded indexes by their first file.
+    pub ann: HashMap<String, indices::IndexData>,
 }
 
 #[derive(Debug)]
@@ -224,17 +224,17 @@ impl NativeTable {
                 .first()
                 .map(|f| f.path.clone())
                 .unwrap_or_default();
-            let ivf = match st.ann.get(&key) {
+            let data = match st.ann.get(&key) {
                 Some(i) => i.clone(),
                 None => {
-                    let i = Arc::new(crate::index::store::read(self.storage(), self.dir(), meta)?);
+                    let i = self.read_index(m, meta)?;
                     st.ann.insert(key, i.clone());
                     i
                 }
             };
             out.push(indices::LoadedIndex {
                 meta: Arc::new(meta.clone()),
-                ivf,
+                data,
                 fragments: Arc::new(meta.fragment_ids.iter().copied().collect()),
             });
         }
@@ -248,6 +248,25 @@ impl NativeTable {
             st.ann.retain(|k, _| keep.contains(k));
         }
         Ok(out)
+    }
+
+    /// Reads the files of the index `meta` of `m`.
+    fn read_index(&self, m: &Manifest, meta: &IndexMeta) -> Result<indices::IndexData> {
+        use crate::index::store;
+        if meta.index_type != crate::index::IndexType::BTree.as_str() {
+            let v = store::read(self.storage(), self.dir(), meta)?;
+            return Ok(indices::IndexData::Vector(Arc::new(v)));
+        }
+        let field = meta
+            .columns
+            .first()
+            .and_then(|c| m.schema.field_with_name(c).ok())
+            .ok_or_else(|| Error::Corrupt {
+                path: self.dir().to_string(),
+                message: format!("index {:?} names no column of the table", meta.name),
+            })?;
+        let b = store::read_btree(self.storage(), self.dir(), meta, field.data_type())?;
+        Ok(indices::IndexData::Scalar(Arc::new(b)))
     }
 
     /// The manifest reads should use: the pinned one, or the latest.

@@ -7,7 +7,7 @@ use arrow::array::{Array, ArrayRef, RecordBatch};
 use roaring::RoaringBitmap;
 
 use super::commit::{Change, MAX_ROWS_PER_FRAGMENT};
-use super::scan::{apply, predicate, row_mask};
+use super::scan::{apply, row_mask, RowFilter};
 use super::NativeTable;
 use crate::error::{Error, Result};
 use crate::filter::{Predicate, Resolve};
@@ -65,13 +65,13 @@ impl NativeTable {
         let (version, n, _) = self.write_with_retry(
             Deadline::new(None),
             |snap| {
-                let pred = predicate(snap, Some(predicate_sql))?.ok_or_else(|| {
+                let filter = RowFilter::new(snap, Some(predicate_sql))?.ok_or_else(|| {
                     Error::invalid("delete needs a predicate (use \"true\" to delete every row)")
                 })?;
                 let mut deletions = HashMap::new();
                 let mut n = 0u64;
                 for f in &snap.fragments {
-                    let Some(mask) = row_mask(f, Some(&pred))? else {
+                    let Some(mask) = row_mask(f, Some(&filter))? else {
                         continue;
                     };
                     let mut bm = RoaringBitmap::new();
@@ -116,7 +116,7 @@ impl NativeTable {
             Deadline::new(None),
             |snap| {
                 let schema = snap.schema();
-                let pred = predicate(snap, predicate_sql)?;
+                let filter = RowFilter::new(snap, predicate_sql)?;
                 let mut exprs: Vec<(usize, Predicate)> = Vec::new();
                 for (col, sql) in values {
                     let i = schema.index_of(col).map_err(|_| {
@@ -130,7 +130,7 @@ impl NativeTable {
                 let mut deletions = HashMap::new();
                 let mut parts = Vec::new();
                 for f in &snap.fragments {
-                    let mask = row_mask(f, pred.as_ref())?;
+                    let mask = row_mask(f, filter.as_ref())?;
                     let rows = apply(&f.batch, mask.as_ref())?;
                     if rows.num_rows() == 0 {
                         continue;

@@ -1,11 +1,12 @@
 //! Reads: counting and scanning live rows with a filter, projection and
-//! paging (and `_rowid` when asked), and exact vector search over a
-//! snapshot's fragments.
+//! paging (and `_rowid` when asked), narrowed by a BTREE index where one
+//! answers the filter, and vector search over a snapshot's fragments.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, BooleanArray, RecordBatch};
-use arrow::compute::{and, filter_record_batch};
+use arrow::array::{ArrayRef, BooleanArray, BooleanBufferBuilder, RecordBatch, UInt32Array};
+use arrow::compute::{and, filter_record_batch, take_record_batch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use super::{NativeTable, Snapshot};
@@ -16,18 +17,119 @@ use crate::schema::projection;
 use crate::traits::QueryRequest;
 use crate::vector::{self, Ann, RowIds, Tier, VectorPlan, ROW_ID_COLUMN};
 
-/// The live rows of `f` that pass `pred`, as a mask (`None`: all rows).
+/// A filter bound to one snapshot, with the rows a BTREE index narrows it
+/// to in the fragments that index covers (other rows, and fragments it does
+/// not cover, are evaluated in full).
+pub struct RowFilter {
+    pred: Predicate,
+    narrowed: Option<Narrowed>,
+}
+
+/// The fragments a BTREE index covers, and its candidate rows (offsets by
+/// fragment).
+type Narrowed = (Arc<HashSet<u64>>, HashMap<u64, Vec<u32>>);
+
+impl RowFilter {
+    /// `filter` bound to `snap` (`None` for no filter or a blank one).
+    pub fn new(snap: &Snapshot, filter: Option<&str>) -> Result<Option<Self>> {
+        let Some(pred) = predicate(snap, filter)? else {
+            return Ok(None);
+        };
+        let narrowed = narrow(snap, &pred)?;
+        Ok(Some(Self { pred, narrowed }))
+    }
+
+    /// Whether a BTREE index narrows this filter (for plans and tests).
+    pub fn narrowed(&self) -> bool {
+        self.narrowed.is_some()
+    }
+
+    /// The rows of `batch` (perhaps a snapshot's fragment `frag`) that are
+    /// in `base` (all when `None`) and pass the filter.
+    pub fn mask(
+        &self,
+        batch: &RecordBatch,
+        base: Option<&BooleanArray>,
+        frag: Option<u64>,
+    ) -> Result<BooleanArray> {
+        let cands = self.narrowed.as_ref().and_then(|(covered, rows)| {
+            let f = frag.filter(|f| covered.contains(f))?;
+            Some(rows.get(&f).map_or(&[][..], Vec::as_slice))
+        });
+        let Some(cands) = cands else {
+            let m = self.pred.mask(batch)?;
+            return Ok(match base {
+                Some(b) => and(b, &m)?,
+                None => m,
+            });
+        };
+        let n = batch.num_rows();
+        let offs: Vec<u32> = cands
+            .iter()
+            .copied()
+            .filter(|o| (*o as usize) < n && base.is_none_or(|b| b.value(*o as usize)))
+            .collect();
+        let mut out = BooleanBufferBuilder::new(n);
+        out.append_n(n, false);
+        if !offs.is_empty() {
+            let m = self
+                .pred
+                .mask(&take_record_batch(batch, &UInt32Array::from(offs.clone()))?)?;
+            for (i, o) in offs.iter().enumerate() {
+                if m.value(i) {
+                    out.set_bit(*o as usize, true);
+                }
+            }
+        }
+        Ok(BooleanArray::new(out.finish(), None))
+    }
+}
+
+/// The candidate rows of the BTREE index that narrows `pred` the most,
+/// by fragment.
+fn narrow(snap: &Snapshot, pred: &Predicate) -> Result<Option<Narrowed>> {
+    let schema = &snap.manifest.schema;
+    let mut best: Option<(&Arc<HashSet<u64>>, Vec<u64>)> = None;
+    for ix in &snap.indices {
+        let Some(bt) = ix.scalar() else { continue };
+        let Some(col) = ix
+            .meta
+            .columns
+            .first()
+            .and_then(|c| schema.index_of(c).ok())
+        else {
+            continue;
+        };
+        let Some(s) = pred.sarg(col, schema.field(col).data_type()) else {
+            continue;
+        };
+        if let Some(ids) = bt.lookup(&s)? {
+            if best.as_ref().is_none_or(|(_, b)| ids.len() < b.len()) {
+                best = Some((&ix.fragments, ids));
+            }
+        }
+    }
+    Ok(best.map(|(covered, ids)| {
+        let mut rows: HashMap<u64, Vec<u32>> = HashMap::new();
+        for id in ids {
+            rows.entry(id >> 32)
+                .or_default()
+                .push((id & 0xffff_ffff) as u32);
+        }
+        (covered.clone(), rows)
+    }))
+}
+
+/// The live rows of `f` that pass `filter`, as a mask (`None`: all rows).
 pub(crate) fn row_mask(
     f: &LoadedFragment,
-    pred: Option<&Predicate>,
+    filter: Option<&RowFilter>,
 ) -> Result<Option<BooleanArray>> {
     let live = f.live_mask();
-    let Some(pred) = pred else { return Ok(live) };
-    let m = pred.mask(&f.batch)?;
-    Ok(Some(match live {
-        Some(l) => and(&l, &m)?,
-        None => m,
-    }))
+    let Some(filter) = filter else {
+        return Ok(live);
+    };
+    filter.mask(&f.batch, live.as_ref(), Some(f.id)).map(Some)
 }
 
 /// Applies an optional mask.
@@ -139,13 +241,13 @@ pub fn scan_snapshot(snap: &Snapshot, req: &QueryRequest) -> Result<Vec<RecordBa
     if req.nearest.is_some() {
         return search_snapshot(snap, req).map(|b| vec![b]);
     }
-    let pred = predicate(snap, req.filter.as_deref())?;
+    let filter = RowFilter::new(snap, req.filter.as_deref())?;
     let mut pager = Pager::new(&snap.manifest.schema, req)?;
     for f in &snap.fragments {
         if pager.full() {
             break;
         }
-        let mask = row_mask(f, pred.as_ref())?;
+        let mask = row_mask(f, filter.as_ref())?;
         let mut b = apply(&f.batch, mask.as_ref())?;
         if req.with_row_id {
             let ids = RowIds::Fragment(f.id).masked(f.batch.num_rows(), mask.as_ref())?;
@@ -177,15 +279,17 @@ pub fn search_snapshot(snap: &Snapshot, req: &QueryRequest) -> Result<RecordBatc
 pub fn search_tiers(snap: &Snapshot, req: &QueryRequest, tiers: &[Tier]) -> Result<RecordBatch> {
     let mut plan = VectorPlan::new(&snap.manifest.schema, req)?;
     let column = snap.manifest.schema.field(plan.column).name().clone();
-    let ix = snap.indices.iter().find(|i| {
-        i.meta.columns == [column.clone()]
-            && (!plan.distance_given || i.ivf.distance == plan.distance)
+    let ix = snap.indices.iter().find_map(|i| {
+        let v = i.vector()?;
+        (i.meta.columns == [column.clone()]
+            && (!plan.distance_given || v.distance == plan.distance))
+            .then_some((i, v))
     });
-    if let Some(i) = ix {
-        plan.distance = i.ivf.distance;
+    if let Some((_, v)) = ix {
+        plan.distance = v.distance;
     }
-    let ann = ix.map(|i| Ann {
-        index: i.ivf.as_ref(),
+    let ann = ix.map(|(i, v)| Ann {
+        index: v,
         fragments: &i.fragments,
     });
     vector::search(&plan, tiers, ann)
@@ -199,10 +303,10 @@ impl NativeTable {
             return Ok(m.num_rows());
         }
         let snap = self.snapshot()?;
-        let pred = predicate(&snap, filter)?;
+        let filter = RowFilter::new(&snap, filter)?;
         let mut n = 0u64;
         for f in &snap.fragments {
-            n += match row_mask(f, pred.as_ref())? {
+            n += match row_mask(f, filter.as_ref())? {
                 Some(m) => m.true_count() as u64,
                 None => f.batch.num_rows() as u64,
             };

@@ -356,10 +356,17 @@ fn bad_index_requests_say_what_is_wrong() {
         ),
         (
             IndexRequest {
-                column: "id".into(),
+                index_type: Some(IndexType::IvfPq),
                 ..IndexRequest::new("id")
             },
-            "scalar indexes",
+            "need a fixed-size-list float column",
+        ),
+        (
+            IndexRequest {
+                index_type: Some(IndexType::BTree),
+                ..IndexRequest::new("v")
+            },
+            "cannot build BTREE on vector column 'v'",
         ),
         (
             IndexRequest {
@@ -401,7 +408,7 @@ fn bad_index_requests_say_what_is_wrong() {
         .create_index_sync(&request(IndexType::IvfPq, DistanceType::L2, 2))
         .expect_err("few");
     assert!(e.to_string().contains("needs at least 256 rows"), "{e}");
-    assert!("BTREE"
+    assert!("BITMAP"
         .parse::<IndexType>()
         .is_err_and(|e| e.code() == ErrorCode::NotSupported));
     assert!(t.list_indices_sync().expect("l").is_empty());

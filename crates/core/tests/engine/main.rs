@@ -9,6 +9,7 @@ mod fuzz;
 mod index;
 mod merge;
 mod model;
+mod scalar_index;
 mod scale;
 mod table_ops;
 mod vector;

@@ -10,11 +10,10 @@
 use std::sync::Arc;
 
 use arrow::array::{BooleanArray, RecordBatch, UInt32Array, UInt64Array};
-use arrow::compute::{and, concat_batches, filter_record_batch, take_record_batch};
+use arrow::compute::{concat_batches, filter_record_batch, take_record_batch};
 use hashbrown::HashMap;
-use memwal_core::filter::{Predicate, Resolve};
 use memwal_core::keys::Key;
-use memwal_core::table::scan::{with_row_ids, Pager};
+use memwal_core::table::scan::{with_row_ids, Pager, RowFilter};
 use memwal_core::vector::{RowIds, Tier};
 use memwal_core::{NativeTable, QueryRequest, Snapshot};
 
@@ -133,21 +132,19 @@ impl MemWalTable {
                 &v.snap, req, &tiers,
             )?]);
         }
-        let pred = req
-            .filter
-            .as_deref()
-            .filter(|f| !f.trim().is_empty())
-            .map(|f| Predicate::parse(f, &schema, Resolve::Plain))
-            .transpose()?;
+        let filter = RowFilter::new(&v.snap, req.filter.as_deref())?;
         let mut pager = Pager::new(&schema, req)?;
         for t in &tiers {
             if pager.full() {
                 break;
             }
-            let mask = match (&t.mask, &pred) {
-                (Some(m), Some(p)) => Some(and(m, &p.mask(&t.batch)?)?),
-                (None, Some(p)) => Some(p.mask(&t.batch)?),
-                (m, None) => m.clone(),
+            let frag = match t.row_ids {
+                RowIds::Fragment(id) => Some(id),
+                RowIds::Given(_) => None,
+            };
+            let mask = match &filter {
+                Some(f) => Some(f.mask(&t.batch, t.mask.as_ref(), frag)?),
+                None => t.mask.clone(),
             };
             let mut b = match &mask {
                 Some(m) => filter_record_batch(&t.batch, m)?,
