@@ -119,7 +119,15 @@ describe("the official @lancedb/lancedb client against memwal-server", () => {
     expect(await failure(t.createIndex("id", { config: lancedb.Index.bitmap() }))).toMatch(
       /index type BITMAP is not supported by memwal yet/,
     );
-    expect(await failure(t.createIndex("id"))).toMatch(/index type BTREE is not supported by memwal yet/);
+    // No config on a scalar column: a BTREE, listed and used by filters.
+    await t.createIndex("id");
+    expect((await t.listIndices()).map((i: { name: string; indexType: string }) => [i.name, i.indexType])).toEqual([["id_idx", "BTree"]]);
+    expect((await t.indexStats("id_idx"))?.indexType).toBe("BTREE");
+    expect(await t.countRows("id = 9999")).toBe(1);
+    expect((await t.query().where("id IN (9999, 3)").select(["id"]).toArray()).map((r: { id: number }) => Number(r.id)).sort()).toEqual([
+      3, 9999,
+    ]);
+    await t.dropIndex("id_idx");
     await db.dropTable("ix");
   });
 

@@ -74,7 +74,23 @@ describe("Python lancedb 0.40 against memwal-server", () => {
     expect(got.index_hnsw).toEqual([["vh", "IvfHnswSq"]]);
     same(got.index_search_hnsw, key(await ours.search(q).limit(8).toArray()));
     expect(got.index_refused[0]).toMatch(/BITMAP is not supported by memwal yet/);
-    expect(got.index_refused[1]).toMatch(/BTREE is not supported by memwal yet/);
+    expect(got.index_refused.length).toBe(1);
+    // BTREE: built through both calls, listed as the client spells it, and filters through it answer as ours do.
+    expect(got.btree).toEqual([
+      ["id_bt", "BTree"],
+      ["kind_idx", "BTree"],
+      ["vh", "IvfHnswSq"],
+    ]);
+    expect(got.btree_stats).toEqual([121, "BTREE"]);
+    const count = async (f: string) => ours.countRows(f);
+    const idsWhere = async (f: string) =>
+      (await ours.query().where(f).select(["id"]).toArray()).map((r) => Number(r.id)).sort((a, b) => a - b);
+    expect(got.btree_filters).toEqual([
+      await count("id < 10"),
+      await count("kind = 'b'"),
+      await idsWhere("id IN (3, 5, 119, 7000)"),
+      await idsWhere("kind = 'a' AND id BETWEEN 10 AND 20"),
+    ]);
     expect(got.indices_after_drop).toEqual([]);
     // list_tables(): the namespace listing route, paged.
     expect(got.list_tables).toEqual([["py", "py2"], ["py"], ["py2"], null]);

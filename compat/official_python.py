@@ -72,7 +72,20 @@ def main():
     tbl.create_index("vector", config=HnswSq(m=8, ef_construction=64), name="vh")
     out["index_hnsw"] = [[i.name, str(i.index_type)] for i in tbl.list_indices()]
     out["index_search_hnsw"] = rows_of(tbl.search(q).ef(200).limit(8).to_arrow())
-    for column, cfg in [("id", Bitmap()), ("id", BTree())]:
+    # A BTREE on a scalar column (the deprecated create_scalar_index sends the same), then filters through it.
+    tbl.create_scalar_index("kind")
+    tbl.create_index("id", config=BTree(), name="id_bt")
+    out["btree"] = sorted([i.name, str(i.index_type)] for i in tbl.list_indices())
+    out["btree_stats"] = [tbl.index_stats("id_bt").num_indexed_rows, str(tbl.index_stats("id_bt").index_type)]
+    out["btree_filters"] = [
+        tbl.count_rows("id < 10"),
+        tbl.count_rows("kind = 'b'"),
+        sorted(tbl.search().where("id IN (3, 5, 119, 7000)").select(["id"]).to_arrow().column("id").to_pylist()),
+        sorted(tbl.search().where("kind = 'a' AND id BETWEEN 10 AND 20").select(["id"]).to_arrow().column("id").to_pylist()),
+    ]
+    tbl.drop_index("id_bt")
+    tbl.drop_index("kind_idx")
+    for column, cfg in [("id", Bitmap())]:
         try:
             tbl.create_index(column, config=cfg)
             refused.append(None)

@@ -44,8 +44,9 @@ function sqlLiteral(v: unknown): string {
   throw invalid(`update values must be numbers, strings, booleans or null; use valuesSql for ${typeof v}`);
 }
 
-/** `IVF_PQ` -> `IvfPq`: the spelling of the official client's `listIndices`. */
+/** `IVF_PQ` -> `IvfPq`, `BTREE` -> `BTree`: the spelling of the official client's `listIndices`. */
 function listedType(wire: string): string {
+  if (wire === "BTREE") return "BTree";
   return wire
     .split("_")
     .map((w) => w.charAt(0) + w.slice(1).toLowerCase())

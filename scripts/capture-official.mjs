@@ -163,6 +163,7 @@ await step("drop_index", () => it.dropIndex("vf"));
 await step("create_index_hnsw", () =>
   it.createIndex("vector", { config: lancedb.Index.hnswSq({ m: 8, efConstruction: 40, distanceType: "dot" }), name: "vh" }),
 );
+await step("create_index_btree", () => it.createIndex("id", { config: lancedb.Index.btree(), name: "ib", replace: false }));
 await step("merge_insert", () =>
   t
     .mergeInsert("id")

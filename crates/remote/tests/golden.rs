@@ -605,6 +605,15 @@ async fn index_routes_match_the_official_0_39_capture() {
     })
     .await
     .expect("hnsw");
+    set("create_index_btree");
+    t.create_index(IndexRequest {
+        index_type: Some(IndexType::BTree),
+        name: Some("ib".into()),
+        replace: false,
+        ..IndexRequest::new("id")
+    })
+    .await
+    .expect("btree");
     let ops = [
         "create_index",
         "create_index_flat",
@@ -612,6 +621,7 @@ async fn index_routes_match_the_official_0_39_capture() {
         "index_stats",
         "drop_index",
         "create_index_hnsw",
+        "create_index_btree",
     ];
     let diffs = against_capture(&proxy, &ops);
     assert!(diffs.is_empty(), "differences:\n{}", diffs.join("\n"));
