@@ -30,6 +30,8 @@ const runs = [
   ["lancedb", "G100k"],
   ["memwal", "H"],
   ["lancedb", "H"],
+  ["memwal", "S"],
+  ["lancedb", "S"],
   ["memwal", "G1m"],
   ["lancedb", "G1m"],
 ];
@@ -156,6 +158,30 @@ eRows.push([
   hCell("lancedb:H"),
   "",
 ]);
+// S: filtered reads on 1M rows, without and with a BTREE on id.
+eRows.push([
+  "S: BTREE build on id, 1M rows: s",
+  f2(g("memwal:S", "build_s")),
+  f2(g("lancedb:S", "build_s")),
+  `${f2(g("lancedb:S", "build_s") / g("memwal:S", "build_s"))}x faster`,
+]);
+for (const [shape, label] of [
+  ["point", "query id = x"],
+  ["in5", "query id IN (5 ids)"],
+  ["range100", "query x <= id < x + 100"],
+  ["count_point", "countRows(id = x)"],
+]) {
+  for (const how of ["scan", "btree"]) {
+    const k = `${how}_${shape}`;
+    const cell = (r) => `${f2(e(r, k, "p50_ms"))} / ${f2(e(r, k, "p99_ms"))}, ${f1(e(r, k, "qps"))}`;
+    eRows.push([
+      `S: ${label}, ${how === "scan" ? "no index" : "BTREE"}: p50 / p99 ms, q/s`,
+      cell("memwal:S"),
+      cell("lancedb:S"),
+      `${f2(e("memwal:S", k, "qps") / e("lancedb:S", k, "qps"))}x q/s`,
+    ]);
+  }
+}
 const rows = [
   [
     "A: 100k-row upsert into 100k rows, rows/s",

@@ -1,6 +1,6 @@
 // One measurement in a fresh process (so peak RSS is its own):
 //   node worker.mjs <engine> <workload>
-// engine: memwal | lancedb | fsync | bw ; workload: A | B | C | D1 | D8 | Ddirect | Dlsm | fsync | E100k | E1m | F | G100k | G1m | H | bw
+// engine: memwal | lancedb | fsync | bw ; workload: A | B | C | D1 | D8 | Ddirect | Dlsm | fsync | E100k | E1m | F | G100k | G1m | H | S | bw
 // Prints one JSON line. Data generation and IPC encoding are outside the timed part.
 import * as fs from "node:fs";
 import { createRequire } from "node:module";
@@ -201,6 +201,63 @@ async function flatSearch(n) {
     }
   }
   return { rows: n, queries, ...out };
+}
+
+/** S: 1M rows (id int64, cat int32 with 1000 values, name utf8); filtered reads before and after a
+ * BTREE on `id`: a point, five ids, a 100-row range, and countRows of a point. */
+async function scalarIndex() {
+  const n = 1_000_000;
+  const ids = BigInt64Array.from({ length: n }, (_, i) => BigInt(i));
+  const t = tableFromIPC(
+    tableToIPC(
+      new Table({
+        id: makeVector(ids),
+        cat: makeVector(Int32Array.from({ length: n }, (_, i) => (i * 7919) % 1000)),
+        name: vectorFromArray(
+          Array.from({ length: n }, (_, i) => `n${i}`),
+          new Utf8(),
+        ),
+      }),
+      "stream",
+    ),
+  );
+  const tbl = await vectorTable("s", t);
+  const queries = engine === "memwal" ? 300 : 100;
+  const picks = Array.from({ length: queries }, () => Math.floor(rnd() * (n - 200)));
+  const shapes = {
+    point: (x) => tbl.query().where(`id = ${x}`).toArray(),
+    in5: (x) => tbl.query().where(`id IN (${[0, 37, 91, 150, 199].map((d) => x + d).join(", ")})`).toArray(),
+    range100: (x) => tbl.query().where(`id >= ${x} AND id < ${x + 100}`).toArray(),
+    count_point: (x) => tbl.countRows(`id = ${x}`),
+  };
+  const want = { point: 1, in5: 5, range100: 100, count_point: 1 };
+  const pass = async (label) => {
+    const out = {};
+    for (const [shape, run] of Object.entries(shapes)) {
+      await run(picks[0]);
+      const lat = [];
+      let right = 0;
+      for (const x of picks) {
+        const s = now();
+        const r = await run(x);
+        lat.push(now() - s);
+        if ((typeof r === "number" ? r : r.length) === want[shape]) right++;
+      }
+      out[`${label}_${shape}`] = { p50_ms: pct(lat, 0.5), p99_ms: pct(lat, 0.99), qps: 1000 / (lat.reduce((a, b) => a + b, 0) / lat.length), right: right / picks.length };
+    }
+    return out;
+  };
+  const before = await pass("scan");
+  const s = now();
+  if (engine === "memwal") {
+    const { m } = await memwalDb(path.join(dir, "db"));
+    await tbl.createIndex("id", { config: m.Index.btree() });
+  } else {
+    await tbl.createIndex("id", { config: require("@lancedb/lancedb").Index.btree() });
+  }
+  const build_s = (now() - s) / 1000;
+  const after = await pass("btree");
+  return { rows: n, queries, build_s, rss_mb: process.memoryUsage().rss / 1e6, ...before, ...after };
 }
 
 /** Query settings G tries: [nprobes, refineFactor]. */
@@ -577,6 +634,8 @@ async function main() {
     result = await flatSearch(workload === "E100k" ? 100_000 : 1_000_000);
   } else if (workload === "G100k" || workload === "G1m") {
     result = await indexed(workload === "G100k" ? 100_000 : 1_000_000);
+  } else if (workload === "S") {
+    result = await scalarIndex();
   } else if (workload === "H") {
     result = await streaming();
   } else if (workload === "F") {

@@ -93,31 +93,42 @@ impl BTreeIndex {
     }
 
     /// The row ids that may satisfy `s`, sorted and distinct; `None` when
-    /// the index cannot narrow `s` (a part of an `OR` it cannot answer).
-    pub fn lookup(&self, s: &Sarg) -> Result<Option<Vec<u64>>> {
+    /// the index cannot narrow `s` (a part of an `OR` it cannot answer) or
+    /// when more than `limit` values qualify (a scan is then cheaper).
+    pub fn lookup(&self, s: &Sarg, limit: usize) -> Result<Option<Vec<u64>>> {
+        let Some(spans) = self.spans(s)? else {
+            return Ok(None);
+        };
+        if spans.iter().map(|r| r.len()).sum::<usize>() > limit {
+            return Ok(None);
+        }
+        let mut ids = Vec::new();
+        for r in spans {
+            ids.extend_from_slice(&self.row_ids[r]);
+        }
+        ids.sort_unstable();
+        Ok(Some(ids))
+    }
+
+    /// The positions of the values that may satisfy `s`, as sorted,
+    /// disjoint spans (an `AND` of ranges intersects spans, never row ids).
+    fn spans(&self, s: &Sarg) -> Result<Option<Vec<Range<usize>>>> {
         Ok(match s {
             Sarg::Points(points) => {
-                let mut out = Vec::new();
+                let mut out = Vec::with_capacity(points.len());
                 for p in points {
-                    let r = self.range(Some((p, true)), Some((p, true)))?;
-                    out.extend_from_slice(&self.row_ids[r]);
+                    out.push(self.range(Some((p, true)), Some((p, true)))?);
                 }
-                Some(sorted(out))
+                Some(union(out))
             }
-            Sarg::Range { lo, hi } => {
-                let r = self.range(
-                    lo.as_ref().map(|(v, i)| (v, *i)),
-                    hi.as_ref().map(|(v, i)| (v, *i)),
-                )?;
-                Some(sorted(self.row_ids[r].to_vec()))
-            }
+            Sarg::Range { lo, hi } => Some(union(vec![self.range(bound(lo), bound(hi))?])),
             Sarg::And(parts) => {
-                let mut best: Option<Vec<u64>> = None;
+                let mut best: Option<Vec<Range<usize>>> = None;
                 for p in parts {
-                    if let Some(ids) = self.lookup(p)? {
+                    if let Some(spans) = self.spans(p)? {
                         best = Some(match best {
-                            None => ids,
-                            Some(b) => intersect(&b, &ids),
+                            None => spans,
+                            Some(b) => intersect(&b, &spans),
                         });
                     }
                 }
@@ -126,12 +137,12 @@ impl BTreeIndex {
             Sarg::Or(parts) => {
                 let mut all = Vec::new();
                 for p in parts {
-                    match self.lookup(p)? {
-                        Some(ids) => all.extend(ids),
+                    match self.spans(p)? {
+                        Some(spans) => all.extend(spans),
                         None => return Ok(None),
                     }
                 }
-                Some(sorted(all))
+                Some(union(all))
             }
         })
     }
@@ -177,24 +188,37 @@ fn first(n: usize, yes: impl Fn(usize) -> bool) -> usize {
     lo
 }
 
-fn sorted(mut v: Vec<u64>) -> Vec<u64> {
-    v.sort_unstable();
-    v.dedup();
-    v
+/// A stored bound as [`BTreeIndex::range`] takes it.
+fn bound(b: &Option<(ArrayRef, bool)>) -> Option<(&ArrayRef, bool)> {
+    b.as_ref().map(|(v, i)| (v, *i))
 }
 
-/// The values in both sorted lists.
-fn intersect(a: &[u64], b: &[u64]) -> Vec<u64> {
+/// Sorted, disjoint, non-empty spans covering the same positions.
+fn union(mut v: Vec<Range<usize>>) -> Vec<Range<usize>> {
+    v.retain(|r| !r.is_empty());
+    v.sort_unstable_by_key(|r| r.start);
+    let mut out: Vec<Range<usize>> = Vec::with_capacity(v.len());
+    for r in v {
+        match out.last_mut() {
+            Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
+            _ => out.push(r),
+        }
+    }
+    out
+}
+
+/// The positions in both lists of sorted, disjoint spans.
+fn intersect(a: &[Range<usize>], b: &[Range<usize>]) -> Vec<Range<usize>> {
     let (mut i, mut j, mut out) = (0, 0, Vec::new());
     while i < a.len() && j < b.len() {
-        match a[i].cmp(&b[j]) {
-            Ordering::Less => i += 1,
-            Ordering::Greater => j += 1,
-            Ordering::Equal => {
-                out.push(a[i]);
-                i += 1;
-                j += 1;
-            }
+        let (s, e) = (a[i].start.max(b[j].start), a[i].end.min(b[j].end));
+        if s < e {
+            out.push(s..e);
+        }
+        if a[i].end < b[j].end {
+            i += 1;
+        } else {
+            j += 1;
         }
     }
     out
@@ -226,7 +250,11 @@ mod tests {
         assert_eq!(ix.row_ids.len(), 5);
         let five = one(Arc::new(Int32Array::from(vec![5])));
         let three = one(Arc::new(Int32Array::from(vec![3])));
-        let got = |s: Sarg| ix.lookup(&s).expect("lookup").expect("narrowed");
+        let got = |s: Sarg| {
+            ix.lookup(&s, usize::MAX)
+                .expect("lookup")
+                .expect("narrowed")
+        };
         assert_eq!(got(Sarg::Points(vec![five.clone()])), vec![0, 3]);
         let r = |lo: Option<(ArrayRef, bool)>, hi: Option<(ArrayRef, bool)>| Sarg::Range { lo, hi };
         assert_eq!(got(r(Some((three.clone(), false)), None)), vec![0, 3, 4]);
@@ -258,7 +286,7 @@ mod tests {
         let ix = BTreeIndex::build(&v, (0..5).collect()).expect("build");
         let zero = one(Arc::new(Float64Array::from(vec![0.0])));
         assert_eq!(
-            ix.lookup(&Sarg::Points(vec![zero.clone()]))
+            ix.lookup(&Sarg::Points(vec![zero.clone()]), usize::MAX)
                 .expect("lookup")
                 .expect("narrowed"),
             vec![0]
@@ -268,7 +296,9 @@ mod tests {
             hi: None,
         };
         assert_eq!(
-            ix.lookup(&above).expect("lookup").expect("narrowed"),
+            ix.lookup(&above, usize::MAX)
+                .expect("lookup")
+                .expect("narrowed"),
             vec![2, 3]
         );
         let s: ArrayRef = Arc::new(StringArray::from(vec!["b", "a", "ab", "B"]));
@@ -279,8 +309,37 @@ mod tests {
             hi: None,
         };
         assert_eq!(
-            ix.lookup(&r).expect("lookup").expect("narrowed"),
+            ix.lookup(&r, usize::MAX)
+                .expect("lookup")
+                .expect("narrowed"),
             vec![0, 1, 2]
+        );
+    }
+
+    #[test]
+    fn spans_intersect_and_unite_and_a_limit_declines() {
+        let v: ArrayRef = Arc::new(Int32Array::from_iter_values(0..100));
+        let ix = BTreeIndex::build(&v, (0..100).collect()).expect("build");
+        let at = |x: i32| one(Arc::new(Int32Array::from(vec![x])));
+        let r = |lo: i32, hi: i32| Sarg::Range {
+            lo: Some((at(lo), true)),
+            hi: Some((at(hi), false)),
+        };
+        let s = Sarg::And(vec![
+            Sarg::Or(vec![r(0, 10), r(50, 60), r(5, 20)]),
+            Sarg::Or(vec![r(8, 55), Sarg::Points(vec![at(59), at(3)])]),
+        ]);
+        let want: Vec<u64> = [3]
+            .into_iter()
+            .chain(8..20)
+            .chain(50..55)
+            .chain([59])
+            .collect();
+        assert_eq!(ix.lookup(&s, usize::MAX).expect("lookup"), Some(want));
+        assert_eq!(ix.lookup(&r(0, 50), 49).expect("lookup"), None);
+        assert_eq!(
+            ix.lookup(&r(0, 50), 50).expect("lookup").map(|v| v.len()),
+            Some(50)
         );
     }
 

@@ -85,6 +85,11 @@ impl RowFilter {
     }
 }
 
+/// A BTREE narrows a filter when at most 1 / this of its values qualify ...
+const NARROW_FRACTION: usize = 8;
+/// ... or at most this many (small tables: always).
+const NARROW_ALWAYS: usize = 4096;
+
 /// The candidate rows of the BTREE index that narrows `pred` the most,
 /// by fragment.
 fn narrow(snap: &Snapshot, pred: &Predicate) -> Result<Option<Narrowed>> {
@@ -103,7 +108,9 @@ fn narrow(snap: &Snapshot, pred: &Predicate) -> Result<Option<Narrowed>> {
         let Some(s) = pred.sarg(col, schema.field(col).data_type()) else {
             continue;
         };
-        if let Some(ids) = bt.lookup(&s)? {
+        // Narrowing pays when it leaves few rows to evaluate.
+        let limit = (bt.row_ids.len() / NARROW_FRACTION).max(NARROW_ALWAYS);
+        if let Some(ids) = bt.lookup(&s, limit)? {
             if best.as_ref().is_none_or(|(_, b)| ids.len() < b.len()) {
                 best = Some((&ix.fragments, ids));
             }

@@ -128,7 +128,12 @@ async fn regression_what_is_not_implemented_says_so() {
         ),
         ("/v1/table/t/index/nope/stats/", "{}", 404, "Index 'nope'"),
         ("/v1/table/t/index/nope/drop/", "", 404, "Index 'nope'"),
-        ("/v1/table/t/index/nope/frobnicate/", "", 501, "index/nope/frobnicate"),
+        (
+            "/v1/table/t/index/nope/frobnicate/",
+            "",
+            501,
+            "index/nope/frobnicate",
+        ),
         (
             // The route is a GET: another method names itself, never an empty 405.
             "/v1/namespace/$/table/list",
