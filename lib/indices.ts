@@ -1,6 +1,6 @@
 /**
  * Index configs with the names of @lancedb/lancedb 0.39 (`Index.ivfPq(...)`, `Index.ivfFlat(...)`, ...), the
- * options of `createIndex`, and what `listIndices` / `indexStats` report. memwal builds IVF_FLAT, IVF_PQ and IVF_HNSW_SQ;
+ * options of `createIndex`, and what `listIndices` / `indexStats` report. memwal builds IVF_FLAT, IVF_PQ, IVF_HNSW_SQ and BTREE;
  * the other configs exist so that ported code compiles, and `createIndex` with one of them is a
  * NotSupportedError naming the type.
  */
