@@ -135,9 +135,12 @@ async function sequential(tbl, count, size, existing, memWal = false) {
 }
 
 /** n rows of 128-d float32: uniform random, or a seeded Gaussian mixture of 100 clusters. */
-function vectorRows(n, clustered, from = 0) {
+/** 100 random mixture centres. */
+const mixture = () => Array.from({ length: 100 }, () => Float32Array.from({ length: DIM }, () => rnd()));
+
+/** `n` rows: vectors around `centers` (new ones unless given) or uniform random. */
+function vectorRows(n, clustered, from = 0, centers = mixture()) {
   const floats = new Float32Array(n * DIM);
-  const centers = Array.from({ length: 100 }, () => Float32Array.from({ length: DIM }, () => rnd()));
   const gauss = () => Math.sqrt(-2 * Math.log(rnd() + 1e-12)) * Math.cos(2 * Math.PI * rnd());
   for (let i = 0; i < n; i++) {
     const c = centers[Math.floor(rnd() * 100)];
@@ -226,8 +229,16 @@ async function scalarIndex() {
   const picks = Array.from({ length: queries }, () => Math.floor(rnd() * (n - 200)));
   const shapes = {
     point: (x) => tbl.query().where(`id = ${x}`).toArray(),
-    in5: (x) => tbl.query().where(`id IN (${[0, 37, 91, 150, 199].map((d) => x + d).join(", ")})`).toArray(),
-    range100: (x) => tbl.query().where(`id >= ${x} AND id < ${x + 100}`).toArray(),
+    in5: (x) =>
+      tbl
+        .query()
+        .where(`id IN (${[0, 37, 91, 150, 199].map((d) => x + d).join(", ")})`)
+        .toArray(),
+    range100: (x) =>
+      tbl
+        .query()
+        .where(`id >= ${x} AND id < ${x + 100}`)
+        .toArray(),
     count_point: (x) => tbl.countRows(`id = ${x}`),
   };
   const want = { point: 1, in5: 5, range100: 100, count_point: 1 };
@@ -243,7 +254,12 @@ async function scalarIndex() {
         lat.push(now() - s);
         if ((typeof r === "number" ? r : r.length) === want[shape]) right++;
       }
-      out[`${label}_${shape}`] = { p50_ms: pct(lat, 0.5), p99_ms: pct(lat, 0.99), qps: 1000 / (lat.reduce((a, b) => a + b, 0) / lat.length), right: right / picks.length };
+      out[`${label}_${shape}`] = {
+        p50_ms: pct(lat, 0.5),
+        p99_ms: pct(lat, 0.99),
+        qps: 1000 / (lat.reduce((a, b) => a + b, 0) / lat.length),
+        right: right / picks.length,
+      };
     }
     return out;
   };
@@ -384,7 +400,11 @@ async function indexed(n) {
 async function streaming() {
   const n = 100_000;
   const P = Math.round(Math.sqrt(n));
-  const { table, floats } = vectorRows(n, true);
+  const centers = mixture();
+  const { table, floats } = vectorRows(n, true, 0, centers);
+  // New and updated rows come from the base's mixture (H_SHIFT=1: from 100 new centres each round, i.e.
+  // data the trained index has never seen).
+  const writeCenters = () => (process.env.H_SHIFT === "1" ? mixture() : centers);
   let tbl, server, write, Index;
   if (engine === "memwal") {
     const m = require("../dist/lib/index.js");
@@ -402,7 +422,8 @@ async function streaming() {
   }
   await tbl.createIndex("vec", { config: Index.ivfPq({ numPartitions: P, numSubVectors: 16, numBits: 8 }) });
   const rounds = Number(process.env.H_ROUNDS ?? 50);
-  const recall = { all: [], fresh_top1: 0, updated_top1: 0, fast_all: [], fast_fresh_top1: 0 };
+  const recall = { all: [], fresh_top1: 0, updated_top1: 0, fast_all: [], fast_fresh_top1: 0, kinds: [[], [], [], []] };
+  const asked = [];
   const lat = [];
   const ids = (rs) => rs.map((r) => Number(r.id));
   for (let r = 0; r < rounds; r++) {
@@ -410,8 +431,8 @@ async function streaming() {
     const picked = new Set();
     while (picked.size < 100) picked.add(Math.floor(rnd() * n));
     const oldIds = [...picked];
-    const { table: fresh, floats: ff } = vectorRows(100, true, 2_000_000 + r * 100);
-    const { floats: uf } = vectorRows(100, true);
+    const { table: fresh, floats: ff } = vectorRows(100, true, 2_000_000 + r * 100, writeCenters());
+    const { floats: uf } = vectorRows(100, true, 0, writeCenters());
     // Same columns as the base (id, cat, vec): rebuild the updated rows with their new vectors.
     const fsl = new FixedSizeList(DIM, new Field("item", new Float32(), true));
     const updTable = new Table({
@@ -432,12 +453,14 @@ async function streaming() {
       [Array.from(floats.subarray(DIM * near, DIM * near + DIM), (x) => x + 0.01), -1],
       [Array.from({ length: DIM }, () => rnd()), -1],
     ];
-    for (const [q, want] of qs) {
+    for (const [kind, [q, want]] of qs.entries()) {
       const s = now();
       const got = await tbl.search(q).nprobes(20).refineFactor(10).limit(10).toArray();
       lat.push(now() - s);
       const exact = new Set(ids(await tbl.search(q).bypassVectorIndex().limit(10).toArray()));
       recall.all.push(ids(got).filter((i) => exact.has(i)).length / 10);
+      recall.kinds[kind].push(recall.all[recall.all.length - 1]);
+      asked.push([kind, q]);
       if (want >= 2_000_000 && ids(got)[0] === want) recall.fresh_top1++;
       if (want >= 0 && want < n && ids(got)[0] === want) recall.updated_top1++;
       if (engine !== "memwal") {
@@ -447,9 +470,29 @@ async function streaming() {
       }
     }
   }
-  if (server) await server.close();
   const mean = (a) => (a.length ? a.reduce((x, y) => x + y, 0) / a.length : null);
+  // Streamed vs static: every query asked, against the final data, through the index as the stream left it
+  // and then through an index trained afresh on all the rows (replace), by query kind
+  // (new row, updated row, near a base row, uniform random).
+  const byKind = async () => {
+    const out = [[], [], [], []];
+    for (const [kind, q] of asked) {
+      const got = ids(await tbl.search(q).nprobes(20).refineFactor(10).limit(10).toArray());
+      const exact = new Set(ids(await tbl.search(q).bypassVectorIndex().limit(10).toArray()));
+      out[kind].push(got.filter((i) => exact.has(i)).length / 10);
+    }
+    return { all: mean(out.flat()), kinds: out.map(mean) };
+  };
+  const streamedEnd = await byKind();
+  await tbl.createIndex("vec", { config: Index.ivfPq({ numPartitions: P, numSubVectors: 16, numBits: 8 }), replace: true });
+  const staticEnd = await byKind();
+  if (server) await server.close();
   return {
+    recall_by_kind: recall.kinds.map(mean),
+    end_streamed_recall_at10: streamedEnd.all,
+    end_streamed_by_kind: streamedEnd.kinds,
+    end_static_recall_at10: staticEnd.all,
+    end_static_by_kind: staticEnd.kinds,
     rounds,
     recall_at10: mean(recall.all),
     fresh_row_top1: recall.fresh_top1 / rounds,
