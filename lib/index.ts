@@ -60,5 +60,6 @@ export type { DistanceType, IntoVector } from "./query";
 export { Query, VectorQuery } from "./query";
 export type { ServeOptions, Server } from "./server";
 export { serve } from "./server";
+export type { TableStatistics } from "./native";
 export type { AddOptions, UpdateOptions, VersionInfo } from "./table";
 export { Table } from "./table";

@@ -58,6 +58,18 @@ export interface NativeIndexInfo {
   numUnindexedRows: number;
 }
 
+/** What `stats()` reports (the addon's TableStatistics). */
+export interface TableStatistics {
+  totalBytes: number;
+  numRows: number;
+  numIndices: number;
+  fragmentStats: {
+    numFragments: number;
+    numSmallFragments: number;
+    lengths: { min: number; max: number; mean: number; p25: number; p50: number; p75: number; p99: number };
+  };
+}
+
 export interface NativeTable {
   readonly name: string;
   schema(): Promise<Buffer>;
@@ -75,6 +87,8 @@ export interface NativeTable {
   listIndices(): Promise<NativeIndexInfo[]>;
   indexStats(name: string): Promise<NativeIndexInfo | null>;
   dropIndex(name: string): Promise<void>;
+  restore(version?: number | null): Promise<number>;
+  stats(): Promise<TableStatistics>;
 }
 
 export interface NativeConnection {

@@ -7,7 +7,7 @@ import { type Data, schemaFromBuffer, toBuffer } from "./arrow";
 import { call, invalid, TimeoutError } from "./errors";
 import { type IndexConfig, type IndexOptions, type IndexStatistics, indexOptions } from "./indices";
 import { MergeInsertBuilder } from "./merge";
-import type { NativeTable } from "./native";
+import type { NativeTable, TableStatistics } from "./native";
 import { type IntoVector, Query, type VectorQuery, vectorQuery } from "./query";
 
 export interface VersionInfo {
@@ -76,6 +76,21 @@ export class Table {
   async listVersions(): Promise<VersionInfo[]> {
     const v = await call(() => this.inner.listVersions());
     return v.map((x) => ({ ...x, timestamp: new Date(x.timestamp) }));
+  }
+
+  /**
+   * Commits a new latest version equal to an old one: `restore()` on a handle from `checkout(v)` restores `v` (as
+   * @lancedb/lancedb does), `restore(v)` names it. Returns the new version; this handle is not moved (use
+   * `checkoutLatest()` on a checked-out one).
+   */
+  async restore(version?: number): Promise<number> {
+    const v = version === undefined ? null : await call(async () => count("restore(version)", version));
+    return call(() => this.inner.restore(v));
+  }
+
+  /** Sizes and fragment layout, as @lancedb/lancedb's `stats()` (`numRows` counts a served table's buffered rows). */
+  async stats(): Promise<TableStatistics> {
+    return call(() => this.inner.stats());
   }
 
   /** A read-only view of `version`. */

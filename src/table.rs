@@ -37,6 +37,61 @@ pub struct Version {
     pub metadata: HashMap<String, String>,
 }
 
+/// Live rows per fragment: min, max, mean and nearest-rank percentiles.
+#[napi(object)]
+pub struct FragmentSummaryStats {
+    pub min: i64,
+    pub max: i64,
+    pub mean: i64,
+    pub p25: i64,
+    pub p50: i64,
+    pub p75: i64,
+    pub p99: i64,
+}
+
+/// Fragments of a table.
+#[napi(object)]
+pub struct FragmentStatistics {
+    pub num_fragments: i64,
+    /// Fragments with fewer than 100,000 live rows.
+    pub num_small_fragments: i64,
+    pub lengths: FragmentSummaryStats,
+}
+
+/// Result of `stats`.
+#[napi(object)]
+pub struct TableStatistics {
+    pub total_bytes: i64,
+    pub num_rows: i64,
+    pub num_indices: i64,
+    pub fragment_stats: FragmentStatistics,
+}
+
+impl From<memwal_core::TableStats> for TableStatistics {
+    fn from(s: memwal_core::TableStats) -> Self {
+        let f = s.fragment_stats;
+        let l = f.lengths;
+        TableStatistics {
+            total_bytes: to_i64(s.total_bytes),
+            num_rows: to_i64(s.num_rows),
+            num_indices: to_i64(s.num_indices),
+            fragment_stats: FragmentStatistics {
+                num_fragments: to_i64(f.num_fragments),
+                num_small_fragments: to_i64(f.num_small_fragments),
+                lengths: FragmentSummaryStats {
+                    min: to_i64(l.min),
+                    max: to_i64(l.max),
+                    mean: to_i64(l.mean),
+                    p25: to_i64(l.p25),
+                    p50: to_i64(l.p50),
+                    p75: to_i64(l.p75),
+                    p99: to_i64(l.p99),
+                },
+            },
+        }
+    }
+}
+
 /// Result of `delete`.
 #[napi(object)]
 pub struct DeleteResult {
@@ -265,6 +320,25 @@ impl Table {
                 metadata: v.metadata.into_iter().collect(),
             })
             .collect())
+    }
+
+    /// A new latest version equal to `version` (omitted: the version this
+    /// handle is checked out at); returns the new version.
+    #[napi(catch_unwind)]
+    pub async fn restore(&self, version: Option<i64>) -> napi::Result<i64> {
+        let v = version
+            .map(|v| {
+                u64::try_from(v)
+                    .map_err(|_| error::invalid(format!("version must be positive, got {v}")))
+            })
+            .transpose()?;
+        Ok(to_i64(self.inner.restore(v).await.map_err(error::core)?))
+    }
+
+    /// Sizes and fragment layout.
+    #[napi(catch_unwind)]
+    pub async fn stats(&self) -> napi::Result<TableStatistics> {
+        Ok(self.inner.stats().await.map_err(error::core)?.into())
     }
 
     /// A read-only view of `version` (omitted: the latest, writable table).

@@ -47,6 +47,11 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     fn get(&self, path: &str) -> Result<Option<Bytes>>;
     /// Whether a file exists.
     fn exists(&self, path: &str) -> Result<bool>;
+    /// A file's size in bytes; `Ok(None)` if it does not exist (the default
+    /// reads it).
+    fn size(&self, path: &str) -> Result<Option<u64>> {
+        Ok(self.get(path)?.map(|b| b.len() as u64))
+    }
     /// Names (not paths) of the entries directly under `dir`, sorted.
     fn list(&self, dir: &str) -> Result<Vec<String>>;
     /// Removes a file; missing is fine.
@@ -177,6 +182,15 @@ impl Storage for LocalStorage {
 
     fn exists(&self, path: &str) -> Result<bool> {
         Ok(self.full(path).exists())
+    }
+
+    fn size(&self, path: &str) -> Result<Option<u64>> {
+        let full = self.full(path);
+        match fs::metadata(&full) {
+            Ok(m) => Ok(Some(m.len())),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io(full.display().to_string(), e)),
+        }
     }
 
     fn list(&self, dir: &str) -> Result<Vec<String>> {

@@ -180,6 +180,11 @@ pub trait Table: Send + Sync + std::fmt::Debug {
     async fn index_stats(&self, name: &str) -> Result<IndexInfo>;
     /// Drops an index.
     async fn drop_index(&self, name: &str) -> Result<()>;
+    /// Commits a new latest version equal to `version` (`None`: the
+    /// version this handle is checked out at); returns the new version.
+    async fn restore(&self, version: Option<u64>) -> Result<u64>;
+    /// Sizes and fragment layout.
+    async fn stats(&self) -> Result<crate::stats::TableStats>;
 }
 
 /// A database: a namespace of tables.

@@ -532,6 +532,24 @@ impl Table for RemoteTable {
         // not name the columns).
         self.stats_of(name, Vec::new()).await
     }
+    async fn restore(&self, version: Option<u64>) -> memwal_core::Result<u64> {
+        // As the official client: a checked-out handle restores its version.
+        let v = version.or(self.version).ok_or_else(|| {
+            memwal_core::Error::invalid(
+                "restore needs a version: check out the version to restore first, or pass it",
+            )
+        })?;
+        let a = self.post_json("restore/", json!({ "version": v })).await?;
+        // Our server answers the new version; LanceDB Cloud may not.
+        match a.get("version").and_then(Value::as_u64) {
+            Some(n) => Ok(n),
+            None => self.checkout(None).await?.version().await,
+        }
+    }
+    async fn stats(&self) -> memwal_core::Result<memwal_core::TableStats> {
+        let (resp, rid) = self.send_json("stats/", None).await?;
+        Ok(answer(json_of(resp, &rid).await?)?)
+    }
     async fn drop_index(&self, name: &str) -> memwal_core::Result<()> {
         self.ensure_writable()?;
         let op = format!("index/{}/drop/", crate::client::urlencode(name));

@@ -46,6 +46,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/table/{name}/query/", post(query))
         .route("/v1/table/{name}/version/list/", post(list_versions))
         .route("/v1/table/{name}/optimize/", post(optimize))
+        .route("/v1/table/{name}/restore/", post(restore))
+        .route("/v1/table/{name}/stats/", post(stats))
         .route("/v1/table/{name}/flush/", post(flush))
         .route("/v1/table/{name}/create_index/", post(create_index))
         .route("/v1/table/{name}/index/list/", post(list_indices))
@@ -384,6 +386,32 @@ async fn list_versions(
     Ok(Json(json!({"versions": v.iter().map(|v| json!({
         "version": v.version, "timestamp": rfc3339(v.timestamp_ms), "operation": v.operation, "metadata": v.metadata,
     })).collect::<Vec<_>>()})))
+}
+
+/// `{"version": v}`: a new version equal to `v` (version required).
+async fn restore(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Json<Value>> {
+    let b: VersionBody = json_body(&body)?;
+    let v = b
+        .version
+        .ok_or_else(|| Error::BadRequest("restore needs {\"version\": N}".into()))?;
+    let version = state.table(&name)?.restore_version(v).await?;
+    Ok(Json(json!({ "version": version })))
+}
+
+/// LanceDB's table statistics (snake_case).
+async fn stats(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Json<memwal_core::TableStats>> {
+    if !body.iter().all(u8::is_ascii_whitespace) {
+        let _: serde_json::Map<String, Value> = json_body(&body)?;
+    }
+    Ok(Json(state.table(&name)?.table_stats().await?))
 }
 
 async fn optimize(

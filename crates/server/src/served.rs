@@ -143,6 +143,27 @@ impl ServedTable {
         blocking(move || Ok(base.create_index_sync(&request)?)).await
     }
 
+    /// Restores `version` after merging the memtables (so the rows they
+    /// hold are history, as on a local table).
+    pub async fn restore_version(&self, version: u64) -> crate::Result<u64> {
+        self.mem
+            .direct(Turn::Drain, move |c| {
+                Ok(c.base.restore_sync(Some(version))?)
+            })
+            .await
+    }
+
+    /// The base's statistics; rows still in the memtables count in `num_rows`.
+    pub async fn table_stats(&self) -> crate::Result<memwal_core::TableStats> {
+        let mem = self.mem.clone();
+        blocking(move || {
+            let mut s = mem.base().stats_sync()?;
+            s.num_rows = mem.count_rows(None)?;
+            Ok(s)
+        })
+        .await
+    }
+
     /// The base's indexes; rows still in the memtables count as unindexed
     /// (they are searched exactly).
     pub async fn indices(&self) -> crate::Result<Vec<IndexInfo>> {
@@ -224,6 +245,13 @@ impl Table for ServedTable {
                 table: self.name().to_string(),
                 name: name.to_string(),
             })
+    }
+    async fn restore(&self, version: Option<u64>) -> memwal_core::Result<u64> {
+        let v = version.ok_or_else(|| memwal_core::Error::invalid("restore needs a version"))?;
+        self.restore_version(v).await.map_err(core)
+    }
+    async fn stats(&self) -> memwal_core::Result<memwal_core::TableStats> {
+        self.table_stats().await.map_err(core)
     }
     async fn drop_index(&self, name: &str) -> memwal_core::Result<()> {
         let base = self.mem.base().clone();

@@ -42,6 +42,9 @@ pub(crate) struct Change {
     pub metadata: BTreeMap<String, String>,
     /// The version's indexes (`None`: the base version's).
     pub indices: Option<Vec<IndexMeta>>,
+    /// Restore: the new version holds this version's fragments, schema and
+    /// indexes (the other fields must be empty).
+    pub restore: Option<Arc<Manifest>>,
 }
 
 /// A change that made it into a version.
@@ -56,121 +59,183 @@ impl NativeTable {
     /// Tries to commit `change` as version `base + 1`. `Ok(None)` means
     /// another writer published that version first (nothing of ours remains).
     pub(crate) fn try_commit(&self, base: &Snapshot, change: &Change) -> Result<Option<Committed>> {
-        let dir = self.dir().to_string();
-        let storage = self.inner.storage.clone();
+        let mut written: Vec<String> = Vec::new();
+        let result = self.write_and_publish(base, change, &mut written);
+        if !matches!(result, Ok(Some(_))) {
+            // Lost the race or failed mid-way: our files are unreferenced.
+            for p in &written {
+                let _ = self.inner.storage.delete(p);
+            }
+        }
+        result
+    }
+
+    /// Writes the files of `change` (recording their paths in `written`)
+    /// and publishes the manifest that names them.
+    fn write_and_publish(
+        &self,
+        base: &Snapshot,
+        change: &Change,
+        written: &mut Vec<String>,
+    ) -> Result<Option<Committed>> {
         let m = &base.manifest;
-        let version = m.version + 1;
+        if let Some(old) = &change.restore {
+            let fragments = old.fragments.clone();
+            let schema = Arc::new(old.schema.clone());
+            return self.publish(base, change, fragments, &schema, m.next_fragment_id, vec![]);
+        }
         let schema = change
             .schema
             .clone()
             .unwrap_or_else(|| Arc::new(m.schema.clone()));
-        let mut written: Vec<String> = Vec::new();
-        let result = (|| -> Result<Option<Committed>> {
-            let mut next_id = m.next_fragment_id;
-            let mut fragments: Vec<FragmentMeta> = Vec::new();
-            // Every changed deletion vector of this commit goes into one file.
-            let del_rel = format!("_deletions/{version}-{}.bin", uuid::Uuid::new_v4().simple());
-            let mut del_bytes: Vec<u8> = Vec::new();
-            if !change.replace_all {
-                for f in &m.fragments {
-                    let mut f = f.clone();
-                    if let Some(extra) = change.deletions.get(&f.id) {
-                        let mut all = base
-                            .fragment(f.id)
-                            .map(|lf| (*lf.deleted).clone())
-                            .unwrap_or_default();
-                        all |= extra;
-                        if all.len() >= f.physical_rows {
-                            continue; // every row deleted: drop the fragment
-                        }
-                        let enc = encode_deletions(&all)?;
-                        f.deletion_file = Some(del_rel.clone());
-                        f.deletion_offset = del_bytes.len() as u64;
-                        f.deletion_len = enc.len() as u64;
-                        f.deletion_crc32c = Some(crc32c::crc32c(&enc));
-                        f.num_deleted = all.len();
-                        del_bytes.extend_from_slice(&enc);
-                    }
-                    fragments.push(f);
-                }
-            }
-            if !del_bytes.is_empty() {
-                let path = format!("{dir}/{del_rel}");
-                storage.put(&path, &del_bytes)?;
-                written.push(path);
-            }
-            let mut new_fragments = Vec::new();
-            if let Some(rows) = change.new_rows.as_ref().filter(|r| r.num_rows() > 0) {
-                let mut offset = 0;
-                while offset < rows.num_rows() {
-                    let len = MAX_ROWS_PER_FRAGMENT.min(rows.num_rows() - offset);
-                    let part = rows.slice(offset, len);
-                    offset += len;
-                    let rel = format!("data/{}.arrow", uuid::Uuid::new_v4().simple());
-                    let path = format!("{dir}/{rel}");
-                    let mut crc = 0;
-                    storage.put_with(&path, &mut |w| {
-                        let mut w = crate::fragment::CrcWriter::new(w);
-                        crate::ipc::write_file(&mut w, &schema, std::slice::from_ref(&part))?;
-                        crc = w.crc;
-                        Ok(())
-                    })?;
-                    written.push(path);
-                    fragments.push(FragmentMeta {
-                        id: next_id,
-                        file: rel,
-                        physical_rows: len as u64,
-                        deletion_file: None,
-                        deletion_offset: 0,
-                        deletion_len: 0,
-                        num_deleted: 0,
-                        crc32c: Some(crc),
-                        deletion_crc32c: None,
-                    });
-                    new_fragments.push((next_id, part));
-                    next_id += 1;
-                }
-            }
-            let manifest = Manifest {
-                format: FORMAT_VERSION,
-                version,
-                timestamp_ms: now_ms(),
-                operation: change.operation.to_string(),
-                schema: schema.as_ref().clone(),
-                fragments,
-                next_fragment_id: next_id,
-                metadata: {
-                    let mut md = m.metadata.clone();
-                    md.extend(change.metadata.clone());
-                    md
-                },
-                indices: change.indices.clone().unwrap_or_else(|| m.indices.clone()),
-            };
-            // The new files' folder entries must be durable before the
-            // manifest that references them is.
-            for sub in ["data", "_deletions"] {
-                if written
-                    .iter()
-                    .any(|p| p.starts_with(&format!("{dir}/{sub}/")))
-                {
-                    storage.sync(&format!("{dir}/{sub}"))?;
-                }
-            }
-            if !publish_manifest(storage.as_ref(), &dir, &manifest)? {
-                return Ok(None);
-            }
-            Ok(Some(Committed {
-                manifest: Arc::new(manifest),
-                new_fragments,
-            }))
-        })();
-        if !matches!(result, Ok(Some(_))) {
-            // Lost the race or failed mid-way: our files are unreferenced.
-            for p in &written {
-                let _ = storage.delete(p);
+        let mut fragments = self.kept_fragments(base, change, written)?;
+        let mut next_id = m.next_fragment_id;
+        let new_fragments =
+            self.write_fragments(&schema, change, &mut next_id, &mut fragments, written)?;
+        // The new files' folder entries must be durable before the
+        // manifest that references them is.
+        for sub in ["data", "_deletions"] {
+            let prefix = format!("{}/{sub}/", self.dir());
+            if written.iter().any(|p| p.starts_with(&prefix)) {
+                self.inner.storage.sync(&format!("{}/{sub}", self.dir()))?;
             }
         }
-        result
+        self.publish(base, change, fragments, &schema, next_id, new_fragments)
+    }
+
+    /// The base's fragments that stay, with `change`'s deletions applied
+    /// (every changed deletion vector of the commit goes into one file).
+    fn kept_fragments(
+        &self,
+        base: &Snapshot,
+        change: &Change,
+        written: &mut Vec<String>,
+    ) -> Result<Vec<FragmentMeta>> {
+        let m = &base.manifest;
+        let mut fragments: Vec<FragmentMeta> = Vec::new();
+        if change.replace_all {
+            return Ok(fragments);
+        }
+        let del_rel = format!(
+            "_deletions/{}-{}.bin",
+            m.version + 1,
+            uuid::Uuid::new_v4().simple()
+        );
+        let mut del_bytes: Vec<u8> = Vec::new();
+        for f in &m.fragments {
+            let mut f = f.clone();
+            if let Some(extra) = change.deletions.get(&f.id) {
+                let mut all = base
+                    .fragment(f.id)
+                    .map(|lf| (*lf.deleted).clone())
+                    .unwrap_or_default();
+                all |= extra;
+                if all.len() >= f.physical_rows {
+                    continue; // every row deleted: drop the fragment
+                }
+                let enc = encode_deletions(&all)?;
+                f.deletion_file = Some(del_rel.clone());
+                f.deletion_offset = del_bytes.len() as u64;
+                f.deletion_len = enc.len() as u64;
+                f.deletion_crc32c = Some(crc32c::crc32c(&enc));
+                f.num_deleted = all.len();
+                del_bytes.extend_from_slice(&enc);
+            }
+            fragments.push(f);
+        }
+        if !del_bytes.is_empty() {
+            let path = format!("{}/{del_rel}", self.dir());
+            self.inner.storage.put(&path, &del_bytes)?;
+            written.push(path);
+        }
+        Ok(fragments)
+    }
+
+    /// Writes `change.new_rows` as fragments of at most
+    /// [`MAX_ROWS_PER_FRAGMENT`] rows, numbered from `next_id`.
+    fn write_fragments(
+        &self,
+        schema: &SchemaRef,
+        change: &Change,
+        next_id: &mut u64,
+        fragments: &mut Vec<FragmentMeta>,
+        written: &mut Vec<String>,
+    ) -> Result<Vec<(u64, RecordBatch)>> {
+        let mut new_fragments = Vec::new();
+        let Some(rows) = change.new_rows.as_ref().filter(|r| r.num_rows() > 0) else {
+            return Ok(new_fragments);
+        };
+        let mut offset = 0;
+        while offset < rows.num_rows() {
+            let len = MAX_ROWS_PER_FRAGMENT.min(rows.num_rows() - offset);
+            let part = rows.slice(offset, len);
+            offset += len;
+            let rel = format!("data/{}.arrow", uuid::Uuid::new_v4().simple());
+            let path = format!("{}/{rel}", self.dir());
+            let mut crc = 0;
+            self.inner.storage.put_with(&path, &mut |w| {
+                let mut w = crate::fragment::CrcWriter::new(w);
+                crate::ipc::write_file(&mut w, schema, std::slice::from_ref(&part))?;
+                crc = w.crc;
+                Ok(())
+            })?;
+            written.push(path);
+            fragments.push(FragmentMeta {
+                id: *next_id,
+                file: rel,
+                physical_rows: len as u64,
+                deletion_file: None,
+                deletion_offset: 0,
+                deletion_len: 0,
+                num_deleted: 0,
+                crc32c: Some(crc),
+                deletion_crc32c: None,
+            });
+            new_fragments.push((*next_id, part));
+            *next_id += 1;
+        }
+        Ok(new_fragments)
+    }
+
+    /// Publishes version `base + 1` with these fragments and schema;
+    /// `Ok(None)` when another writer published it first.
+    fn publish(
+        &self,
+        base: &Snapshot,
+        change: &Change,
+        fragments: Vec<FragmentMeta>,
+        schema: &SchemaRef,
+        next_fragment_id: u64,
+        new_fragments: Vec<(u64, RecordBatch)>,
+    ) -> Result<Option<Committed>> {
+        let m = &base.manifest;
+        let default_indices = match &change.restore {
+            Some(old) => &old.indices,
+            None => &m.indices,
+        };
+        let mut metadata = m.metadata.clone();
+        metadata.extend(change.metadata.clone());
+        let manifest = Manifest {
+            format: FORMAT_VERSION,
+            version: m.version + 1,
+            timestamp_ms: now_ms(),
+            operation: change.operation.to_string(),
+            schema: schema.as_ref().clone(),
+            fragments,
+            next_fragment_id,
+            metadata,
+            indices: change
+                .indices
+                .clone()
+                .unwrap_or_else(|| default_indices.clone()),
+        };
+        if !publish_manifest(self.inner.storage.as_ref(), self.dir(), &manifest)? {
+            return Ok(None);
+        }
+        Ok(Some(Committed {
+            manifest: Arc::new(manifest),
+            new_fragments,
+        }))
     }
 
     /// Installs a committed version as the cached state.

@@ -5,6 +5,7 @@
 //! Commits go through [`commit`]; reads through [`scan`]; the write
 //! operations through [`ops`]; merge insert through [`crate::merge`].
 
+mod admin;
 pub(crate) mod commit;
 pub mod indices;
 mod ops;
@@ -497,6 +498,12 @@ impl Table for NativeTable {
     }
     async fn create_index(&self, request: IndexRequest) -> Result<()> {
         self.blocking(move |t| t.create_index_sync(&request)).await
+    }
+    async fn restore(&self, version: Option<u64>) -> Result<u64> {
+        self.blocking(move |t| t.restore_sync(version)).await
+    }
+    async fn stats(&self) -> Result<crate::stats::TableStats> {
+        self.blocking(|t| t.stats_sync()).await
     }
     async fn list_indices(&self) -> Result<Vec<IndexInfo>> {
         self.blocking(|t| t.list_indices_sync()).await

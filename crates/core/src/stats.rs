@@ -1,0 +1,90 @@
+//! What `stats()` reports of a table, in the shape of LanceDB's
+//! `TableStatistics` (the wire JSON of `POST /v1/table/{id}/stats/` is this
+//! struct's serde form, snake_case).
+
+use serde::{Deserialize, Serialize};
+
+/// A table's size and fragment layout.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableStats {
+    /// Bytes of the version's data and deletion files.
+    pub total_bytes: u64,
+    /// Live rows (a served table's buffered MemWAL rows included).
+    pub num_rows: u64,
+    /// Indexes of the version.
+    pub num_indices: u64,
+    /// The fragments.
+    pub fragment_stats: FragmentStats,
+}
+
+/// Fragment counts and the spread of their live rows.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FragmentStats {
+    /// Fragments.
+    pub num_fragments: u64,
+    /// Fragments with fewer than [`SMALL_FRAGMENT_ROWS`] live rows (what
+    /// `optimize` would compact).
+    pub num_small_fragments: u64,
+    /// Live rows per fragment.
+    pub lengths: Lengths,
+}
+
+/// Min, max, mean and nearest-rank percentiles of live rows per fragment
+/// (all 0 for a table without fragments).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lengths {
+    pub min: u64,
+    pub max: u64,
+    pub mean: u64,
+    pub p25: u64,
+    pub p50: u64,
+    pub p75: u64,
+    pub p99: u64,
+}
+
+/// A fragment with fewer live rows than this counts as small.
+pub const SMALL_FRAGMENT_ROWS: u64 = 100_000;
+
+impl FragmentStats {
+    /// The statistics of fragments holding `rows` live rows each.
+    pub fn of(rows: &[u64]) -> Self {
+        let mut s = rows.to_vec();
+        s.sort_unstable();
+        let at = |q: f64| -> u64 {
+            if s.is_empty() {
+                return 0;
+            }
+            let rank = (q * s.len() as f64).ceil() as usize;
+            s[rank.clamp(1, s.len()) - 1]
+        };
+        let n = s.len() as u64;
+        FragmentStats {
+            num_fragments: n,
+            num_small_fragments: s.iter().filter(|r| **r < SMALL_FRAGMENT_ROWS).count() as u64,
+            lengths: Lengths {
+                min: s.first().copied().unwrap_or(0),
+                max: s.last().copied().unwrap_or(0),
+                mean: s.iter().sum::<u64>().checked_div(n).unwrap_or(0),
+                p25: at(0.25),
+                p50: at(0.5),
+                p75: at(0.75),
+                p99: at(0.99),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let f = FragmentStats::of(&[10, 1, 200_000, 4]);
+        assert_eq!((f.num_fragments, f.num_small_fragments), (4, 3));
+        let l = f.lengths;
+        assert_eq!((l.min, l.max, l.mean), (1, 200_000, 50_003));
+        assert_eq!((l.p25, l.p50, l.p75, l.p99), (1, 4, 10, 200_000));
+        assert_eq!(FragmentStats::of(&[]), FragmentStats::default());
+    }
+}
