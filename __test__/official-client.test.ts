@@ -119,6 +119,16 @@ describe("the official @lancedb/lancedb client against memwal-server", () => {
     expect(await failure(t.createIndex("id", { config: lancedb.Index.bitmap() }))).toMatch(
       /index type BITMAP is not supported by memwal yet/,
     );
+    // stats() as the official client parses it; restore() from a checked-out handle.
+    const st = await t.stats();
+    expect([st.numRows, st.fragmentStats.numFragments > 0, st.totalBytes > 0]).toEqual([await t.countRows(), true, true]);
+    const before = await t.version();
+    const rowsBefore = await t.countRows();
+    await t.add([{ id: 77777, vector: data[0].vector }]);
+    await t.checkout(before);
+    await t.restore();
+    expect(await t.countRows()).toBe(rowsBefore);
+    expect(await t.version()).toBe(before + 2);
     // No config on a scalar column: a BTREE, listed and used by filters.
     await t.createIndex("id");
     expect((await t.listIndices()).map((i: { name: string; indexType: string }) => [i.name, i.indexType])).toEqual([["id_idx", "BTree"]]);

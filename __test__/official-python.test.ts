@@ -92,6 +92,11 @@ describe("Python lancedb 0.40 against memwal-server", () => {
       await idsWhere("kind = 'a' AND id BETWEEN 10 AND 20"),
     ]);
     expect(got.indices_after_drop).toEqual([]);
+    // stats(): 121 rows, no index left, some fragments; restore(first version): the 120 created rows, no row 500.
+    expect(got.stats.slice(0, 2)).toEqual([121, 0]);
+    expect(got.stats[2]).toBeGreaterThanOrEqual(1);
+    expect(got.stats[3]).toBe(true);
+    expect(got.restored).toEqual([120, 0]);
     // list_tables(): the namespace listing route, paged.
     expect(got.list_tables).toEqual([["py", "py2"], ["py"], ["py2"], null]);
   }, 60_000);

@@ -93,6 +93,12 @@ def main():
             refused.append(str(e))
     out["index_refused"] = refused
     tbl.drop_index("vh")
+    # stats() and restore(): the counts as the client reads them; a restore of the first version.
+    st = tbl.stats()
+    out["stats"] = [st["num_rows"], st["num_indices"], st["fragment_stats"]["num_fragments"], st["total_bytes"] > 0]
+    first_version = tbl.list_versions()[0]["version"]
+    tbl.restore(first_version)
+    out["restored"] = [tbl.count_rows(), tbl.count_rows("id = 500")]
     out["indices_after_drop"] = list(tbl.list_indices())
     db.drop_table("py")
     print(json.dumps(out))

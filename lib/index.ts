@@ -56,10 +56,10 @@ export type {
 export { Index } from "./indices";
 export type { ExecuteOptions, MergeResult } from "./merge";
 export { MergeInsertBuilder } from "./merge";
+export type { TableStatistics } from "./native";
 export type { DistanceType, IntoVector } from "./query";
 export { Query, VectorQuery } from "./query";
 export type { ServeOptions, Server } from "./server";
 export { serve } from "./server";
-export type { TableStatistics } from "./native";
 export type { AddOptions, UpdateOptions, VersionInfo } from "./table";
 export { Table } from "./table";

@@ -310,6 +310,14 @@ impl RemoteTable {
         json_of(resp, &rid).await
     }
 
+    /// This table at its latest version.
+    fn latest(&self) -> RemoteTable {
+        RemoteTable {
+            version: None,
+            ..self.clone()
+        }
+    }
+
     /// `describe/` with `{"version": N | null}` (openTable sends no body).
     async fn describe(&self) -> Result<Value> {
         self.post_json("describe/", json!({ "version": self.version }))
@@ -539,11 +547,20 @@ impl Table for RemoteTable {
                 "restore needs a version: check out the version to restore first, or pass it",
             )
         })?;
-        let a = self.post_json("restore/", json!({ "version": v })).await?;
+        let a = match self.post_json("restore/", json!({ "version": v })).await {
+            // A 404 names the version when the table is there.
+            Err(Error::TableNotFound { .. }) if self.latest().describe().await.is_ok() => {
+                return Err(memwal_core::Error::VersionNotFound {
+                    table: self.name.clone(),
+                    version: v,
+                })
+            }
+            other => other?,
+        };
         // Our server answers the new version; LanceDB Cloud may not.
         match a.get("version").and_then(Value::as_u64) {
             Some(n) => Ok(n),
-            None => self.checkout(None).await?.version().await,
+            None => Ok(self.latest().version().await?),
         }
     }
     async fn stats(&self) -> memwal_core::Result<memwal_core::TableStats> {
