@@ -150,7 +150,7 @@ for (const [wl, n] of [
 }
 const hCell = (k) =>
   results[k]
-    ? `recall@10 ${f2(g(k, "recall_at10"))}, new row first ${f2(g(k, "fresh_row_top1"))}, updated row first ${f2(g(k, "updated_row_top1"))}, p50 ${f2(g(k, "p50_ms"))} ms${results[k].fast_search_recall_at10 != null ? `; fastSearch recall ${f2(g(k, "fast_search_recall_at10"))}, new row first ${f2(g(k, "fast_search_fresh_row_top1"))}` : ""}${results[k].error ? ` ERROR ${results[k].error.slice(0, 80)}` : ""}`
+    ? `recall@10 ${f2(g(k, "recall_at10"))} (static, retrained: ${f2(g(k, "end_static_recall_at10"))}), new row first ${f2(g(k, "fresh_row_top1"))}, updated row first ${f2(g(k, "updated_row_top1"))}, p50 ${f2(g(k, "p50_ms"))} ms${results[k].fast_search_recall_at10 != null ? `; fastSearch recall ${f2(g(k, "fast_search_recall_at10"))}, new row first ${f2(g(k, "fast_search_fresh_row_top1"))}` : ""}${results[k].error ? ` ERROR ${results[k].error.slice(0, 80)}` : ""}`
     : "n/a";
 eRows.push([
   "H: IVF_PQ 100k under 200-row upserts (nprobes 20, refine 10): memwal MemWAL / peer standard",
