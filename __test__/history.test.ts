@@ -99,4 +99,39 @@ describe.each(kinds)("restore and stats on a %s table", (kind, open) => {
     s = await t.stats();
     expect([s.numRows, s.numIndices]).toEqual([kind === "served" ? 4 : 3, 1]);
   });
+
+  test("getLsmStats, flushLsm, checkpointLsm: a served table's MemWAL; nothing on a local one", async () => {
+    const db = await open();
+    const t = await db.createTable(`l_${kind.replace(/\W/g, "_")}`, [{ id: 1, v: 1 }]);
+    if (kind !== "served") {
+      expect(await t.getLsmStats()).toBeUndefined();
+      await t.flushLsm();
+      await t.checkpointLsm();
+      return;
+    }
+    const buffered = async () => ((await t.getLsmStats())?.buckets[0].memtables ?? []).reduce((n, m) => n + m.rows, 0);
+    const upsert = (rows: { id: number; v: number }[]) =>
+      t.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().memWal().execute(rows);
+    await upsert([
+      { id: 1, v: 10 },
+      { id: 2, v: 2 },
+    ]);
+    expect(await buffered()).toBe(2);
+    const b = (await t.getLsmStats())?.buckets[0];
+    expect(b?.walEntryPositionLastSeen).toBeGreaterThan(b?.replayAfterWalEntryPosition ?? 0);
+    await t.flushLsm();
+    expect(await buffered()).toBe(0);
+    const a = (await t.getLsmStats())?.buckets[0];
+    expect(a?.replayAfterWalEntryPosition).toBe(a?.walEntryPositionLastSeen);
+    expect(a?.manifestVersion).toBe(await t.version());
+    await upsert([{ id: 3, v: 3 }]);
+    await t.checkpointLsm();
+    expect(await buffered()).toBe(0);
+    expect(await byId(t)).toEqual([
+      [1, 10],
+      [2, 2],
+      [3, 3],
+    ]);
+    await expect(t.getLsmStats("yes" as never)).rejects.toThrow(InvalidInputError);
+  });
 });

@@ -188,6 +188,12 @@ describe.each(kinds)("BTREE on a %s table", (kind, open) => {
         const b = (await plain.query().where(f).select(["id"]).toArray()).map((r) => Number(r.id)).sort((x, y) => x - y);
         expect([f, a]).toEqual([f, b]);
         expect([f, await t.countRows(f)]).toEqual([f, await plain.countRows(f)]);
+        // A vector search prefiltered by it: every matching row (under 100 here), same distances.
+        const hits = async (x: Table) =>
+          (await x.search(data[7].vector).where(f).limit(100).toArray())
+            .map((r) => `${Number(r.id)}:${Number(r._distance).toFixed(3)}`)
+            .sort();
+        expect([f, await hits(t)]).toEqual([f, await hits(plain)]);
       }
     };
     await same();

@@ -141,6 +141,39 @@ describe("the official @lancedb/lancedb client against memwal-server", () => {
     await db.dropTable("ix");
   });
 
+  test("LSM calls: getLsmStats, flushLsm and checkpointLsm read and drive the server's MemWAL", async () => {
+    const srv = await serve({ dataDir: tmpDir(), apiKey: "k", flushIntervalMs: 60_000 });
+    try {
+      const db = await lancedb.connect("db://test", { apiKey: "k", region: "us-east-1", hostOverride: srv.url });
+      const t = await db.createTable("lsm", [{ id: 1, v: 1 }]);
+      const upsert = (rows: { id: number; v: number }[]) =>
+        t.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().useLsm(true).execute(rows);
+      const buffered = (s: { buckets: { memtables?: { rows: number }[] }[] } | undefined) =>
+        (s?.buckets[0].memtables ?? []).reduce((n, m) => n + m.rows, 0);
+      await upsert([
+        { id: 2, v: 2 },
+        { id: 1, v: 10 },
+      ]);
+      const s = await t.getLsmStats();
+      expect(s?.buckets.length).toBe(1);
+      const b = s?.buckets[0];
+      expect(buffered(s)).toBe(2);
+      expect(b?.generations).toEqual([]);
+      expect(Number(b?.walEntryPositionLastSeen)).toBeGreaterThan(Number(b?.replayAfterWalEntryPosition));
+      await t.flushLsm();
+      const after = await t.getLsmStats();
+      expect(buffered(after)).toBe(0);
+      expect(after?.buckets[0].replayAfterWalEntryPosition).toBe(after?.buckets[0].walEntryPositionLastSeen);
+      expect(after?.buckets[0].manifestVersion).toBe(await t.version());
+      await upsert([{ id: 3, v: 3 }]);
+      await t.checkpointLsm();
+      expect(buffered(await t.getLsmStats(true))).toBe(0);
+      expect(await t.countRows()).toBe(3);
+    } finally {
+      await srv.close();
+    }
+  });
+
   test("vector search: search, vectorSearch with several vectors, distance types, filters, row ids", async () => {
     const db = await lancedb.connect("db://test", { apiKey: "k", region: "us-east-1", hostOverride: server.url });
     const data = Array.from({ length: 120 }, (_, i) => ({

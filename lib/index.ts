@@ -56,7 +56,7 @@ export type {
 export { Index } from "./indices";
 export type { ExecuteOptions, MergeResult } from "./merge";
 export { MergeInsertBuilder } from "./merge";
-export type { TableStatistics } from "./native";
+export type { LsmStats, TableStatistics } from "./native";
 export type { DistanceType, IntoVector } from "./query";
 export { Query, VectorQuery } from "./query";
 export type { ServeOptions, Server } from "./server";

@@ -70,6 +70,22 @@ export interface TableStatistics {
   };
 }
 
+/** What `getLsmStats()` reports (the addon's LsmStats; @lancedb/lancedb 0.39's shape). */
+export interface LsmStats {
+  buckets: Array<{
+    shardId: string;
+    status: string;
+    writerEpoch: number;
+    manifestVersion: number;
+    currentGeneration: number;
+    replayAfterWalEntryPosition: number;
+    walEntryPositionLastSeen: number;
+    generations: Array<{ generation: number; bytes: number; rows?: number }>;
+    compacting: boolean;
+    memtables?: Array<{ generation: number; rows: number; bytes: number; batches: number; indexes: string[] }>;
+  }>;
+}
+
 export interface NativeTable {
   readonly name: string;
   schema(): Promise<Buffer>;
@@ -89,6 +105,8 @@ export interface NativeTable {
   dropIndex(name: string): Promise<void>;
   restore(version?: number | null): Promise<number>;
   stats(): Promise<TableStatistics>;
+  getLsmStats(includeGenerationRows?: boolean | null): Promise<LsmStats | null>;
+  flushLsm(): Promise<void>;
 }
 
 export interface NativeConnection {

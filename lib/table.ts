@@ -7,7 +7,7 @@ import { type Data, schemaFromBuffer, toBuffer } from "./arrow";
 import { call, invalid, TimeoutError } from "./errors";
 import { type IndexConfig, type IndexOptions, type IndexStatistics, indexOptions } from "./indices";
 import { MergeInsertBuilder } from "./merge";
-import type { NativeTable, TableStatistics } from "./native";
+import type { LsmStats, NativeTable, TableStatistics } from "./native";
 import { type IntoVector, Query, type VectorQuery, vectorQuery } from "./query";
 
 export interface VersionInfo {
@@ -91,6 +91,28 @@ export class Table {
   /** Sizes and fragment layout, as @lancedb/lancedb's `stats()` (`numRows` counts a served table's buffered rows). */
   async stats(): Promise<TableStatistics> {
     return call(() => this.inner.stats());
+  }
+
+  /**
+   * The MemWAL's state, as @lancedb/lancedb 0.39's `getLsmStats`: a served table has one bucket whose
+   * `memtables` are the buffered rows not yet merged into the table (sealed oldest first, the active one
+   * last), `walEntryPositionLastSeen` the last acknowledged WAL record and `replayAfterWalEntryPosition` the last
+   * one merged. `undefined` for a local table (no MemWAL). memwal keeps no on-disk generations: `generations`
+   * is empty.
+   */
+  async getLsmStats(includeGenerationRows = false): Promise<LsmStats | undefined> {
+    if (typeof includeGenerationRows !== "boolean") throw invalid("getLsmStats(includeGenerationRows) takes a boolean");
+    return (await call(() => this.inner.getLsmStats(includeGenerationRows))) ?? undefined;
+  }
+
+  /** Merges every buffered MemWAL row into the table and returns once it is (a no-op on a local table). */
+  async flushLsm(): Promise<void> {
+    return call(() => this.inner.flushLsm());
+  }
+
+  /** Converges the MemWAL into the table: with memwal a flush already does (`flushLsm`), so this is the same. */
+  async checkpointLsm(): Promise<void> {
+    return this.flushLsm();
   }
 
   /** A read-only view of `version`. */

@@ -196,6 +196,11 @@ await step("checkout_count_rows", () => t.countRows());
 await step("checkout_query", () => t.query().where("id > 0").toArrow());
 await step("checkout_latest", () => t.checkoutLatest());
 await step("latest_count_rows", () => t.countRows());
+await step("stats", () => t.stats());
+await step("restore_checkout", () => t.checkout(2));
+await step("restore", () => t.restore());
+await step("get_lsm_stats", () => t.getLsmStats());
+await step("flush_lsm", () => t.flushLsm());
 await step("drop_table", () => db.dropTable("e"));
 await step("open_missing_table", () => db.openTable("missing"));
 

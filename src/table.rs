@@ -92,6 +92,83 @@ impl From<memwal_core::TableStats> for TableStatistics {
     }
 }
 
+/// One memtable of a served table's MemWAL.
+#[napi(object)]
+pub struct MemtableStats {
+    pub generation: i64,
+    pub rows: i64,
+    pub bytes: i64,
+    pub batches: i64,
+    pub indexes: Vec<String>,
+}
+
+/// A sealed generation on disk (memwal has none: a flush merges into the table).
+#[napi(object)]
+pub struct GenerationStats {
+    pub generation: i64,
+    pub bytes: i64,
+    pub rows: Option<i64>,
+}
+
+/// One bucket of a MemWAL (memwal has one).
+#[napi(object)]
+pub struct BucketStats {
+    pub shard_id: String,
+    pub status: String,
+    pub writer_epoch: i64,
+    pub manifest_version: i64,
+    pub current_generation: i64,
+    pub replay_after_wal_entry_position: i64,
+    pub wal_entry_position_last_seen: i64,
+    pub generations: Vec<GenerationStats>,
+    pub compacting: bool,
+    pub memtables: Option<Vec<MemtableStats>>,
+}
+
+/// Result of `getLsmStats`.
+#[napi(object)]
+pub struct LsmStats {
+    pub buckets: Vec<BucketStats>,
+}
+
+impl From<memwal_core::LsmStats> for LsmStats {
+    fn from(s: memwal_core::LsmStats) -> Self {
+        let bucket = |b: memwal_core::stats::BucketStats| BucketStats {
+            shard_id: b.shard_id,
+            status: b.status,
+            writer_epoch: to_i64(b.writer_epoch),
+            manifest_version: to_i64(b.manifest_version),
+            current_generation: to_i64(b.current_generation),
+            replay_after_wal_entry_position: to_i64(b.replay_after_wal_entry_position),
+            wal_entry_position_last_seen: to_i64(b.wal_entry_position_last_seen),
+            generations: b
+                .generations
+                .into_iter()
+                .map(|g| GenerationStats {
+                    generation: to_i64(g.generation),
+                    bytes: to_i64(g.bytes),
+                    rows: g.rows.map(to_i64),
+                })
+                .collect(),
+            compacting: b.compacting,
+            memtables: b.memtables.map(|ms| {
+                ms.into_iter()
+                    .map(|m| MemtableStats {
+                        generation: to_i64(m.generation),
+                        rows: to_i64(m.rows),
+                        bytes: to_i64(m.bytes),
+                        batches: to_i64(m.batches),
+                        indexes: m.indexes,
+                    })
+                    .collect()
+            }),
+        };
+        LsmStats {
+            buckets: s.buckets.into_iter().map(bucket).collect(),
+        }
+    }
+}
+
 /// Result of `delete`.
 #[napi(object)]
 pub struct DeleteResult {
@@ -333,6 +410,26 @@ impl Table {
             })
             .transpose()?;
         Ok(to_i64(self.inner.restore(v).await.map_err(error::core)?))
+    }
+
+    /// The MemWAL's state (`null` for a table without one).
+    #[napi(catch_unwind)]
+    pub async fn get_lsm_stats(
+        &self,
+        include_generation_rows: Option<bool>,
+    ) -> napi::Result<Option<LsmStats>> {
+        let s = self
+            .inner
+            .lsm_stats(include_generation_rows.unwrap_or(false))
+            .await
+            .map_err(error::core)?;
+        Ok(s.map(Into::into))
+    }
+
+    /// Merges every buffered MemWAL row into the table.
+    #[napi(catch_unwind)]
+    pub async fn flush_lsm(&self) -> napi::Result<()> {
+        self.inner.flush_lsm().await.map_err(error::core)
     }
 
     /// Sizes and fragment layout.

@@ -32,7 +32,7 @@ pub use db::{NativeDatabase, NativeDb};
 pub use error::{Error, ErrorCode, Result};
 pub use index::{IndexInfo, IndexRequest, IndexType};
 pub use merge::{MergeInsertBuilder, MergeInsertParams, MergeResult};
-pub use stats::TableStats;
+pub use stats::{LsmStats, TableStats};
 pub use table::{NativeTable, Snapshot};
 pub use traits::*;
 pub use vector::{DistanceType, VectorQuery};

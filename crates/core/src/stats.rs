@@ -1,6 +1,8 @@
 //! What `stats()` reports of a table, in the shape of LanceDB's
 //! `TableStatistics` (the wire JSON of `POST /v1/table/{id}/stats/` is this
-//! struct's serde form, snake_case).
+//! struct's serde form, snake_case), and what `getLsmStats()` reports of a
+//! served table's MemWAL, in the shape of LanceDB's `LsmStats`
+//! (`get_lsm_stats/` answers `{"lsm_stats": ...}` in this serde form).
 
 use serde::{Deserialize, Serialize};
 
@@ -72,6 +74,63 @@ impl FragmentStats {
             },
         }
     }
+}
+
+/// A table's MemWAL state: one bucket (memwal does not shard).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LsmStats {
+    pub buckets: Vec<BucketStats>,
+}
+
+/// One bucket's MemWAL state.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BucketStats {
+    /// `"0"`: the one shard.
+    pub shard_id: String,
+    /// `"Active"`.
+    pub status: String,
+    /// 1: one writer per table and process.
+    pub writer_epoch: u64,
+    /// The base table's version.
+    pub manifest_version: u64,
+    /// The generation the active memtable becomes when sealed.
+    pub current_generation: u64,
+    /// The last WAL sequence number merged into the base (replay resumes
+    /// after it).
+    pub replay_after_wal_entry_position: u64,
+    /// The last WAL sequence number acknowledged.
+    pub wal_entry_position_last_seen: u64,
+    /// Sealed generations on disk not merged into the base: always empty
+    /// (a memwal flush merges a sealed memtable straight into the base).
+    pub generations: Vec<GenerationStats>,
+    /// Whether sealed memtables wait to be merged.
+    pub compacting: bool,
+    /// Memtables not merged yet: sealed ones oldest first, the active last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memtables: Option<Vec<MemtableStats>>,
+}
+
+/// A sealed generation on disk.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GenerationStats {
+    pub generation: u64,
+    pub bytes: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows: Option<u64>,
+}
+
+/// One memtable.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemtableStats {
+    pub generation: u64,
+    /// Rows buffered (one per key).
+    pub rows: u64,
+    /// Request payload bytes appended.
+    pub bytes: u64,
+    /// Batches buffered.
+    pub batches: u64,
+    /// Indexes it carries: none (memtable rows are searched exactly).
+    pub indexes: Vec<String>,
 }
 
 #[cfg(test)]

@@ -185,6 +185,12 @@ pub trait Table: Send + Sync + std::fmt::Debug {
     async fn restore(&self, version: Option<u64>) -> Result<u64>;
     /// Sizes and fragment layout.
     async fn stats(&self) -> Result<crate::stats::TableStats>;
+    /// The MemWAL's state (`None`: this table has no MemWAL, as a local
+    /// one). `include_generation_rows` counts rows of sealed generations.
+    async fn lsm_stats(&self, include_generation_rows: bool) -> Result<Option<crate::LsmStats>>;
+    /// Merges every buffered MemWAL row into the table; returns once it
+    /// is (a no-op without a MemWAL).
+    async fn flush_lsm(&self) -> Result<()>;
 }
 
 /// A database: a namespace of tables.

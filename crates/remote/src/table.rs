@@ -563,6 +563,16 @@ impl Table for RemoteTable {
             None => Ok(self.latest().version().await?),
         }
     }
+    async fn lsm_stats(&self, rows: bool) -> memwal_core::Result<Option<memwal_core::LsmStats>> {
+        let v = self
+            .post_json("get_lsm_stats/", json!({ "include_generation_rows": rows }))
+            .await?;
+        Ok(answer(v.get("lsm_stats").cloned().unwrap_or(Value::Null))?)
+    }
+    async fn flush_lsm(&self) -> memwal_core::Result<()> {
+        self.send_json("flush_lsm/", None).await?;
+        Ok(())
+    }
     async fn stats(&self) -> memwal_core::Result<memwal_core::TableStats> {
         let (resp, rid) = self.send_json("stats/", None).await?;
         Ok(answer(json_of(resp, &rid).await?)?)

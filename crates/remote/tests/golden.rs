@@ -406,6 +406,17 @@ async fn every_operation_matches_the_official_client_capture() {
     let latest = old.checkout(None).await.expect("latest");
     set("latest_count_rows");
     assert_eq!(latest.count_rows(None).await.expect("count"), 3);
+    set("stats");
+    assert_eq!(latest.stats().await.expect("stats").num_rows, 3);
+    set("restore_checkout");
+    let two = latest.checkout(Some(2)).await.expect("checkout 2");
+    set("restore");
+    two.restore(None).await.expect("restore");
+    set("get_lsm_stats");
+    let lsm = latest.lsm_stats(false).await.expect("lsm stats");
+    assert_eq!(lsm.map(|s| s.buckets.len()), Some(1));
+    set("flush_lsm");
+    latest.flush_lsm().await.expect("flush");
     set("drop_table");
     db.drop_table("e").await.expect("drop");
     set("open_missing_table");

@@ -48,6 +48,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/table/{name}/optimize/", post(optimize))
         .route("/v1/table/{name}/restore/", post(restore))
         .route("/v1/table/{name}/stats/", post(stats))
+        .route("/v1/table/{name}/get_lsm_stats/", post(get_lsm_stats))
+        .route("/v1/table/{name}/flush_lsm/", post(flush_lsm))
         .route("/v1/table/{name}/flush/", post(flush))
         .route("/v1/table/{name}/create_index/", post(create_index))
         .route("/v1/table/{name}/index/list/", post(list_indices))
@@ -412,6 +414,37 @@ async fn stats(
         let _: serde_json::Map<String, Value> = json_body(&body)?;
     }
     Ok(Json(state.table(&name)?.table_stats().await?))
+}
+
+/// `{"include_generation_rows": bool}` -> `{"lsm_stats": {...}}` (every
+/// served table has a MemWAL; it has no on-disk generations to count).
+async fn get_lsm_stats(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Json<Value>> {
+    let _: LsmStatsBody = json_body(&body)?;
+    let t = state.table(&name)?;
+    let s = t.memwal().lsm_stats()?;
+    Ok(Json(json!({ "lsm_stats": s })))
+}
+
+/// Merges every buffered row into the table (a seal and a merge: there is
+/// no separate on-disk generation), returning once it is.
+async fn flush_lsm(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+) -> Result<Json<Value>> {
+    state.table(&name)?.memwal().flush_all().await?;
+    Ok(Json(json!({})))
+}
+
+/// The body of `get_lsm_stats/`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LsmStatsBody {
+    #[allow(dead_code)]
+    include_generation_rows: Option<bool>,
 }
 
 async fn optimize(

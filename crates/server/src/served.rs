@@ -253,6 +253,12 @@ impl Table for ServedTable {
     async fn stats(&self) -> memwal_core::Result<memwal_core::TableStats> {
         self.table_stats().await.map_err(core)
     }
+    async fn lsm_stats(&self, _rows: bool) -> memwal_core::Result<Option<memwal_core::LsmStats>> {
+        self.mem.lsm_stats().map(Some).map_err(core)
+    }
+    async fn flush_lsm(&self) -> memwal_core::Result<()> {
+        self.mem.flush_all().await.map_err(core)
+    }
     async fn drop_index(&self, name: &str) -> memwal_core::Result<()> {
         let base = self.mem.base().clone();
         let n = name.to_string();

@@ -505,6 +505,12 @@ impl Table for NativeTable {
     async fn stats(&self) -> Result<crate::stats::TableStats> {
         self.blocking(|t| t.stats_sync()).await
     }
+    async fn lsm_stats(&self, _include_generation_rows: bool) -> Result<Option<crate::LsmStats>> {
+        Ok(None) // a local table writes no MemWAL
+    }
+    async fn flush_lsm(&self) -> Result<()> {
+        Ok(()) // nothing is ever buffered
+    }
     async fn list_indices(&self) -> Result<Vec<IndexInfo>> {
         self.blocking(|t| t.list_indices_sync()).await
     }

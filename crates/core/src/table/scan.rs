@@ -44,6 +44,19 @@ impl RowFilter {
         self.narrowed.is_some()
     }
 
+    /// `t` with only the rows that pass the filter in its mask.
+    pub fn narrow_tier(&self, t: &Tier) -> Result<Tier> {
+        let frag = match t.row_ids {
+            RowIds::Fragment(id) => Some(id),
+            RowIds::Given(_) => None,
+        };
+        Ok(Tier {
+            batch: t.batch.clone(),
+            mask: Some(self.mask(&t.batch, t.mask.as_ref(), frag)?),
+            row_ids: t.row_ids.clone(),
+        })
+    }
+
     /// The rows of `batch` (perhaps a snapshot's fragment `frag`) that are
     /// in `base` (all when `None`) and pass the filter.
     pub fn mask(
@@ -299,6 +312,18 @@ pub fn search_tiers(snap: &Snapshot, req: &QueryRequest, tiers: &[Tier]) -> Resu
         index: v,
         fragments: &i.fragments,
     });
+    // A prefilter a BTREE narrows goes into the tiers' masks (evaluated on
+    // the candidates only), and the plan no longer evaluates it per row.
+    if plan.prefilter && plan.filter.is_some() {
+        if let Some(f) = RowFilter::new(snap, req.filter.as_deref())?.filter(RowFilter::narrowed) {
+            let narrowed = tiers
+                .iter()
+                .map(|t| f.narrow_tier(t))
+                .collect::<Result<Vec<_>>>()?;
+            plan.filter = None;
+            return vector::search(&plan, &narrowed, ann);
+        }
+    }
     vector::search(&plan, tiers, ann)
 }
 

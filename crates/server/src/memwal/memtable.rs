@@ -45,6 +45,11 @@ pub struct Memtable {
 }
 
 impl Memtable {
+    /// Batches buffered.
+    pub fn batch_count(&self) -> usize {
+        self.batches.len()
+    }
+
     /// An empty memtable.
     pub fn new(on: Vec<String>, schema: SchemaRef) -> Self {
         Self {

@@ -390,6 +390,47 @@ impl MemWalTable {
         self.direct(Turn::Drain, |_| Ok(())).await
     }
 
+    /// The MemWAL as the official clients' `getLsmStats` reads it: one
+    /// bucket; the memtables not merged yet (sealed oldest first, then the
+    /// active one), numbered as generations after the flushes so far.
+    pub fn lsm_stats(&self) -> Result<memwal_core::LsmStats> {
+        use memwal_core::stats::{BucketStats, MemtableStats};
+        let version = self.shared.base.version_sync()?;
+        let flushes = self.shared.flushes.load(Ordering::Relaxed);
+        let o = self.shared.read();
+        let all: Vec<&Memtable> = o
+            .frozen
+            .iter()
+            .map(Arc::as_ref)
+            .chain(std::iter::once(&o.active))
+            .collect();
+        let memtables = all
+            .iter()
+            .enumerate()
+            .map(|(i, m)| MemtableStats {
+                generation: flushes + 1 + i as u64,
+                rows: m.len() as u64,
+                bytes: m.bytes as u64,
+                batches: m.batch_count() as u64,
+                indexes: Vec::new(),
+            })
+            .collect::<Vec<_>>();
+        Ok(memwal_core::LsmStats {
+            buckets: vec![BucketStats {
+                shard_id: "0".into(),
+                status: "Active".into(),
+                writer_epoch: 1,
+                manifest_version: version,
+                current_generation: flushes + all.len() as u64,
+                replay_after_wal_entry_position: self.shared.flushed_seq.load(Ordering::Relaxed),
+                wal_entry_position_last_seen: self.shared.last_seq.load(Ordering::Relaxed),
+                generations: Vec::new(),
+                compacting: !o.frozen.is_empty(),
+                memtables: Some(memtables),
+            }],
+        })
+    }
+
     /// Figures for `/health`.
     pub fn health(&self) -> Health {
         let o = self.shared.read();

@@ -138,12 +138,8 @@ impl MemWalTable {
             if pager.full() {
                 break;
             }
-            let frag = match t.row_ids {
-                RowIds::Fragment(id) => Some(id),
-                RowIds::Given(_) => None,
-            };
             let mask = match &filter {
-                Some(f) => Some(f.mask(&t.batch, t.mask.as_ref(), frag)?),
+                Some(f) => f.narrow_tier(t)?.mask,
                 None => t.mask.clone(),
             };
             let mut b = match &mask {

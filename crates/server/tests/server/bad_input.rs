@@ -127,6 +127,31 @@ async fn regression_what_is_not_implemented_says_so() {
             "bogus",
         ),
         ("/v1/table/t/index/nope/stats/", "{}", 404, "Index 'nope'"),
+        (
+            "/v1/table/t/restore/",
+            "{}",
+            400,
+            "restore needs {\"version\": N}",
+        ),
+        (
+            "/v1/table/t/restore/",
+            r#"{"version":77}"#,
+            404,
+            "Version 77 of table 't' does not exist",
+        ),
+        (
+            "/v1/table/t/restore/",
+            r#"{"version":1,"x":1}"#,
+            400,
+            "unknown field `x`",
+        ),
+        ("/v1/table/t/stats/", "[1]", 400, "malformed JSON body"),
+        (
+            "/v1/table/t/get_lsm_stats/",
+            r#"{"include_generation_rows":true,"bogus":1}"#,
+            400,
+            "unknown field `bogus`",
+        ),
         ("/v1/table/t/index/nope/drop/", "", 404, "Index 'nope'"),
         (
             "/v1/table/t/index/nope/frobnicate/",

@@ -24,6 +24,10 @@ fn route() -> impl Strategy<Value = String> {
         "optimize/",
         "flush/",
         "create_index/",
+        "restore/",
+        "stats/",
+        "get_lsm_stats/",
+        "flush_lsm/",
         "nope/",
     ])
     .prop_map(str::to_string)
