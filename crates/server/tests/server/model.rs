@@ -163,6 +163,8 @@ enum Step {
     Restart,
     Crash,
     CountWhere(i64),
+    /// Restore the state of an earlier `Flush` (picked by this number).
+    Restore(usize),
 }
 
 fn key() -> impl Strategy<Value = u64> {
@@ -207,6 +209,7 @@ fn step() -> impl Strategy<Value = Step> {
         2 => (0i64..100).prop_map(Step::CountWhere),
         1 => Just(Step::Index),
         1 => Just(Step::Optimize),
+        1 => any::<usize>().prop_map(Step::Restore),
     ]
 }
 
@@ -215,6 +218,9 @@ struct Harness {
     cfg: ServerConfig,
     state: Option<Arc<AppState>>,
     native_db: NativeDatabase,
+    /// (served version, native version) after each `Flush`: then the
+    /// served table's base holds every acknowledged row, as the native one.
+    marks: Vec<(u64, u64)>,
     _dirs: (tempfile::TempDir, tempfile::TempDir),
 }
 
@@ -246,6 +252,7 @@ impl Harness {
             cfg,
             state: None,
             native_db,
+            marks: Vec::new(),
             _dirs: (served_dir, native_dir),
         };
         h.start();
@@ -371,6 +378,7 @@ impl Harness {
                     .map_err(|e| e.to_string())?;
             }
             Step::DropAndCreate(rows) => {
+                self.marks.clear(); // the old versions are gone
                 self.rt
                     .block_on(st.drop_table("t"))
                     .map_err(|e| e.to_string())?;
@@ -383,6 +391,22 @@ impl Harness {
                 self.rt
                     .block_on(served.memwal().flush_all())
                     .map_err(|e| e.to_string())?;
+                let sv = served.memwal().base().version_sync();
+                let nv = native.version_sync();
+                self.marks.push((
+                    sv.map_err(|e| e.to_string())?,
+                    nv.map_err(|e| e.to_string())?,
+                ));
+            }
+            Step::Restore(i) => {
+                let Some(&(sv, nv)) = self.marks.get(i % self.marks.len().max(1)) else {
+                    return self.check();
+                };
+                // Rows buffered since are merged first, then superseded.
+                self.rt
+                    .block_on(served.restore_version(sv))
+                    .map_err(|e| e.to_string())?;
+                native.restore_sync(Some(nv)).map_err(|e| e.to_string())?;
             }
             Step::Restart => {
                 // A graceful restart: flush, stop, open again.
