@@ -134,4 +134,28 @@ describe.each(kinds)("restore and stats on a %s table", (kind, open) => {
     ]);
     await expect(t.getLsmStats("yes" as never)).rejects.toThrow(InvalidInputError);
   });
+
+  test("tags name versions; checkout(tag) reads one", async () => {
+    const db = await open();
+    const t = await db.createTable(`t_${kind.replace(/\W/g, "_")}`, [{ id: 1, v: 1 }]);
+    const v1 = await t.version();
+    await t.add([{ id: 2, v: 2 }]);
+    const tags = await t.tags();
+    await tags.create("first", v1);
+    await tags.create("second", await t.version());
+    await expect(tags.create("first", v1)).rejects.toThrow("already has the tag 'first'");
+    await expect(tags.create("bad/name", v1)).rejects.toThrow(InvalidInputError);
+    await expect(tags.create("x", 999)).rejects.toThrow(VersionNotFoundError);
+    const list = await tags.list();
+    expect(Object.keys(list).sort()).toEqual(["first", "second"]);
+    expect(list.first.version).toBe(v1);
+    expect(await tags.getVersion("second")).toBe(v1 + 1);
+    const old = await t.checkout("first");
+    expect(await old.countRows()).toBe(1);
+    await tags.update("first", v1 + 1);
+    expect(await (await t.checkout("first")).countRows()).toBe(2);
+    await tags.delete("second");
+    await expect(tags.getVersion("second")).rejects.toThrow("has no tag 'second'");
+    await expect(t.checkout("second")).rejects.toThrow("has no tag 'second'");
+  });
 });

@@ -129,6 +129,18 @@ describe("the official @lancedb/lancedb client against memwal-server", () => {
     await t.restore();
     expect(await t.countRows()).toBe(rowsBefore);
     expect(await t.version()).toBe(before + 2);
+    // Tags through the official client: create, list, getVersion, checkout(tag), update, delete.
+    const tags = await t.tags();
+    await tags.create("before", before);
+    expect(await tags.getVersion("before")).toBe(before);
+    expect(Object.keys(await tags.list())).toEqual(["before"]);
+    await t.checkout("before");
+    expect(await t.version()).toBe(before);
+    await t.checkoutLatest();
+    await tags.update("before", before + 1);
+    expect(await tags.getVersion("before")).toBe(before + 1);
+    await tags.delete("before");
+    expect(await tags.list()).toEqual({});
     // No config on a scalar column: a BTREE, listed and used by filters.
     await t.createIndex("id");
     expect((await t.listIndices()).map((i: { name: string; indexType: string }) => [i.name, i.indexType])).toEqual([["id_idx", "BTree"]]);

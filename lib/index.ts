@@ -62,4 +62,4 @@ export { Query, VectorQuery } from "./query";
 export type { ServeOptions, Server } from "./server";
 export { serve } from "./server";
 export type { AddOptions, UpdateOptions, VersionInfo } from "./table";
-export { Table } from "./table";
+export { Table, type TagContents, Tags } from "./table";

@@ -107,6 +107,10 @@ export interface NativeTable {
   stats(): Promise<TableStatistics>;
   getLsmStats(includeGenerationRows?: boolean | null): Promise<LsmStats | null>;
   flushLsm(): Promise<void>;
+  tagsList(): Promise<Record<string, { version: number; manifestSize: number }>>;
+  tagSet(tag: string, version: number, replace: boolean): Promise<void>;
+  tagDelete(tag: string): Promise<void>;
+  tagVersion(tag: string): Promise<number>;
 }
 
 export interface NativeConnection {

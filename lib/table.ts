@@ -53,6 +53,47 @@ function listedType(wire: string): string {
     .join("");
 }
 
+/** What a tag records. */
+export interface TagContents {
+  version: number;
+  manifestSize: number;
+}
+
+/** A table's tags (names for versions); `checkout(tag)` reads the version a tag names. */
+export class Tags {
+  /** @internal */
+  constructor(private readonly inner: NativeTable) {}
+
+  /** Every tag by name. */
+  async list(): Promise<Record<string, TagContents>> {
+    return call(() => this.inner.tagsList());
+  }
+
+  /** The version `tag` names. */
+  async getVersion(tag: string): Promise<number> {
+    const t = await call(async () => str("getVersion(tag)", tag));
+    return call(() => this.inner.tagVersion(t));
+  }
+
+  /** Names `version` `tag` (an error if the tag exists or the version does not). */
+  async create(tag: string, version: number): Promise<void> {
+    const [t, v] = await call(async () => [str("create(tag)", tag), count("create(version)", version)] as const);
+    return call(() => this.inner.tagSet(t, v, false));
+  }
+
+  /** Points an existing tag at `version`. */
+  async update(tag: string, version: number): Promise<void> {
+    const [t, v] = await call(async () => [str("update(tag)", tag), count("update(version)", version)] as const);
+    return call(() => this.inner.tagSet(t, v, true));
+  }
+
+  /** Removes a tag (the version stays). */
+  async delete(tag: string): Promise<void> {
+    const t = await call(async () => str("delete(tag)", tag));
+    return call(() => this.inner.tagDelete(t));
+  }
+}
+
 export class Table {
   /** @internal */
   constructor(private readonly inner: NativeTable) {}
@@ -115,10 +156,18 @@ export class Table {
     return this.flushLsm();
   }
 
-  /** A read-only view of `version`. */
-  async checkout(version: number): Promise<Table> {
-    const v = await call(async () => count("checkout(version)", version));
+  /** A read-only view of `version`, or of the version a tag names. */
+  async checkout(version: number | string): Promise<Table> {
+    const v =
+      typeof version === "string"
+        ? await this.tags().then((t) => t.getVersion(version))
+        : await call(async () => count("checkout(version)", version));
     return new Table(await call(() => this.inner.checkout(v)));
+  }
+
+  /** Names for versions, as @lancedb/lancedb 0.39's `tags()`. */
+  async tags(): Promise<Tags> {
+    return new Tags(this.inner);
   }
 
   /** The latest version, writable. */

@@ -201,6 +201,11 @@ await step("restore_checkout", () => t.checkout(2));
 await step("restore", () => t.restore());
 await step("get_lsm_stats", () => t.getLsmStats());
 await step("flush_lsm", () => t.flushLsm());
+await step("tags_create", async () => (await t.tags()).create("v2", 2));
+await step("tags_list", async () => (await t.tags()).list());
+await step("tags_update", async () => (await t.tags()).update("v2", 3));
+await step("tags_version", async () => (await t.tags()).getVersion("v2"));
+await step("tags_delete", async () => (await t.tags()).delete("v2"));
 await step("drop_table", () => db.dropTable("e"));
 await step("open_missing_table", () => db.openTable("missing"));
 

@@ -169,6 +169,13 @@ impl From<memwal_core::LsmStats> for LsmStats {
     }
 }
 
+/// What a tag records.
+#[napi(object)]
+pub struct TagContents {
+    pub version: i64,
+    pub manifest_size: i64,
+}
+
 /// Result of `delete`.
 #[napi(object)]
 pub struct DeleteResult {
@@ -424,6 +431,47 @@ impl Table {
             .await
             .map_err(error::core)?;
         Ok(s.map(Into::into))
+    }
+
+    /// Tags by name.
+    #[napi(catch_unwind)]
+    pub async fn tags_list(&self) -> napi::Result<HashMap<String, TagContents>> {
+        let tags = self.inner.tags().await.map_err(error::core)?;
+        Ok(tags
+            .into_iter()
+            .map(|(k, t)| {
+                let c = TagContents {
+                    version: to_i64(t.version),
+                    manifest_size: to_i64(t.manifest_size),
+                };
+                (k, c)
+            })
+            .collect())
+    }
+
+    /// Names `version` `tag` (`replace`: update an existing tag, else create).
+    #[napi(catch_unwind)]
+    pub async fn tag_set(&self, tag: String, version: i64, replace: bool) -> napi::Result<()> {
+        let v = u64::try_from(version)
+            .map_err(|_| error::invalid(format!("version must be positive, got {version}")))?;
+        self.inner
+            .set_tag(&tag, v, replace)
+            .await
+            .map_err(error::core)
+    }
+
+    /// Removes a tag.
+    #[napi(catch_unwind)]
+    pub async fn tag_delete(&self, tag: String) -> napi::Result<()> {
+        self.inner.delete_tag(&tag).await.map_err(error::core)
+    }
+
+    /// The version a tag names.
+    #[napi(catch_unwind)]
+    pub async fn tag_version(&self, tag: String) -> napi::Result<i64> {
+        Ok(to_i64(
+            self.inner.tag_version(&tag).await.map_err(error::core)?,
+        ))
     }
 
     /// Merges every buffered MemWAL row into the table.

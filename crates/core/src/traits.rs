@@ -191,6 +191,16 @@ pub trait Table: Send + Sync + std::fmt::Debug {
     /// Merges every buffered MemWAL row into the table; returns once it
     /// is (a no-op without a MemWAL).
     async fn flush_lsm(&self) -> Result<()>;
+    /// Tags by name.
+    async fn tags(&self)
+        -> Result<std::collections::BTreeMap<String, crate::table::tags::TagInfo>>;
+    /// Names `version` `tag` (`replace`: update an existing tag; else
+    /// create a new one).
+    async fn set_tag(&self, tag: &str, version: u64, replace: bool) -> Result<()>;
+    /// Removes a tag.
+    async fn delete_tag(&self, tag: &str) -> Result<()>;
+    /// The version a tag names.
+    async fn tag_version(&self, tag: &str) -> Result<u64>;
 }
 
 /// A database: a namespace of tables.

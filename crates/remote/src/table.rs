@@ -97,6 +97,15 @@ fn u(v: &Value, k: &str) -> u64 {
 
 /// A JSON answer read as one of the protocol's response structs (absent
 /// fields read as zeros; a field of the wrong type is an error).
+/// A tag as `tags/list/` carries it.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TagWire {
+    version: u64,
+    #[serde(default)]
+    manifest_size: u64,
+}
+
 fn answer<T: serde::de::DeserializeOwned>(v: Value) -> Result<T> {
     serde_json::from_value(v).map_err(|e| Error::Response {
         message: format!("unexpected answer shape: {e}"),
@@ -308,6 +317,20 @@ impl RemoteTable {
     async fn post_json(&self, op: &str, body: Value) -> Result<Value> {
         let (resp, rid) = self.send_json(op, Some(&body)).await?;
         json_of(resp, &rid).await
+    }
+
+    /// `r`, a 404 read as "no version `v`" when the table is there (the
+    /// routes naming a version answer 404 for either).
+    async fn version_404(&self, r: Result<Value>, v: u64) -> memwal_core::Result<Value> {
+        match r {
+            Err(Error::TableNotFound { .. }) if self.latest().describe().await.is_ok() => {
+                Err(memwal_core::Error::VersionNotFound {
+                    table: self.name.clone(),
+                    version: v,
+                })
+            }
+            other => Ok(other?),
+        }
     }
 
     /// This table at its latest version.
@@ -547,16 +570,8 @@ impl Table for RemoteTable {
                 "restore needs a version: check out the version to restore first, or pass it",
             )
         })?;
-        let a = match self.post_json("restore/", json!({ "version": v })).await {
-            // A 404 names the version when the table is there.
-            Err(Error::TableNotFound { .. }) if self.latest().describe().await.is_ok() => {
-                return Err(memwal_core::Error::VersionNotFound {
-                    table: self.name.clone(),
-                    version: v,
-                })
-            }
-            other => other?,
-        };
+        let r = self.post_json("restore/", json!({ "version": v })).await;
+        let a = self.version_404(r, v).await?;
         // Our server answers the new version; LanceDB Cloud may not.
         match a.get("version").and_then(Value::as_u64) {
             Some(n) => Ok(n),
@@ -572,6 +587,53 @@ impl Table for RemoteTable {
     async fn flush_lsm(&self) -> memwal_core::Result<()> {
         self.send_json("flush_lsm/", None).await?;
         Ok(())
+    }
+    async fn tags(
+        &self,
+    ) -> memwal_core::Result<std::collections::BTreeMap<String, memwal_core::table::tags::TagInfo>>
+    {
+        // The official wire form: {"tag": {"version": N, "manifestSize": M}}.
+        let (resp, rid) = self.send_json("tags/list/", None).await?;
+        let v = json_of(resp, &rid).await?;
+        let map: std::collections::BTreeMap<String, TagWire> = answer(v)?;
+        Ok(map
+            .into_iter()
+            .map(|(k, t)| {
+                let info = memwal_core::table::tags::TagInfo {
+                    version: t.version,
+                    manifest_size: t.manifest_size,
+                };
+                (k, info)
+            })
+            .collect())
+    }
+    async fn set_tag(&self, tag: &str, version: u64, replace: bool) -> memwal_core::Result<()> {
+        let op = if replace {
+            "tags/update/"
+        } else {
+            "tags/create/"
+        };
+        let r = self
+            .post_json(op, json!({ "tag": tag, "version": version }))
+            .await;
+        self.version_404(r, version).await?;
+        Ok(())
+    }
+    async fn delete_tag(&self, tag: &str) -> memwal_core::Result<()> {
+        self.post_json("tags/delete/", json!({ "tag": tag }))
+            .await?;
+        Ok(())
+    }
+    async fn tag_version(&self, tag: &str) -> memwal_core::Result<u64> {
+        let v = self
+            .post_json("tags/version/", json!({ "tag": tag }))
+            .await?;
+        v.get("version").and_then(Value::as_u64).ok_or_else(|| {
+            memwal_core::Error::from(Error::Response {
+                message: format!("tags/version/ answered without a version: {v}"),
+                request_id: String::new(),
+            })
+        })
     }
     async fn stats(&self) -> memwal_core::Result<memwal_core::TableStats> {
         let (resp, rid) = self.send_json("stats/", None).await?;

@@ -417,6 +417,16 @@ async fn every_operation_matches_the_official_client_capture() {
     assert_eq!(lsm.map(|s| s.buckets.len()), Some(1));
     set("flush_lsm");
     latest.flush_lsm().await.expect("flush");
+    set("tags_create");
+    latest.set_tag("v2", 2, false).await.expect("tag");
+    set("tags_list");
+    assert_eq!(latest.tags().await.expect("tags")["v2"].version, 2);
+    set("tags_update");
+    latest.set_tag("v2", 3, true).await.expect("update");
+    set("tags_version");
+    assert_eq!(latest.tag_version("v2").await.expect("version"), 3);
+    set("tags_delete");
+    latest.delete_tag("v2").await.expect("delete");
     set("drop_table");
     db.drop_table("e").await.expect("drop");
     set("open_missing_table");

@@ -49,6 +49,11 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/table/{name}/restore/", post(restore))
         .route("/v1/table/{name}/stats/", post(stats))
         .route("/v1/table/{name}/get_lsm_stats/", post(get_lsm_stats))
+        .route("/v1/table/{name}/tags/list/", post(tags_list))
+        .route("/v1/table/{name}/tags/create/", post(tags_create))
+        .route("/v1/table/{name}/tags/update/", post(tags_update))
+        .route("/v1/table/{name}/tags/delete/", post(tags_delete))
+        .route("/v1/table/{name}/tags/version/", post(tags_version))
         .route("/v1/table/{name}/flush_lsm/", post(flush_lsm))
         .route("/v1/table/{name}/flush/", post(flush))
         .route("/v1/table/{name}/create_index/", post(create_index))
@@ -437,6 +442,84 @@ async fn flush_lsm(
 ) -> Result<Json<Value>> {
     state.table(&name)?.memwal().flush_all().await?;
     Ok(Json(json!({})))
+}
+
+/// The body of the `tags/*` routes.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TagBody {
+    tag: Option<String>,
+    version: Option<u64>,
+}
+
+impl TagBody {
+    fn tag(&self) -> Result<&str> {
+        self.tag
+            .as_deref()
+            .ok_or_else(|| Error::BadRequest("the body needs \"tag\"".into()))
+    }
+    fn version(&self) -> Result<u64> {
+        self.version
+            .ok_or_else(|| Error::BadRequest("the body needs \"version\"".into()))
+    }
+}
+
+/// `{tag: {"version", "manifestSize"}}` (the official clients' form).
+async fn tags_list(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+) -> Result<Json<Value>> {
+    let tags = Table::tags(&state.table(&name)?).await?;
+    let out: serde_json::Map<String, Value> = tags
+        .into_iter()
+        .map(|(k, t)| {
+            (
+                k,
+                json!({"version": t.version, "manifestSize": t.manifest_size}),
+            )
+        })
+        .collect();
+    Ok(Json(Value::Object(out)))
+}
+
+async fn tags_create(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Json<Value>> {
+    let b: TagBody = json_body(&body)?;
+    Table::set_tag(&state.table(&name)?, b.tag()?, b.version()?, false).await?;
+    Ok(Json(json!({})))
+}
+
+async fn tags_update(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Json<Value>> {
+    let b: TagBody = json_body(&body)?;
+    Table::set_tag(&state.table(&name)?, b.tag()?, b.version()?, true).await?;
+    Ok(Json(json!({})))
+}
+
+async fn tags_delete(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Json<Value>> {
+    let b: TagBody = json_body(&body)?;
+    Table::delete_tag(&state.table(&name)?, b.tag()?).await?;
+    Ok(Json(json!({})))
+}
+
+async fn tags_version(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Json<Value>> {
+    let b: TagBody = json_body(&body)?;
+    let v = Table::tag_version(&state.table(&name)?, b.tag()?).await?;
+    Ok(Json(json!({ "version": v })))
 }
 
 /// The body of `get_lsm_stats/`.

@@ -4,11 +4,13 @@
 //! write goes through the table's writer queue (see [`crate::memwal::Turn`]),
 //! so whatever comes after an acknowledgement sees it.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use arrow::array::RecordBatch;
 use arrow_schema::SchemaRef;
 use async_trait::async_trait;
+use memwal_core::table::tags::TagInfo;
 use memwal_core::{
     AddMode, Data, DeleteResult, IndexInfo, IndexRequest, MergeInsertParams, MergeResult,
     OptimizeStats, QueryRequest, Table, UpdateResult, VersionInfo,
@@ -258,6 +260,19 @@ impl Table for ServedTable {
     }
     async fn flush_lsm(&self) -> memwal_core::Result<()> {
         self.mem.flush_all().await.map_err(core)
+    }
+    // Tags name versions of the base (MemWAL rows belong to no version).
+    async fn tags(&self) -> memwal_core::Result<BTreeMap<String, TagInfo>> {
+        Table::tags(self.mem.base()).await
+    }
+    async fn set_tag(&self, tag: &str, version: u64, replace: bool) -> memwal_core::Result<()> {
+        Table::set_tag(self.mem.base(), tag, version, replace).await
+    }
+    async fn delete_tag(&self, tag: &str) -> memwal_core::Result<()> {
+        Table::delete_tag(self.mem.base(), tag).await
+    }
+    async fn tag_version(&self, tag: &str) -> memwal_core::Result<u64> {
+        Table::tag_version(self.mem.base(), tag).await
     }
     async fn drop_index(&self, name: &str) -> memwal_core::Result<()> {
         let base = self.mem.base().clone();

@@ -10,6 +10,7 @@ pub(crate) mod commit;
 pub mod indices;
 mod ops;
 pub mod scan;
+pub mod tags;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -510,6 +511,22 @@ impl Table for NativeTable {
     }
     async fn flush_lsm(&self) -> Result<()> {
         Ok(()) // nothing is ever buffered
+    }
+    async fn tags(&self) -> Result<std::collections::BTreeMap<String, tags::TagInfo>> {
+        self.blocking(|t| t.tags_sync()).await
+    }
+    async fn set_tag(&self, tag: &str, version: u64, replace: bool) -> Result<()> {
+        let tag = tag.to_string();
+        self.blocking(move |t| t.set_tag_sync(&tag, version, replace))
+            .await
+    }
+    async fn delete_tag(&self, tag: &str) -> Result<()> {
+        let tag = tag.to_string();
+        self.blocking(move |t| t.delete_tag_sync(&tag)).await
+    }
+    async fn tag_version(&self, tag: &str) -> Result<u64> {
+        let tag = tag.to_string();
+        self.blocking(move |t| t.tag_version_sync(&tag)).await
     }
     async fn list_indices(&self) -> Result<Vec<IndexInfo>> {
         self.blocking(|t| t.list_indices_sync()).await

@@ -241,3 +241,45 @@ fn by_id(t: &memwal_core::NativeTable) -> Vec<(i64, Option<i64>)> {
     v.sort_unstable();
     v
 }
+
+#[test]
+fn tags_name_versions() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let (_db, t) = new_table(dir.path(), people(&[(1, 10)]));
+    let v1 = t.version_sync().expect("v");
+    t.add_sync(people(&[(2, 20)]), AddMode::Append)
+        .expect("add");
+    let v2 = t.version_sync().expect("v");
+    t.set_tag_sync("first", v1, false).expect("create");
+    t.set_tag_sync("latest-1.0", v2, false).expect("create");
+    let e = t.set_tag_sync("first", v2, false).expect_err("exists");
+    assert!(e.to_string().contains("already has the tag 'first'"), "{e}");
+    assert_eq!(
+        t.set_tag_sync("x", 99, false).expect_err("v").code(),
+        "VersionNotFound"
+    );
+    for bad in ["", "a/b", ".hidden", "sp ace"] {
+        let e = t.set_tag_sync(bad, v1, false).expect_err("bad");
+        assert!(e.to_string().contains("invalid tag"), "{bad}: {e}");
+    }
+    let e = t
+        .set_tag_sync("nope", v1, true)
+        .expect_err("update missing");
+    assert!(e.to_string().contains("has no tag 'nope'"), "{e}");
+    let tags = t.tags_sync().expect("list");
+    assert_eq!(tags.keys().collect::<Vec<_>>(), ["first", "latest-1.0"]);
+    assert_eq!(tags["first"].version, v1);
+    assert!(tags["first"].manifest_size > 0);
+    t.set_tag_sync("first", v2, true).expect("update");
+    assert_eq!(t.tag_version_sync("first").expect("v"), v2);
+    t.delete_tag_sync("first").expect("delete");
+    assert!(t.tag_version_sync("first").is_err());
+    assert!(t.delete_tag_sync("first").is_err());
+    // Tags live with the table: a reopened one sees them.
+    drop(t);
+    let t = NativeDatabase::open(dir.path().to_str().expect("p"))
+        .expect("db")
+        .open_table_sync("t")
+        .expect("open");
+    assert_eq!(t.tag_version_sync("latest-1.0").expect("v"), v2);
+}

@@ -147,6 +147,36 @@ async fn regression_what_is_not_implemented_says_so() {
         ),
         ("/v1/table/t/stats/", "[1]", 400, "malformed JSON body"),
         (
+            "/v1/table/t/tags/create/",
+            r#"{"version":1}"#,
+            400,
+            "the body needs \"tag\"",
+        ),
+        (
+            "/v1/table/t/tags/create/",
+            r#"{"tag":"a","version":1,"x":2}"#,
+            400,
+            "unknown field `x`",
+        ),
+        (
+            "/v1/table/t/tags/create/",
+            r#"{"tag":"a/b","version":1}"#,
+            400,
+            "invalid tag",
+        ),
+        (
+            "/v1/table/t/tags/version/",
+            r#"{"tag":"nope"}"#,
+            400,
+            "has no tag 'nope'",
+        ),
+        (
+            "/v1/table/t/tags/update/",
+            r#"{"tag":"nope","version":1}"#,
+            400,
+            "has no tag 'nope'",
+        ),
+        (
             "/v1/table/t/get_lsm_stats/",
             r#"{"include_generation_rows":true,"bogus":1}"#,
             400,

@@ -28,6 +28,8 @@ fn route() -> impl Strategy<Value = String> {
         "stats/",
         "get_lsm_stats/",
         "flush_lsm/",
+        "tags/create/",
+        "tags/list/",
         "nope/",
     ])
     .prop_map(str::to_string)

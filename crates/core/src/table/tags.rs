@@ -1,0 +1,123 @@
+//! Tags: names for versions (`{table}/_refs/tags/{tag}.json` holding
+//! `{"version": N}`), as LanceDB's `tags()`: create, update, delete, list,
+//! and the version a tag names (for `checkout(tag)`). A tag names a version
+//! that exists; versions are never removed, so it stays valid.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::NativeTable;
+use crate::error::{Error, Result};
+use crate::manifest::{manifest_path, read_manifest};
+
+/// What a tag records.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TagInfo {
+    /// The version it names.
+    pub version: u64,
+    /// Size in bytes of that version's manifest.
+    #[serde(default)]
+    pub manifest_size: u64,
+}
+
+/// A tag name: 1-128 letters, digits, `_`, `-` or `.`, not starting with `.`.
+fn check_tag(tag: &str) -> Result<()> {
+    let ok = !tag.is_empty()
+        && tag.len() <= 128
+        && !tag.starts_with('.')
+        && tag
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "invalid tag {tag:?}: use 1-128 letters, digits, '_', '-' or '.' (not starting with '.')"
+        )))
+    }
+}
+
+impl NativeTable {
+    fn tag_path(&self, tag: &str) -> String {
+        format!("{}/_refs/tags/{tag}.json", self.dir())
+    }
+
+    fn no_tag(&self, tag: &str) -> Error {
+        Error::invalid(format!("table '{}' has no tag '{tag}'", self.table_name()))
+    }
+
+    /// The version `tag` names.
+    pub fn tag_version_sync(&self, tag: &str) -> Result<u64> {
+        check_tag(tag)?;
+        let path = self.tag_path(tag);
+        let bytes = self.storage().get(&path)?.ok_or_else(|| self.no_tag(tag))?;
+        let t: TagInfo = serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt {
+            path,
+            message: e.to_string(),
+        })?;
+        Ok(t.version)
+    }
+
+    /// Every tag with what it records, by name.
+    pub fn tags_sync(&self) -> Result<BTreeMap<String, TagInfo>> {
+        let mut out = BTreeMap::new();
+        for name in self.storage().list(&format!("{}/_refs/tags", self.dir()))? {
+            let Some(tag) = name.strip_suffix(".json") else {
+                continue;
+            };
+            let version = self.tag_version_sync(tag)?;
+            out.insert(tag.to_string(), self.tag_info(version)?);
+        }
+        Ok(out)
+    }
+
+    /// What a tag naming `version` records (the version must exist).
+    fn tag_info(&self, version: u64) -> Result<TagInfo> {
+        let path = manifest_path(self.dir(), version);
+        let size = self.storage().size(&path)?.ok_or(Error::VersionNotFound {
+            table: self.table_name().into(),
+            version,
+        })?;
+        Ok(TagInfo {
+            version,
+            manifest_size: size,
+        })
+    }
+
+    /// Names `version` `tag`; `replace`: the tag must exist (update),
+    /// else it must not (create).
+    pub fn set_tag_sync(&self, tag: &str, version: u64, replace: bool) -> Result<()> {
+        check_tag(tag)?;
+        read_manifest(self.storage(), self.dir(), version)?.ok_or(Error::VersionNotFound {
+            table: self.table_name().into(),
+            version,
+        })?;
+        let path = self.tag_path(tag);
+        let exists = self.storage().exists(&path)?;
+        if replace && !exists {
+            return Err(self.no_tag(tag));
+        }
+        if !replace && exists {
+            return Err(Error::invalid(format!(
+                "table '{}' already has the tag '{tag}'; update it instead",
+                self.table_name()
+            )));
+        }
+        let body = serde_json::to_vec(&self.tag_info(version)?)
+            .map_err(|e| Error::internal(e.to_string()))?;
+        self.storage().put(&path, &body)?;
+        self.storage().sync(&format!("{}/_refs/tags", self.dir()))
+    }
+
+    /// Removes `tag` (the version stays).
+    pub fn delete_tag_sync(&self, tag: &str) -> Result<()> {
+        check_tag(tag)?;
+        let path = self.tag_path(tag);
+        if !self.storage().exists(&path)? {
+            return Err(self.no_tag(tag));
+        }
+        self.storage().delete(&path)?;
+        self.storage().sync(&format!("{}/_refs/tags", self.dir()))
+    }
+}
