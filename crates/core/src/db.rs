@@ -135,17 +135,7 @@ impl NativeDatabase {
                 Ok(())
             })?;
             written = Some(path);
-            fragments.push(FragmentMeta {
-                id: 0,
-                file: rel,
-                physical_rows: rows.num_rows() as u64,
-                deletion_file: None,
-                deletion_offset: 0,
-                deletion_len: 0,
-                num_deleted: 0,
-                crc32c: Some(crc),
-                deletion_crc32c: None,
-            });
+            fragments.push(FragmentMeta::new_file(0, rel, rows.num_rows() as u64, crc));
         }
         let m = Manifest {
             format: FORMAT_VERSION,

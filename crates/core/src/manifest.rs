@@ -56,6 +56,21 @@ pub struct FragmentMeta {
 }
 
 impl FragmentMeta {
+    /// A fragment of a new file of `rows` rows, none deleted.
+    pub fn new_file(id: u64, file: String, rows: u64, crc32c: u32) -> Self {
+        FragmentMeta {
+            id,
+            file,
+            physical_rows: rows,
+            deletion_file: None,
+            deletion_offset: 0,
+            deletion_len: 0,
+            num_deleted: 0,
+            crc32c: Some(crc32c),
+            deletion_crc32c: None,
+        }
+    }
+
     /// Rows of this fragment still visible.
     pub fn live_rows(&self) -> u64 {
         self.physical_rows - self.num_deleted

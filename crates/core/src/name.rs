@@ -1,4 +1,5 @@
-//! Table-name validation: the one gate between user strings and paths.
+//! Name validation (tables, index names, tags): the one gate between user
+//! strings and paths.
 
 use crate::error::{Error, Result};
 
@@ -8,9 +9,15 @@ pub const MAX_NAME_LEN: usize = 128;
 /// Accepts 1..=128 characters of ASCII letters, digits, `_`, `-` and `.`,
 /// never `.`/`..` or a leading dot (so a name can never leave its folder).
 pub fn validate_table_name(name: &str) -> Result<()> {
+    validate_name("table name", name)
+}
+
+/// The same rule for any name that becomes part of a path; `kind` names
+/// it in the error ("index name", "tag").
+pub fn validate_name(kind: &str, name: &str) -> Result<()> {
     let bad = |why: &str| {
         Err(Error::invalid(format!(
-            "invalid table name {name:?}: {why}; use 1-{MAX_NAME_LEN} letters, digits, '_', '-' or '.'"
+            "invalid {kind} {name:?}: {why}; use 1-{MAX_NAME_LEN} letters, digits, '_', '-' or '.'"
         )))
     };
     if name.is_empty() {

@@ -180,17 +180,7 @@ impl NativeTable {
                 Ok(())
             })?;
             written.push(path);
-            fragments.push(FragmentMeta {
-                id: *next_id,
-                file: rel,
-                physical_rows: len as u64,
-                deletion_file: None,
-                deletion_offset: 0,
-                deletion_len: 0,
-                num_deleted: 0,
-                crc32c: Some(crc),
-                deletion_crc32c: None,
-            });
+            fragments.push(FragmentMeta::new_file(*next_id, rel, len as u64, crc));
             new_fragments.push((*next_id, part));
             *next_id += 1;
         }

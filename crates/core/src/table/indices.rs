@@ -191,20 +191,9 @@ fn scalar_rows(snap: &Snapshot, col: usize) -> Result<(arrow::array::ArrayRef, V
     Ok((values, ids))
 }
 
-/// An index name: 1-128 letters, digits, `_`, `-` or `.`.
+/// An index name: the rule of table names.
 fn check_name(name: &str) -> Result<()> {
-    let ok = !name.is_empty()
-        && name.len() <= 128
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::invalid(format!(
-            "invalid index name {name:?}: use 1-128 letters, digits, '_', '-' or '.'"
-        )))
-    }
+    crate::name::validate_name("index name", name)
 }
 
 /// Live rows of `snap` whose fragment `ix` covers and that it holds (for

@@ -21,21 +21,9 @@ pub struct TagInfo {
     pub manifest_size: u64,
 }
 
-/// A tag name: 1-128 letters, digits, `_`, `-` or `.`, not starting with `.`.
+/// A tag name: the rule of table names (it becomes a file name).
 fn check_tag(tag: &str) -> Result<()> {
-    let ok = !tag.is_empty()
-        && tag.len() <= 128
-        && !tag.starts_with('.')
-        && tag
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::invalid(format!(
-            "invalid tag {tag:?}: use 1-128 letters, digits, '_', '-' or '.' (not starting with '.')"
-        )))
-    }
+    crate::name::validate_name("tag", tag)
 }
 
 impl NativeTable {
