@@ -116,6 +116,13 @@ impl Binder<'_> {
                 return Ok(PhysExpr::Column(*i));
             }
         }
+        if matches!(joined.as_str(), "_rowid" | "_rowoffset") {
+            // What @lancedb/lancedb's takeRowIds / takeOffsets send.
+            return Err(Error::not_supported(format!(
+                "filtering on {joined} (takeRowIds / takeOffsets) is not supported by memwal yet, in filter \"{}\"",
+                self.sql
+            )));
+        }
         Err(Error::invalid(format!(
             "unknown column '{joined}' in filter \"{}\" (available: {})",
             self.sql,

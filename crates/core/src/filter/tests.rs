@@ -136,3 +136,15 @@ fn the_deepest_allowed_filter_runs_on_a_small_stack() {
         .expect("no overflow");
     assert_eq!(ok, batch().num_rows());
 }
+
+#[test]
+fn row_id_and_offset_filters_say_they_are_not_supported() {
+    let b = batch();
+    for f in ["_rowid IN (1, 2)", "_rowoffset IN (0)"] {
+        let e = Predicate::parse(f, &b.schema(), Resolve::Plain).expect_err(f);
+        assert_eq!(e.code(), crate::ErrorCode::NotSupported, "{f}: {e}");
+        assert!(e.to_string().contains("takeRowIds / takeOffsets"), "{e}");
+    }
+    let e = Predicate::parse("nope = 1", &b.schema(), Resolve::Plain).expect_err("unknown");
+    assert_eq!(e.code(), crate::ErrorCode::InvalidInput);
+}
