@@ -97,15 +97,6 @@ fn u(v: &Value, k: &str) -> u64 {
 
 /// A JSON answer read as one of the protocol's response structs (absent
 /// fields read as zeros; a field of the wrong type is an error).
-/// A tag as `tags/list/` carries it.
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct TagWire {
-    version: u64,
-    #[serde(default)]
-    manifest_size: u64,
-}
-
 fn answer<T: serde::de::DeserializeOwned>(v: Value) -> Result<T> {
     serde_json::from_value(v).map_err(|e| Error::Response {
         message: format!("unexpected answer shape: {e}"),
@@ -594,18 +585,7 @@ impl Table for RemoteTable {
     {
         // The official wire form: {"tag": {"version": N, "manifestSize": M}}.
         let (resp, rid) = self.send_json("tags/list/", None).await?;
-        let v = json_of(resp, &rid).await?;
-        let map: std::collections::BTreeMap<String, TagWire> = answer(v)?;
-        Ok(map
-            .into_iter()
-            .map(|(k, t)| {
-                let info = memwal_core::table::tags::TagInfo {
-                    version: t.version,
-                    manifest_size: t.manifest_size,
-                };
-                (k, info)
-            })
-            .collect())
+        Ok(answer(json_of(resp, &rid).await?)?)
     }
     async fn set_tag(&self, tag: &str, version: u64, replace: bool) -> memwal_core::Result<()> {
         let op = if replace {

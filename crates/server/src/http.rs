@@ -415,9 +415,7 @@ async fn stats(
     Path(name): Path<String>,
     body: Bytes,
 ) -> Result<Json<memwal_core::TableStats>> {
-    if !body.iter().all(u8::is_ascii_whitespace) {
-        let _: serde_json::Map<String, Value> = json_body(&body)?;
-    }
+    let _: serde_json::Map<String, Value> = json_body(&body)?;
     Ok(Json(state.table(&name)?.table_stats().await?))
 }
 

@@ -35,8 +35,13 @@ impl RowFilter {
         let Some(pred) = predicate(snap, filter)? else {
             return Ok(None);
         };
+        Self::bound(snap, pred).map(Some)
+    }
+
+    /// A predicate already bound to `snap`'s schema, narrowed where it can be.
+    pub fn bound(snap: &Snapshot, pred: Predicate) -> Result<Self> {
         let narrowed = narrow(snap, &pred)?;
-        Ok(Some(Self { pred, narrowed }))
+        Ok(Self { pred, narrowed })
     }
 
     /// Whether a BTREE index narrows this filter (for plans and tests).
@@ -314,15 +319,21 @@ pub fn search_tiers(snap: &Snapshot, req: &QueryRequest, tiers: &[Tier]) -> Resu
     });
     // A prefilter a BTREE narrows goes into the tiers' masks (evaluated on
     // the candidates only), and the plan no longer evaluates it per row.
-    if plan.prefilter && plan.filter.is_some() {
-        if let Some(f) = RowFilter::new(snap, req.filter.as_deref())?.filter(RowFilter::narrowed) {
+    let prefilter = if plan.prefilter {
+        plan.filter.take()
+    } else {
+        None
+    };
+    if let Some(pred) = prefilter {
+        let f = RowFilter::bound(snap, pred)?;
+        if f.narrowed() {
             let narrowed = tiers
                 .iter()
                 .map(|t| f.narrow_tier(t))
                 .collect::<Result<Vec<_>>>()?;
-            plan.filter = None;
             return vector::search(&plan, &narrowed, ann);
         }
+        plan.filter = Some(f.pred);
     }
     vector::search(&plan, tiers, ann)
 }

@@ -16,8 +16,9 @@ use crate::manifest::{manifest_path, read_manifest};
 pub struct TagInfo {
     /// The version it names.
     pub version: u64,
-    /// Size in bytes of that version's manifest.
-    #[serde(default)]
+    /// Size in bytes of that version's manifest (`manifestSize` on the
+    /// wire of `tags/list/`).
+    #[serde(default, alias = "manifestSize")]
     pub manifest_size: u64,
 }
 
