@@ -7,7 +7,7 @@ import { Table as ArrowTable } from "apache-arrow";
 import { count, optStr, str } from "./args";
 
 import { type Data, toBuffer } from "./arrow";
-import { call, invalid } from "./errors";
+import { call, invalid, notSupported } from "./errors";
 import { type NativeConnection, native } from "./native";
 import { Table } from "./table";
 
@@ -89,6 +89,14 @@ export interface CreateTableOptions {
   namespace?: string[];
 }
 
+/** Options of {@link Connection.renameTable}. */
+export interface RenameTableOptions {
+  /** Namespace of the table (only the root, `[]`, so far). */
+  namespacePath?: string[];
+  /** Namespace to move it to (only the root so far). */
+  newNamespacePath?: string[];
+}
+
 export class Connection {
   /** @internal */
   constructor(private readonly inner: NativeConnection) {}
@@ -136,6 +144,21 @@ export class Connection {
    */
   async openTable(name: string, namespace?: string[]): Promise<Table> {
     return new Table(await call(() => this.inner.openTable(name, namespace)));
+  }
+
+  /**
+   * Renames a table, with its versions, indexes and tags (as
+   * @lancedb/lancedb's `renameTable`). Open handles do not follow: open
+   * the new name. Namespaces other than the root are refused by name.
+   */
+  renameTable(currentName: string, newName: string, options?: RenameTableOptions): Promise<void> {
+    for (const ns of [options?.namespacePath, options?.newNamespacePath]) {
+      if (ns !== undefined && ns.length > 0)
+        return Promise.reject(
+          notSupported(`renameTable across namespaces (${JSON.stringify(ns)}) is not supported by memwal yet`),
+        );
+    }
+    return call(() => this.inner.renameTable(currentName, newName));
   }
 
   /** Drops a table and its data (`namespace` as in {@link openTable}). */

@@ -129,3 +129,8 @@ export async function call<T>(f: () => Promise<T>): Promise<T> {
 export function invalid(message: string, cause?: unknown): MemwalError {
   return new InvalidInputError("InvalidInput", message, cause === undefined ? undefined : { cause });
 }
+
+/** An error saying what memwal does not implement yet. */
+export function notSupported(message: string): MemwalError {
+  return new NotSupportedError("NotSupported", message);
+}

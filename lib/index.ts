@@ -15,6 +15,7 @@ export type {
   ConnectionOptions,
   CreateTableOptions,
   HeaderProvider,
+  RenameTableOptions,
   RetryConfig,
   TimeoutConfig,
   TlsConfig,

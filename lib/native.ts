@@ -125,6 +125,7 @@ export interface NativeConnection {
   ): Promise<NativeTable>;
   openTable(name: string, namespace?: string[] | null): Promise<NativeTable>;
   dropTable(name: string, namespace?: string[] | null): Promise<void>;
+  renameTable(cur: string, newName: string): Promise<void>;
 }
 
 export interface NativeConnectOptions {

@@ -144,4 +144,13 @@ impl Connection {
             .await
             .map_err(error::core)
     }
+
+    /// Renames a table (root namespace only).
+    #[napi(catch_unwind)]
+    pub async fn rename_table(&self, cur: String, new_name: String) -> napi::Result<()> {
+        self.inner
+            .rename_table(&cur, &new_name)
+            .await
+            .map_err(error::core)
+    }
 }

@@ -58,6 +58,9 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     fn delete(&self, path: &str) -> Result<()>;
     /// Removes everything under `dir`.
     fn delete_dir(&self, dir: &str) -> Result<()>;
+    /// Moves everything under `from` to `to` in one step (a folder rename
+    /// on disk); `to` must not exist.
+    fn rename_dir(&self, from: &str, to: &str) -> Result<()>;
     /// A local folder for `dir`, when this storage is on local disk.
     fn local_path(&self, dir: &str) -> Option<PathBuf>;
     /// Makes the entries of files created in `dir` durable (fsync of the
@@ -229,6 +232,18 @@ impl Storage for LocalStorage {
         }
     }
 
+    fn rename_dir(&self, from: &str, to: &str) -> Result<()> {
+        let (src, dst) = (self.full(from), self.full(to));
+        if dst.exists() {
+            return Err(Error::io(
+                dst.display().to_string(),
+                std::io::Error::from(ErrorKind::AlreadyExists),
+            ));
+        }
+        fs::rename(&src, &dst).map_err(|e| Error::io(src.display().to_string(), e))?;
+        sync_dir(&self.root)
+    }
+
     fn local_path(&self, dir: &str) -> Option<PathBuf> {
         Some(self.full(dir))
     }
@@ -300,6 +315,30 @@ impl Storage for MemoryStorage {
         self.files().retain(|k, _| !k.starts_with(&prefix));
         Ok(())
     }
+    fn rename_dir(&self, from: &str, to: &str) -> Result<()> {
+        let (src, dst) = (
+            format!("{}/", from.trim_end_matches('/')),
+            format!("{}/", to.trim_end_matches('/')),
+        );
+        let mut files = self.files();
+        if files.keys().any(|k| k.starts_with(&dst)) {
+            return Err(Error::io(
+                to,
+                std::io::Error::from(std::io::ErrorKind::AlreadyExists),
+            ));
+        }
+        let moved: Vec<String> = files
+            .keys()
+            .filter(|k| k.starts_with(&src))
+            .cloned()
+            .collect();
+        for k in moved {
+            if let Some(v) = files.remove(&k) {
+                files.insert(format!("{dst}{}", &k[src.len()..]), v);
+            }
+        }
+        Ok(())
+    }
     fn local_path(&self, _dir: &str) -> Option<PathBuf> {
         None
     }
@@ -312,6 +351,8 @@ pub enum Op {
     Put,
     /// [`Storage::put_new`]
     PutNew,
+    /// [`Storage::rename_dir`] (the path is the source)
+    Rename,
 }
 
 /// A fault-injecting wrapper: operations for which the predicate answers
@@ -395,6 +436,10 @@ impl Storage for FaultyStorage {
     fn delete_dir(&self, dir: &str) -> Result<()> {
         self.inner.delete_dir(dir)
     }
+    fn rename_dir(&self, from: &str, to: &str) -> Result<()> {
+        self.check(Op::Rename, from)?;
+        self.inner.rename_dir(from, to)
+    }
     fn local_path(&self, dir: &str) -> Option<PathBuf> {
         self.inner.local_path(dir)
     }
@@ -428,8 +473,18 @@ mod tests {
         );
         assert_eq!(s.list("t").expect("list"), vec!["_versions", "data"]);
         assert_eq!(s.list("").expect("list"), vec!["t"]);
-        s.delete_dir("t").expect("rm");
+        s.put("u/x", b"u").expect("put u");
+        s.rename_dir("t", "u").expect_err("onto an existing folder");
+        s.delete_dir("u").expect("rm u");
+        s.rename_dir("t", "u").expect("rename");
+        assert_eq!(s.list("").expect("list"), vec!["u"]);
+        assert_eq!(
+            s.get("u/data/a.arrow").expect("get").as_deref(),
+            Some(&b"abc"[..])
+        );
         assert!(!s.exists("t/_versions/1").expect("exists"));
+        s.delete_dir("u").expect("rm");
+        assert!(!s.exists("u/_versions/1").expect("exists"));
     }
 
     #[test]

@@ -233,6 +233,9 @@ pub trait Database: Send + Sync + std::fmt::Debug {
     async fn open_table(&self, name: &str) -> Result<Arc<dyn Table>>;
     /// Drops a table and its files.
     async fn drop_table(&self, name: &str) -> Result<()>;
+    /// Renames a table (every version, index and tag goes with it); open
+    /// handles do not follow it.
+    async fn rename_table(&self, cur: &str, new: &str) -> Result<()>;
 
     /// Opens a table inside a namespace (`[]` is the root). Only remote
     /// databases have namespaces; the default refuses any other path.

@@ -186,6 +186,24 @@ impl Database for RemoteDatabase {
         self.drop_table_in(&[], name).await
     }
 
+    /// `POST /v1/table/{cur}/rename/` `{"new_table_name"}`, as the
+    /// official clients send it.
+    async fn rename_table(&self, cur: &str, new: &str) -> memwal_core::Result<()> {
+        let new_id = self.id(&[], new)?;
+        let t = self.table(&self.id(&[], cur)?);
+        match t
+            .post_json("rename/", json!({ "new_table_name": new_id }))
+            .await
+        {
+            Err(Error::TableAlreadyExists { request_id, .. }) => Err(Error::TableAlreadyExists {
+                name: new_id,
+                request_id,
+            }
+            .into()),
+            other => other.map(|_| ()).map_err(Into::into),
+        }
+    }
+
     async fn create_table_in(
         &self,
         namespace: &[String],

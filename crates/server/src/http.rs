@@ -37,6 +37,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/namespace/{ns}/table/list", get(list_namespace_tables))
         .route("/v1/table/{name}/create/", post(create_table))
         .route("/v1/table/{name}/drop/", post(drop_table))
+        .route("/v1/table/{name}/rename/", post(rename_table))
         .route("/v1/table/{name}/describe/", post(describe))
         .route("/v1/table/{name}/count_rows/", post(count_rows))
         .route("/v1/table/{name}/insert/", post(insert))
@@ -246,6 +247,19 @@ async fn drop_table(
     Path(name): Path<String>,
 ) -> Result<Json<Value>> {
     state.drop_table(&name).await?;
+    Ok(Json(json!({})))
+}
+
+async fn rename_table(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Json<Value>> {
+    let b: protocol::RenameBody = json_body(&body)?;
+    let new = b.new_table_name.ok_or_else(|| {
+        Error::BadRequest("rename needs a JSON body {\"new_table_name\": \"...\"}".into())
+    })?;
+    state.rename_table(&name, &new).await?;
     Ok(Json(json!({})))
 }
 

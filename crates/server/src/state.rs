@@ -178,6 +178,48 @@ impl AppState {
         .await
     }
 
+    /// Renames a table in its order of writes: the buffered MemWAL rows
+    /// are merged into it first (its WAL is then redundant and removed),
+    /// then its folder moves. Requests queued behind it, and later ones
+    /// on the old name, find no table.
+    pub async fn rename_table(self: &Arc<Self>, cur: &str, new: &str) -> Result<()> {
+        validate_table_name(new)?;
+        let t = self.table(cur)?;
+        if self.db.table_names_sync()?.iter().any(|n| n == new) {
+            return Err(memwal_core::Error::TableAlreadyExists { name: new.into() }.into());
+        }
+        let me = self.clone();
+        let (c, n) = (cur.to_string(), new.to_string());
+        let mem = t.memwal().clone();
+        t.memwal()
+            .direct(Turn::Retire, move |_| {
+                // A WAL left under the new name (a drop that crashed
+                // half-way) must not be replayed into the renamed table.
+                remove_dir(&me.wal_dir(&n))?;
+                me.db.rename_table_sync(&c, &n)?;
+                // Every record is merged: the old WAL is redundant (and one
+                // left by a crash here is removed when the name is reused).
+                if let Err(e) = remove_dir(&me.wal_dir(&c)) {
+                    tracing::warn!(table = %c, error = %e, "could not remove the WAL of a renamed table");
+                }
+                let mut tables = lock(&me.tables);
+                if tables
+                    .get(&c)
+                    .is_some_and(|cur| Arc::ptr_eq(cur.memwal(), &mem))
+                {
+                    tables.remove(&c);
+                }
+                Ok(())
+            })
+            .await?;
+        let mem = t.memwal().clone();
+        blocking(move || {
+            mem.shutdown();
+            Ok(())
+        })
+        .await
+    }
+
     /// Per-table MemWAL figures.
     pub fn health(&self) -> BTreeMap<String, Health> {
         lock(&self.tables)

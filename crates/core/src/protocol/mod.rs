@@ -196,6 +196,14 @@ pub struct VersionBody {
     pub version: Option<u64>,
 }
 
+/// `{"new_table_name": "..."}` (rename).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RenameBody {
+    /// The table's new name.
+    pub new_table_name: Option<String>,
+}
+
 /// `{"predicate": "...", "version": N}` (count_rows, delete).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -83,6 +83,9 @@ fn crash_after_data_files_before_manifest() {
         fn delete_dir(&self, _d: &str) -> memwal_core::Result<()> {
             Ok(())
         }
+        fn rename_dir(&self, f: &str, t: &str) -> memwal_core::Result<()> {
+            self.0.rename_dir(f, t)
+        }
         fn local_path(&self, d: &str) -> Option<std::path::PathBuf> {
             self.0.local_path(d)
         }

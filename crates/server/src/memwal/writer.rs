@@ -170,6 +170,22 @@ fn run_turn(shared: &Shared, turn: Turn, run: RunFn) -> Next {
             }
             supersede(shared, turn)
         }
+        Turn::Retire => {
+            let ctx = drain(shared)
+                .and_then(|()| shared.check_writable())
+                .map(|()| TurnCtx {
+                    base: &shared.base,
+                    metadata,
+                });
+            if !run(ctx) {
+                return Next::Continue;
+            }
+            // Every row is in the base, which has moved: nothing is left here.
+            shared.dropped.store(true, Ordering::SeqCst);
+            shared.stop.store(true, Ordering::SeqCst);
+            shared.notify();
+            Next::Stop
+        }
     }
 }
 

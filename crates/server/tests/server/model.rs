@@ -165,6 +165,8 @@ enum Step {
     CountWhere(i64),
     /// Restore the state of an earlier `Flush` (picked by this number).
     Restore(usize),
+    /// Rename the table away and back (buffered rows must follow).
+    Rename,
 }
 
 fn key() -> impl Strategy<Value = u64> {
@@ -210,6 +212,7 @@ fn step() -> impl Strategy<Value = Step> {
         1 => Just(Step::Index),
         1 => Just(Step::Optimize),
         1 => any::<usize>().prop_map(Step::Restore),
+        1 => Just(Step::Rename),
     ]
 }
 
@@ -407,6 +410,16 @@ impl Harness {
                     .block_on(served.restore_version(sv))
                     .map_err(|e| e.to_string())?;
                 native.restore_sync(Some(nv)).map_err(|e| e.to_string())?;
+            }
+            Step::Rename => {
+                for (from, to) in [("t", "t_moved"), ("t_moved", "t")] {
+                    self.rt
+                        .block_on(st.rename_table(from, to))
+                        .map_err(|e| e.to_string())?;
+                    self.native_db
+                        .rename_table_sync(from, to)
+                        .map_err(|e| e.to_string())?;
+                }
             }
             Step::Restart => {
                 // A graceful restart: flush, stop, open again.
