@@ -5,13 +5,7 @@
  * with the new name and schema; old versions stay readable; bad requests fail naming what is wrong and change
  * nothing.
  */
-import {
-  InvalidInputError,
-  NotSupportedError,
-  type Table,
-  TableAlreadyExistsError,
-  TableNotFoundError,
-} from "../lib";
+import { InvalidInputError, NotSupportedError, type Table, TableAlreadyExistsError, TableNotFoundError } from "../lib";
 import { tableKinds } from "./helpers";
 
 const { kinds } = tableKinds();
@@ -74,5 +68,70 @@ describe.each(kinds)("renameTable on a %s table", (kind, open) => {
     const again = await db.createTable(a, [{ id: 7, v: 70 }]);
     expect(await rows(again, ["id", "v"])).toEqual([[7, 70]]);
     expect(await (await db.openTable(c)).countRows()).toBe(1);
+  });
+});
+
+describe.each(kinds)("schema evolution on a %s table", (kind, open) => {
+  test("add, alter and drop columns keep rows, indexes and old versions; bad changes change nothing", async () => {
+    const { Field, Float32 } = await import("apache-arrow");
+    const served = kind === "served";
+    const db = await open();
+    const t = await db.createTable(
+      `ev_${slug(kind)}`,
+      [1, 2, 3, 4, 5].map((i) => ({ id: i, v: i * 10, s: `s${i}` })),
+    );
+    await t.createIndex("id");
+    await upsert(t, served, [{ id: 6, v: 60, s: "s6" }]);
+    const v0 = await t.version();
+
+    await t.addColumns([{ name: "w", valueSql: "CAST(v * 2 + id AS BIGINT)" }]);
+    await t.addColumns(new Field("z", new Float32(), true));
+    expect(await rows(t, ["id", "w", "z"])).toEqual([1, 2, 3, 4, 5, 6].map((i) => [i, i * 21, null]));
+    // Writes after the change carry the new columns (buffered rows included).
+    await upsert(t, served, [{ id: 7, v: 70, s: "s7", w: 1, z: 0.5 }]);
+    expect(await rows(t, ["id", "z"])).toContainEqual([7, 0.5]);
+
+    await t.alterColumns([
+      { path: "v", rename: "v2" },
+      { path: "w", dataType: "int32" },
+    ]);
+    const schema = await t.schema();
+    expect(schema.fields.map((f) => f.name)).toEqual(["id", "v2", "s", "w", "z"]);
+    expect(String(schema.fields[3].type)).toBe("Int32");
+    expect(await rows(t, ["id", "v2", "w"])).toEqual([...[1, 2, 3, 4, 5, 6].map((i) => [i, i * 10, i * 21]), [7, 70, 1]]);
+    expect(await t.countRows("v2 >= 30 AND id < 6")).toBe(3);
+    expect((await t.listIndices()).map((i) => i.columns)).toEqual([["id"]]);
+    expect(await t.countRows("id = 3")).toBe(1);
+
+    // A cast that does not fit names the row and value, and changes nothing.
+    await t.add([{ id: 8, v2: 80, s: "s8", w: 300, z: 1 }]);
+    const before = await t.version();
+    const e = await t.alterColumns([{ path: "w", dataType: "int8" }]).catch((x) => x);
+    expect(e).toBeInstanceOf(InvalidInputError);
+    expect(String(e.message)).toMatch(/300.*_rowid/);
+    expect(await t.version()).toBe(before);
+
+    await t.dropColumns(["s"]);
+    expect((await t.schema()).fields.map((f) => f.name)).toEqual(["id", "v2", "w", "z"]);
+    await expect(t.query().select(["s"]).toArray()).rejects.toThrow(InvalidInputError);
+    await expect(upsert(t, served, [{ id: 9, v2: 9, s: "s9" }])).rejects.toThrow(InvalidInputError);
+    expect(await t.countRows()).toBe(8);
+
+    // Old versions read as they were.
+    const old = await t.checkout(v0);
+    expect((await old.schema()).fields.map((f) => f.name)).toEqual(["id", "v", "s"]);
+    expect(await rows(old, ["id", "v", "s"])).toContainEqual([3, 30, "s3"]);
+
+    // Bad requests fail naming what is wrong; the version does not move.
+    const at = await t.version();
+    await expect(t.dropColumns(["nope"])).rejects.toThrow(/nope/);
+    await expect(t.dropColumns(["id", "v2", "w", "z"])).rejects.toThrow(InvalidInputError);
+    await expect(t.addColumns([{ name: "w", valueSql: "1" }])).rejects.toThrow(/already exists/);
+    await expect(t.addColumns([{ name: "q", valueSql: "nope + 1" }])).rejects.toThrow(/nope/);
+    await expect(t.alterColumns([{ path: "z", nullable: false }])).rejects.toThrow(/non-nullable/);
+    await expect(t.alterColumns([{ path: "id", rename: "w" }])).rejects.toThrow(InvalidInputError);
+    await expect(t.alterColumns([{ path: "id", dataType: "string" }])).rejects.toThrow(/cannot change type/);
+    await expect(t.addColumns({ computed: [{ name: "c", valueSql: "id" }] })).rejects.toThrow(NotSupportedError);
+    expect(await t.version()).toBe(at);
   });
 });

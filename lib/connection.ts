@@ -154,9 +154,7 @@ export class Connection {
   renameTable(currentName: string, newName: string, options?: RenameTableOptions): Promise<void> {
     for (const ns of [options?.namespacePath, options?.newNamespacePath]) {
       if (ns !== undefined && ns.length > 0)
-        return Promise.reject(
-          notSupported(`renameTable across namespaces (${JSON.stringify(ns)}) is not supported by memwal yet`),
-        );
+        return Promise.reject(notSupported(`renameTable across namespaces (${JSON.stringify(ns)}) is not supported by memwal yet`));
     }
     return call(() => this.inner.renameTable(currentName, newName));
   }

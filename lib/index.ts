@@ -63,4 +63,14 @@ export { Query, VectorQuery } from "./query";
 export type { ServeOptions, Server } from "./server";
 export { serve } from "./server";
 export type { AddOptions, UpdateOptions, VersionInfo } from "./table";
-export { Table, type TagContents, Tags } from "./table";
+export {
+  type AddColumnsResult,
+  type AddColumnsSql,
+  type AlterColumnsResult,
+  type ColumnAlteration,
+  type DropColumnsResult,
+  type SchemaChangeResult,
+  Table,
+  type TagContents,
+  Tags,
+} from "./table";

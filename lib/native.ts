@@ -105,6 +105,18 @@ export interface NativeTable {
   dropIndex(name: string): Promise<void>;
   restore(version?: number | null): Promise<number>;
   stats(): Promise<TableStatistics>;
+  addColumnsSql(columns: Array<{ name: string; valueSql: string }>): Promise<number>;
+  addNullColumns(schema: Buffer): Promise<number>;
+  alterColumns(
+    alterations: Array<{
+      path: string;
+      rename?: string;
+      nullable?: boolean;
+      dataTypeJson?: string;
+      dataTypeIpc?: Buffer;
+    }>,
+  ): Promise<number>;
+  dropColumns(columns: string[]): Promise<number>;
   getLsmStats(includeGenerationRows?: boolean | null): Promise<LsmStats | null>;
   flushLsm(): Promise<void>;
   tagsList(): Promise<Record<string, { version: number; manifestSize: number }>>;

@@ -1,10 +1,10 @@
 /**
  * `Table` and its `Query`: the user-facing face of a native or remote table.
  */
-import type { Table as ArrowTable, Schema } from "apache-arrow";
+import { Table as ArrowTable, DataType, Field, Schema } from "apache-arrow";
 import { count, optStr, str, strList } from "./args";
 import { type Data, schemaFromBuffer, toBuffer } from "./arrow";
-import { call, invalid, TimeoutError } from "./errors";
+import { call, invalid, notSupported, TimeoutError } from "./errors";
 import { type IndexConfig, type IndexOptions, type IndexStatistics, indexOptions } from "./indices";
 import { MergeInsertBuilder } from "./merge";
 import type { LsmStats, NativeTable, TableStatistics } from "./native";
@@ -94,6 +94,39 @@ export class Tags {
   }
 }
 
+/** A column to add: its name and the SQL computing its value from each row (as @lancedb/lancedb). */
+export interface AddColumnsSql {
+  name: string;
+  valueSql: string;
+}
+
+/** One change to a column (as @lancedb/lancedb): a new name, nullability, or type within the column's kind. */
+export interface ColumnAlteration {
+  /** The column (top-level names only so far). */
+  path: string;
+  rename?: string;
+  /** A nullable column cannot become non-nullable. */
+  nullable?: boolean;
+  /** A type name as in a schema ("int64", "float", "double", "string", ...) or an apache-arrow DataType. */
+  dataType?: string | DataType;
+}
+
+// Duck-typed too: the caller's apache-arrow may be another copy than ours.
+const isDataType = (x: unknown): x is DataType =>
+  x instanceof DataType || (typeof x === "object" && x !== null && typeof (x as { typeId?: unknown }).typeId === "number");
+const isField = (x: unknown): x is Field =>
+  x instanceof Field || (typeof x === "object" && x !== null && "name" in x && isDataType((x as { type?: unknown }).type));
+const isSchema = (x: unknown): x is Schema =>
+  x instanceof Schema || (typeof x === "object" && x !== null && Array.isArray((x as { fields?: unknown }).fields) && !("name" in x));
+
+/** What a schema change answers: the version it committed. */
+export interface SchemaChangeResult {
+  version: number;
+}
+export type AddColumnsResult = SchemaChangeResult;
+export type AlterColumnsResult = SchemaChangeResult;
+export type DropColumnsResult = SchemaChangeResult;
+
 export class Table {
   /** @internal */
   constructor(private readonly inner: NativeTable) {}
@@ -127,6 +160,65 @@ export class Table {
   async restore(version?: number): Promise<number> {
     const v = version === undefined ? null : await call(async () => count("restore(version)", version));
     return call(() => this.inner.restore(v));
+  }
+
+  /**
+   * Adds columns, as @lancedb/lancedb's `addColumns`: `[{ name, valueSql }]` computes each from the row's other
+   * columns; a Field, Field[] or Schema adds all-null (nullable) columns of those types. One new version; older
+   * versions keep their schema. On a served table, rows buffered by memWal() are merged first and read with the
+   * new column. `{ computed }` (columns filled later by refreshColumn) is refused as not supported.
+   */
+  async addColumns(
+    newColumnTransforms: AddColumnsSql[] | Field | Field[] | Schema | { computed: AddColumnsSql[] },
+  ): Promise<AddColumnsResult> {
+    const t = newColumnTransforms as unknown;
+    let version: number;
+    if (isSchema(t) || isField(t) || (Array.isArray(t) && t.length > 0 && t.every(isField))) {
+      const fields = isSchema(t) ? t.fields : isField(t) ? [t] : (t as Field[]);
+      const buf = toBuffer(new ArrowTable(new Schema(fields)));
+      version = await call(() => this.inner.addNullColumns(buf));
+    } else if (Array.isArray(t)) {
+      const cols = t.map((c: unknown, i) => {
+        const o = (c ?? {}) as Record<string, unknown>;
+        return { name: str(`addColumns[${i}].name`, o.name), valueSql: str(`addColumns[${i}].valueSql`, o.valueSql) };
+      });
+      version = await call(() => this.inner.addColumnsSql(cols));
+    } else if (t !== null && typeof t === "object" && "computed" in t) {
+      throw notSupported("computed columns (addColumns({ computed }), filled by refreshColumn) are not supported by memwal yet");
+    } else {
+      throw invalid("addColumns takes [{ name, valueSql }], a Field, a list of Fields or a Schema");
+    }
+    return { version };
+  }
+
+  /** Renames columns, changes their nullability or type (casts that do not fit name the row), as @lancedb/lancedb. */
+  async alterColumns(columnAlterations: ColumnAlteration[]): Promise<AlterColumnsResult> {
+    if (!Array.isArray(columnAlterations)) throw invalid("alterColumns takes a list of { path, rename?, nullable?, dataType? }");
+    const alts = columnAlterations.map((a, i) => {
+      const o = (a ?? {}) as unknown as Record<string, unknown>;
+      const out: { path: string; rename?: string; nullable?: boolean; dataTypeJson?: string; dataTypeIpc?: Buffer } = {
+        path: str(`alterColumns[${i}].path`, o.path),
+      };
+      const rename = optStr(`alterColumns[${i}].rename`, o.rename);
+      if (rename !== undefined) out.rename = rename;
+      if (o.nullable !== undefined && o.nullable !== null) {
+        if (typeof o.nullable !== "boolean") throw invalid(`alterColumns[${i}].nullable must be a boolean`);
+        out.nullable = o.nullable;
+      }
+      const dt = o.dataType;
+      if (typeof dt === "string") out.dataTypeJson = JSON.stringify({ type: dt });
+      else if (isDataType(dt)) out.dataTypeIpc = toBuffer(new ArrowTable(new Schema([new Field("type", dt, true)])));
+      else if (dt !== undefined && dt !== null)
+        throw invalid(`alterColumns[${i}].dataType must be a type name or an apache-arrow DataType`);
+      return out;
+    });
+    return { version: await call(() => this.inner.alterColumns(alts)) };
+  }
+
+  /** Drops columns (and the indexes over them), as @lancedb/lancedb; older versions keep them. */
+  async dropColumns(columnNames: string[]): Promise<DropColumnsResult> {
+    const names = strList("dropColumns(columnNames)", columnNames);
+    return { version: await call(() => this.inner.dropColumns(names)) };
   }
 
   /** Sizes and fragment layout, as @lancedb/lancedb's `stats()` (`numRows` counts a served table's buffered rows). */

@@ -37,6 +37,51 @@ pub struct Version {
     pub metadata: HashMap<String, String>,
 }
 
+/// A column to add: its name and the SQL computing it from each row.
+#[napi(object)]
+pub struct AddColumnsSql {
+    pub name: String,
+    pub value_sql: String,
+}
+
+/// One change to a column (`alterColumns`).
+#[napi(object)]
+pub struct ColumnAlteration {
+    pub path: String,
+    pub rename: Option<String>,
+    pub nullable: Option<bool>,
+    /// The new type in its schema JSON form (`{"type": "int64"}`).
+    pub data_type_json: Option<String>,
+    /// Or as an Arrow IPC stream of a schema whose one field has the type.
+    pub data_type_ipc: Option<Buffer>,
+}
+
+impl ColumnAlteration {
+    fn into_core(self) -> napi::Result<memwal_core::table::evolve::ColumnAlteration> {
+        let data_type = match (self.data_type_json, self.data_type_ipc) {
+            (Some(j), _) => {
+                let v: serde_json::Value = serde_json::from_str(&j)
+                    .map_err(|e| error::invalid(format!("dataType of '{}': {e}", self.path)))?;
+                Some(memwal_core::json_schema::parse_type(&v).map_err(error::core)?)
+            }
+            (None, Some(b)) => {
+                let d = decode(&b)?;
+                let f = d.schema.fields().first().ok_or_else(|| {
+                    error::invalid(format!("dataType of '{}' is missing", self.path))
+                })?;
+                Some(f.data_type().clone())
+            }
+            (None, None) => None,
+        };
+        Ok(memwal_core::table::evolve::ColumnAlteration {
+            path: self.path,
+            rename: self.rename,
+            nullable: self.nullable,
+            data_type,
+        })
+    }
+}
+
 /// Live rows per fragment: min, max, mean and nearest-rank percentiles.
 #[napi(object)]
 pub struct FragmentSummaryStats {
@@ -478,6 +523,58 @@ impl Table {
     #[napi(catch_unwind)]
     pub async fn flush_lsm(&self) -> napi::Result<()> {
         self.inner.flush_lsm().await.map_err(error::core)
+    }
+
+    /// Adds columns computed by SQL from each row; returns the new version.
+    #[napi(catch_unwind)]
+    pub async fn add_columns_sql(&self, columns: Vec<AddColumnsSql>) -> napi::Result<i64> {
+        let cols = columns.into_iter().map(|c| (c.name, c.value_sql)).collect();
+        let v = self
+            .inner
+            .add_columns(memwal_core::table::evolve::NewColumns::Sql(cols))
+            .await
+            .map_err(error::core)?;
+        Ok(to_i64(v))
+    }
+
+    /// Adds all-null columns: the fields of an Arrow IPC stream's schema.
+    #[napi(catch_unwind)]
+    pub async fn add_null_columns(&self, schema: Buffer) -> napi::Result<i64> {
+        let d = decode(&schema)?;
+        let fields = d
+            .schema
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect();
+        let v = self
+            .inner
+            .add_columns(memwal_core::table::evolve::NewColumns::Nulls(fields))
+            .await
+            .map_err(error::core)?;
+        Ok(to_i64(v))
+    }
+
+    /// Renames columns, changes their nullability or type.
+    #[napi(catch_unwind)]
+    pub async fn alter_columns(&self, alterations: Vec<ColumnAlteration>) -> napi::Result<i64> {
+        let alts = alterations
+            .into_iter()
+            .map(ColumnAlteration::into_core)
+            .collect::<napi::Result<Vec<_>>>()?;
+        let v = self.inner.alter_columns(alts).await.map_err(error::core)?;
+        Ok(to_i64(v))
+    }
+
+    /// Drops columns.
+    #[napi(catch_unwind)]
+    pub async fn drop_columns(&self, columns: Vec<String>) -> napi::Result<i64> {
+        let v = self
+            .inner
+            .drop_columns(columns)
+            .await
+            .map_err(error::core)?;
+        Ok(to_i64(v))
     }
 
     /// Sizes and fragment layout.

@@ -18,7 +18,8 @@ fn unit(u: &TimeUnit) -> &'static str {
 }
 
 /// Type names as Lance's JSON schema writes them (what the official clients parse).
-fn type_json(t: &DataType) -> Result<Value> {
+/// The JSON form of a data type (`{"type": "int32"}`), as in a schema.
+pub fn type_json(t: &DataType) -> Result<Value> {
     let simple = |n: &str| json!({ "type": n });
     Ok(match t {
         DataType::Null => simple("null"),
@@ -115,7 +116,8 @@ fn child(t: &Value) -> Result<Arc<Field>> {
     Ok(Arc::new(parse_field(f)?))
 }
 
-fn parse_type(t: &Value) -> Result<DataType> {
+/// A data type from its JSON form (`{"type": "int32"}`), as in a schema.
+pub fn parse_type(t: &Value) -> Result<DataType> {
     let name = t
         .get("type")
         .and_then(Value::as_str)

@@ -185,6 +185,16 @@ pub trait Table: Send + Sync + std::fmt::Debug {
     async fn restore(&self, version: Option<u64>) -> Result<u64>;
     /// Sizes and fragment layout.
     async fn stats(&self) -> Result<crate::stats::TableStats>;
+    /// Adds columns (see [`crate::table::evolve`]); returns the new version.
+    async fn add_columns(&self, columns: crate::table::evolve::NewColumns) -> Result<u64>;
+    /// Renames columns, changes their nullability or type; returns the
+    /// new version.
+    async fn alter_columns(
+        &self,
+        alterations: Vec<crate::table::evolve::ColumnAlteration>,
+    ) -> Result<u64>;
+    /// Drops columns; returns the new version.
+    async fn drop_columns(&self, columns: Vec<String>) -> Result<u64>;
     /// The MemWAL's state (`None`: this table has no MemWAL, as a local
     /// one). `include_generation_rows` counts rows of sealed generations.
     async fn lsm_stats(&self, include_generation_rows: bool) -> Result<Option<crate::LsmStats>>;

@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 use crate::client::RestClient;
 use crate::config::ConnectOptions;
 use crate::error::{Error, Result};
+use memwal_core::table::evolve::{ColumnAlteration, NewColumns};
 
 use memwal_core::protocol::{
     self, header, DeleteResponse, IndexListResponse, IndexStatsResponse, MergeInsertResponse,
@@ -328,6 +329,14 @@ impl RemoteTable {
         json_of(resp, &rid).await
     }
 
+    /// A schema change: `{"version": N}` back (remembered for reads).
+    async fn evolve(&self, op: &str, body: serde_json::Result<Value>) -> memwal_core::Result<u64> {
+        self.ensure_writable()?;
+        let body = body.map_err(|e| Error::Config(e.to_string()))?;
+        let r: VersionResponse = answer(self.post_json(op, body).await?)?;
+        Ok(self.wrote(r.version))
+    }
+
     /// `r`, a 404 read as "no version `v`" when the table is there (the
     /// routes naming a version answer 404 for either).
     async fn version_404(&self, r: Result<Value>, v: u64) -> memwal_core::Result<Value> {
@@ -636,6 +645,21 @@ impl Table for RemoteTable {
     async fn stats(&self) -> memwal_core::Result<memwal_core::TableStats> {
         let (resp, rid) = self.send_json("stats/", None).await?;
         Ok(answer(json_of(resp, &rid).await?)?)
+    }
+    async fn add_columns(&self, columns: NewColumns) -> memwal_core::Result<u64> {
+        let body = protocol::AddColumnsBody::from_new_columns(&columns)?;
+        self.evolve("add_columns/", serde_json::to_value(body))
+            .await
+    }
+    async fn alter_columns(&self, alterations: Vec<ColumnAlteration>) -> memwal_core::Result<u64> {
+        let body = protocol::AlterColumnsBody::from_alterations(&alterations)?;
+        self.evolve("alter_columns/", serde_json::to_value(body))
+            .await
+    }
+    async fn drop_columns(&self, columns: Vec<String>) -> memwal_core::Result<u64> {
+        let body = protocol::DropColumnsBody { columns };
+        self.evolve("drop_columns/", serde_json::to_value(body))
+            .await
     }
     async fn drop_index(&self, name: &str) -> memwal_core::Result<()> {
         self.ensure_writable()?;

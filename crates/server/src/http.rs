@@ -49,6 +49,9 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/table/{name}/optimize/", post(optimize))
         .route("/v1/table/{name}/restore/", post(restore))
         .route("/v1/table/{name}/stats/", post(stats))
+        .route("/v1/table/{name}/add_columns/", post(add_columns))
+        .route("/v1/table/{name}/alter_columns/", post(alter_columns))
+        .route("/v1/table/{name}/drop_columns/", post(drop_columns))
         .route("/v1/table/{name}/get_lsm_stats/", post(get_lsm_stats))
         .route("/v1/table/{name}/tags/list/", post(tags_list))
         .route("/v1/table/{name}/tags/create/", post(tags_create))
@@ -421,6 +424,45 @@ async fn restore(
         .ok_or_else(|| Error::BadRequest("restore needs {\"version\": N}".into()))?;
     let version = state.table(&name)?.restore_version(v).await?;
     Ok(Json(json!({ "version": version })))
+}
+
+async fn add_columns(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Json<VersionResponse>> {
+    let b: protocol::AddColumnsBody = json_body(&body)?;
+    let cols = b.to_new_columns()?;
+    let t = state.table(&name)?;
+    let version = t.reshape(move |base| base.add_columns_sync(&cols)).await?;
+    Ok(Json(VersionResponse { version }))
+}
+
+async fn alter_columns(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Json<VersionResponse>> {
+    let b: protocol::AlterColumnsBody = json_body(&body)?;
+    let alts = b.to_alterations()?;
+    let t = state.table(&name)?;
+    let version = t
+        .reshape(move |base| base.alter_columns_sync(&alts))
+        .await?;
+    Ok(Json(VersionResponse { version }))
+}
+
+async fn drop_columns(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Json<VersionResponse>> {
+    let b: protocol::DropColumnsBody = json_body(&body)?;
+    let t = state.table(&name)?;
+    let version = t
+        .reshape(move |base| base.drop_columns_sync(&b.columns))
+        .await?;
+    Ok(Json(VersionResponse { version }))
 }
 
 /// LanceDB's table statistics (snake_case).

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use arrow::array::RecordBatch;
 use arrow_schema::SchemaRef;
 use async_trait::async_trait;
+use memwal_core::table::evolve::{ColumnAlteration, NewColumns};
 use memwal_core::table::tags::TagInfo;
 use memwal_core::{
     AddMode, Data, DeleteResult, IndexInfo, IndexRequest, MergeInsertParams, MergeResult,
@@ -155,6 +156,17 @@ impl ServedTable {
             .await
     }
 
+    /// A schema change, after merging the memtables (rows buffered before
+    /// it read afterwards with the new schema, as the base's rows do).
+    pub async fn reshape(
+        &self,
+        f: impl FnOnce(&memwal_core::NativeTable) -> memwal_core::Result<u64> + Send + 'static,
+    ) -> crate::Result<u64> {
+        self.mem
+            .direct(Turn::Reshape, move |c| Ok(f(c.base)?))
+            .await
+    }
+
     /// The base's statistics; rows still in the memtables count in `num_rows`.
     pub async fn table_stats(&self) -> crate::Result<memwal_core::TableStats> {
         let mem = self.mem.clone();
@@ -254,6 +266,21 @@ impl Table for ServedTable {
     }
     async fn stats(&self) -> memwal_core::Result<memwal_core::TableStats> {
         self.table_stats().await.map_err(core)
+    }
+    async fn add_columns(&self, columns: NewColumns) -> memwal_core::Result<u64> {
+        self.reshape(move |b| b.add_columns_sync(&columns))
+            .await
+            .map_err(core)
+    }
+    async fn alter_columns(&self, alterations: Vec<ColumnAlteration>) -> memwal_core::Result<u64> {
+        self.reshape(move |b| b.alter_columns_sync(&alterations))
+            .await
+            .map_err(core)
+    }
+    async fn drop_columns(&self, columns: Vec<String>) -> memwal_core::Result<u64> {
+        self.reshape(move |b| b.drop_columns_sync(&columns))
+            .await
+            .map_err(core)
     }
     async fn lsm_stats(&self, _rows: bool) -> memwal_core::Result<Option<memwal_core::LsmStats>> {
         self.mem.lsm_stats().map(Some).map_err(core)

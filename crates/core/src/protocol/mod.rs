@@ -10,8 +10,12 @@ use crate::error::{Error, Result};
 use crate::merge::{MergeInsertParams, MergeResult};
 use crate::traits::{AddMode, CreateMode, CreateOptions};
 
+mod evolve;
 mod index;
 mod query;
+pub use evolve::{
+    AddColumnsBody, AlterColumnsBody, AlterationBody, DropColumnsBody, NewColumnBody,
+};
 pub use index::{
     create_index_body, CreateIndexBody, IndexEntry, IndexListResponse, IndexStatsResponse,
 };

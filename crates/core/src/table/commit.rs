@@ -45,14 +45,20 @@ pub(crate) struct Change {
     /// Restore: the new version holds this version's fragments, schema and
     /// indexes (the other fields must be empty).
     pub restore: Option<Arc<Manifest>>,
+    /// Schema evolution: these fragments' rows (every physical row, in
+    /// order) written as new files under the same fragment ids, keeping
+    /// their deletions, so row ids and indexes stay valid.
+    pub rewrite: Vec<(u64, RecordBatch)>,
 }
 
 /// A change that made it into a version.
 #[derive(Debug)]
 pub(crate) struct Committed {
     pub manifest: Arc<Manifest>,
-    /// Fragment ids of `new_rows`, in order, with their row counts.
+    /// Fragment ids of `new_rows`, in order, with their rows.
     pub new_fragments: Vec<(u64, RecordBatch)>,
+    /// Fragments of `Change::rewrite`, with their new rows.
+    pub rewritten: Vec<(u64, RecordBatch)>,
 }
 
 impl NativeTable {
@@ -89,6 +95,7 @@ impl NativeTable {
             .clone()
             .unwrap_or_else(|| Arc::new(m.schema.clone()));
         let mut fragments = self.kept_fragments(base, change, written)?;
+        self.rewrite_fragments(&schema, change, &mut fragments, written)?;
         let mut next_id = m.next_fragment_id;
         let new_fragments =
             self.write_fragments(&schema, change, &mut next_id, &mut fragments, written)?;
@@ -151,6 +158,53 @@ impl NativeTable {
         Ok(fragments)
     }
 
+    /// Writes the rows of `change.rewrite` as new files of their fragments.
+    fn rewrite_fragments(
+        &self,
+        schema: &SchemaRef,
+        change: &Change,
+        fragments: &mut [FragmentMeta],
+        written: &mut Vec<String>,
+    ) -> Result<()> {
+        for (id, rows) in &change.rewrite {
+            let Some(f) = fragments.iter_mut().find(|f| f.id == *id) else {
+                continue; // deleted whole by the same change
+            };
+            if rows.num_rows() as u64 != f.physical_rows {
+                return Err(Error::internal(format!(
+                    "fragment {id} rewritten with {} rows, it has {}",
+                    rows.num_rows(),
+                    f.physical_rows
+                )));
+            }
+            let (rel, crc) = self.write_data_file(schema, rows, written)?;
+            f.file = rel;
+            f.crc32c = Some(crc);
+        }
+        Ok(())
+    }
+
+    /// Writes one data file of `rows`; returns its path in the table
+    /// folder and its crc32c.
+    fn write_data_file(
+        &self,
+        schema: &SchemaRef,
+        rows: &RecordBatch,
+        written: &mut Vec<String>,
+    ) -> Result<(String, u32)> {
+        let rel = format!("data/{}.arrow", uuid::Uuid::new_v4().simple());
+        let path = format!("{}/{rel}", self.dir());
+        let mut crc = 0;
+        self.inner.storage.put_with(&path, &mut |w| {
+            let mut w = crate::fragment::CrcWriter::new(w);
+            crate::ipc::write_file(&mut w, schema, std::slice::from_ref(rows))?;
+            crc = w.crc;
+            Ok(())
+        })?;
+        written.push(path);
+        Ok((rel, crc))
+    }
+
     /// Writes `change.new_rows` as fragments of at most
     /// [`MAX_ROWS_PER_FRAGMENT`] rows, numbered from `next_id`.
     fn write_fragments(
@@ -170,16 +224,7 @@ impl NativeTable {
             let len = MAX_ROWS_PER_FRAGMENT.min(rows.num_rows() - offset);
             let part = rows.slice(offset, len);
             offset += len;
-            let rel = format!("data/{}.arrow", uuid::Uuid::new_v4().simple());
-            let path = format!("{}/{rel}", self.dir());
-            let mut crc = 0;
-            self.inner.storage.put_with(&path, &mut |w| {
-                let mut w = crate::fragment::CrcWriter::new(w);
-                crate::ipc::write_file(&mut w, schema, std::slice::from_ref(&part))?;
-                crc = w.crc;
-                Ok(())
-            })?;
-            written.push(path);
+            let (rel, crc) = self.write_data_file(schema, &part, written)?;
             fragments.push(FragmentMeta::new_file(*next_id, rel, len as u64, crc));
             new_fragments.push((*next_id, part));
             *next_id += 1;
@@ -225,17 +270,24 @@ impl NativeTable {
         Ok(Some(Committed {
             manifest: Arc::new(manifest),
             new_fragments,
+            rewritten: change.rewrite.clone(),
         }))
     }
 
     /// Installs a committed version as the cached state.
     pub(crate) fn install(&self, st: &mut State, c: &Committed) {
-        for (id, b) in &c.new_fragments {
-            st.batches.insert(*id, b.clone());
+        let files: HashMap<u64, &str> = c
+            .manifest
+            .fragments
+            .iter()
+            .map(|f| (f.id, f.file.as_str()))
+            .collect();
+        for (id, b) in c.new_fragments.iter().chain(&c.rewritten) {
+            if let Some(file) = files.get(id) {
+                st.batches.insert(file.to_string(), b.clone());
+            }
         }
-        let live: std::collections::HashSet<u64> =
-            c.manifest.fragments.iter().map(|f| f.id).collect();
-        st.batches.retain(|id, _| live.contains(id));
+        st.retain_files(&c.manifest);
         st.manifest = Some(c.manifest.clone());
     }
 

@@ -7,6 +7,7 @@
 
 mod admin;
 pub(crate) mod commit;
+pub mod evolve;
 pub mod indices;
 mod ops;
 pub mod scan;
@@ -56,10 +57,21 @@ impl Snapshot {
 #[derive(Debug, Default)]
 pub(crate) struct State {
     pub manifest: Option<Arc<Manifest>>,
-    pub batches: HashMap<u64, RecordBatch>,
+    /// Decoded fragments by data file (not by fragment id: a schema change
+    /// gives a fragment a new file, and older versions still read the old).
+    pub batches: HashMap<String, RecordBatch>,
     pub deletions: HashMap<String, Arc<RoaringBitmap>>,
     /// Loaded indexes by their first file.
     pub ann: HashMap<String, indices::IndexData>,
+}
+
+impl State {
+    /// Forgets decoded fragments `m` does not reference.
+    pub(crate) fn retain_files(&mut self, m: &Manifest) {
+        let live: std::collections::HashSet<&str> =
+            m.fragments.iter().map(|f| f.file.as_str()).collect();
+        self.batches.retain(|file, _| live.contains(file.as_str()));
+    }
 }
 
 #[derive(Debug)]
@@ -157,8 +169,7 @@ impl NativeTable {
                 }
             })?,
         );
-        let live: std::collections::HashSet<u64> = m.fragments.iter().map(|f| f.id).collect();
-        st.batches.retain(|id, _| live.contains(id));
+        st.retain_files(&m);
         st.manifest = Some(m.clone());
         Ok(m)
     }
@@ -168,13 +179,13 @@ impl NativeTable {
         let schema = Arc::new(m.schema.clone());
         let mut fragments = Vec::with_capacity(m.fragments.len());
         for f in &m.fragments {
-            let batch = match st.batches.get(&f.id) {
+            let batch = match st.batches.get(&f.file) {
                 Some(b) => b.clone(),
                 None => {
                     let path = format!("{}/{}", self.dir(), f.file);
                     let b = read_data_file(self.storage(), &path, &schema, f.crc32c)?;
                     crate::fragment::check_rows(&path, &b, f.physical_rows)?;
-                    st.batches.insert(f.id, b.clone());
+                    st.batches.insert(f.file.clone(), b.clone());
                     b
                 }
             };
@@ -505,6 +516,16 @@ impl Table for NativeTable {
     }
     async fn stats(&self) -> Result<crate::stats::TableStats> {
         self.blocking(|t| t.stats_sync()).await
+    }
+    async fn add_columns(&self, columns: evolve::NewColumns) -> Result<u64> {
+        self.blocking(move |t| t.add_columns_sync(&columns)).await
+    }
+    async fn alter_columns(&self, alterations: Vec<evolve::ColumnAlteration>) -> Result<u64> {
+        self.blocking(move |t| t.alter_columns_sync(&alterations))
+            .await
+    }
+    async fn drop_columns(&self, columns: Vec<String>) -> Result<u64> {
+        self.blocking(move |t| t.drop_columns_sync(&columns)).await
     }
     async fn lsm_stats(&self, _include_generation_rows: bool) -> Result<Option<crate::LsmStats>> {
         Ok(None) // a local table writes no MemWAL

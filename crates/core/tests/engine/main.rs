@@ -5,6 +5,7 @@ mod support;
 
 mod bad_input;
 mod crash;
+mod evolve;
 mod fuzz;
 mod index;
 mod merge;

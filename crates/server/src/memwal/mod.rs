@@ -129,6 +129,10 @@ pub enum Turn {
     Replace,
     /// The table is dropped: the memtables are discarded and the writer stops.
     Drop,
+    /// The write changes the schema (schema evolution): the memtables are
+    /// merged into the base first, and the (empty) memtable then takes the
+    /// new schema, so later upserts are checked against it.
+    Reshape,
     /// The table leaves this name (rename): the memtables are merged into
     /// the base first, and once the write succeeds the writer stops (later
     /// requests on the old name find no table).

@@ -170,6 +170,18 @@ fn run_turn(shared: &Shared, turn: Turn, run: RunFn) -> Next {
             }
             supersede(shared, turn)
         }
+        Turn::Reshape => {
+            let ctx = drain(shared)
+                .and_then(|()| shared.check_writable())
+                .map(|()| TurnCtx {
+                    base: &shared.base,
+                    metadata,
+                });
+            if run(ctx) {
+                take_new_schema(shared);
+            }
+            Next::Continue
+        }
         Turn::Retire => {
             let ctx = drain(shared)
                 .and_then(|()| shared.check_writable())
@@ -186,6 +198,15 @@ fn run_turn(shared: &Shared, turn: Turn, run: RunFn) -> Next {
             shared.notify();
             Next::Stop
         }
+    }
+}
+
+/// After a schema change: the memtables are empty (drained in this turn,
+/// and only this thread fills them); the next one takes the new schema.
+fn take_new_schema(shared: &Shared) {
+    match shared.base.schema_sync() {
+        Ok(schema) => shared.write().active = Memtable::new(Vec::new(), schema),
+        Err(e) => shared.poison(format!("cannot read the schema after a schema change: {e}")),
     }
 }
 

@@ -17,7 +17,7 @@ use arrow::datatypes::{Float32Type, Int64Type, UInt64Type};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use memwal_core::{
     AddMode, CreateMode, CreateOptions, Data, IndexRequest, IndexType, MergeInsertParams,
-    NativeDatabase, NativeTable, QueryRequest, VectorQuery,
+    NativeDatabase, NativeTable, QueryRequest, Table, VectorQuery,
 };
 use memwal_server::memwal::PersistMode;
 use memwal_server::state::AppState;
@@ -167,6 +167,9 @@ enum Step {
     Restore(usize),
     /// Rename the table away and back (buffered rows must follow).
     Rename,
+    /// Schema changes that end where they began: add a column, rename one
+    /// away and back, drop the added one (buffered rows must follow).
+    Evolve,
 }
 
 fn key() -> impl Strategy<Value = u64> {
@@ -213,6 +216,7 @@ fn step() -> impl Strategy<Value = Step> {
         1 => Just(Step::Optimize),
         1 => any::<usize>().prop_map(Step::Restore),
         1 => Just(Step::Rename),
+        1 => Just(Step::Evolve),
     ]
 }
 
@@ -420,6 +424,40 @@ impl Harness {
                         .rename_table_sync(from, to)
                         .map_err(|e| e.to_string())?;
                 }
+            }
+            Step::Evolve => {
+                use memwal_core::table::evolve::{ColumnAlteration, NewColumns};
+                let add = NewColumns::Sql(vec![("tmp".into(), "v + 1".into())]);
+                let rename = |from: &str, to: &str| {
+                    vec![ColumnAlteration {
+                        path: from.into(),
+                        rename: Some(to.into()),
+                        ..Default::default()
+                    }]
+                };
+                let s = (
+                    self.rt.block_on(Table::add_columns(&served, add.clone())),
+                    self.rt
+                        .block_on(Table::alter_columns(&served, rename("v", "v_x"))),
+                    self.rt
+                        .block_on(Table::alter_columns(&served, rename("v_x", "v"))),
+                    self.rt
+                        .block_on(Table::drop_columns(&served, vec!["tmp".into()])),
+                );
+                let n = (
+                    native.add_columns_sync(&add),
+                    native.alter_columns_sync(&rename("v", "v_x")),
+                    native.alter_columns_sync(&rename("v_x", "v")),
+                    native.drop_columns_sync(&["tmp".to_string()]),
+                );
+                let ok = |r: &memwal_core::Result<u64>| {
+                    r.as_ref().map(|_| ()).map_err(|e| e.to_string())
+                };
+                same(
+                    "schema changes",
+                    format!("{:?}", (ok(&s.0), ok(&s.1), ok(&s.2), ok(&s.3))),
+                    format!("{:?}", (ok(&n.0), ok(&n.1), ok(&n.2), ok(&n.3))),
+                )?;
             }
             Step::Restart => {
                 // A graceful restart: flush, stop, open again.

@@ -1,0 +1,136 @@
+//! Schema evolution on native tables: rows, deletions and indexes survive
+//! add / alter / drop columns; older versions read with their schema; a
+//! change whose files fail to write leaves the table as it was.
+
+use std::sync::Arc;
+
+use arrow::array::AsArray;
+use arrow::datatypes::Int64Type;
+use arrow_schema::DataType;
+use memwal_core::storage::{FaultyStorage, LocalStorage, Op, Storage};
+use memwal_core::table::evolve::{ColumnAlteration, NewColumns};
+use memwal_core::{IndexRequest, IndexType, NativeDatabase, QueryRequest};
+
+use crate::support::{dump, new_table, people};
+
+fn column_i64(t: &memwal_core::NativeTable, name: &str) -> Vec<i64> {
+    let mut out: Vec<i64> = t
+        .query_sync(&QueryRequest::default())
+        .expect("query")
+        .iter()
+        .flat_map(|b| {
+            b.column_by_name(name)
+                .expect("column")
+                .as_primitive::<Int64Type>()
+                .values()
+                .to_vec()
+        })
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+#[test]
+fn schema_changes_keep_rows_deletions_and_indexes() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let (db, t) = new_table(dir.path(), people(&[(1, 10), (2, 20), (3, 30), (4, 40)]));
+    t.create_index_sync(&IndexRequest {
+        index_type: Some(IndexType::BTree),
+        ..IndexRequest::new("id")
+    })
+    .expect("btree");
+    t.delete_sync("id = 2").expect("delete");
+    let before = t.version_sync().expect("v");
+
+    t.add_columns_sync(&NewColumns::Sql(vec![("twice".into(), "age * 2".into())]))
+        .expect("add");
+    assert_eq!(column_i64(&t, "twice"), vec![20, 60, 80]);
+    t.alter_columns_sync(&[ColumnAlteration {
+        path: "age".into(),
+        rename: Some("years".into()),
+        ..Default::default()
+    }])
+    .expect("rename");
+    assert_eq!(column_i64(&t, "years"), vec![10, 30, 40]);
+    // The deleted row stays deleted; the index still covers every row.
+    assert_eq!(t.count_rows_sync(None).expect("count"), 3);
+    assert_eq!(t.count_rows_sync(Some("id = 2")).expect("count"), 0);
+    assert_eq!(t.count_rows_sync(Some("id = 3")).expect("count"), 1);
+    let idx = t.list_indices_sync().expect("indices");
+    assert_eq!(
+        (
+            idx.len(),
+            idx[0].num_indexed_rows,
+            idx[0].num_unindexed_rows
+        ),
+        (1, 3, 0)
+    );
+
+    // Retyping the indexed column drops its index (its values changed).
+    t.alter_columns_sync(&[ColumnAlteration {
+        path: "id".into(),
+        data_type: Some(DataType::Int32),
+        ..Default::default()
+    }])
+    .expect("retype");
+    assert!(t.list_indices_sync().expect("indices").is_empty());
+    t.drop_columns_sync(&["name".into()]).expect("drop");
+    let names: Vec<String> = t
+        .schema_sync()
+        .expect("schema")
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    assert_eq!(names, ["id", "years", "twice"]);
+
+    // Another process (a fresh database) reads the same; the old version
+    // reads with its schema and rows.
+    let again = NativeDatabase::open(dir.path().to_str().expect("p"))
+        .expect("db")
+        .open_table_sync("t")
+        .expect("open");
+    assert_eq!(column_i64(&again, "years"), vec![10, 30, 40]);
+    let old = t.checkout_sync(Some(before)).expect("checkout");
+    assert_eq!(
+        dump(&old),
+        vec![
+            (1, Some(10), Some("n1".into())),
+            (3, Some(30), Some("n3".into())),
+            (4, Some(40), Some("n4".into()))
+        ]
+    );
+    drop(db);
+}
+
+#[test]
+fn a_schema_change_that_fails_to_write_changes_nothing() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let (_db, t) = new_table(dir.path(), people(&[(1, 10), (2, 20)]));
+    let rows = dump(&t);
+    let v = t.version_sync().expect("v");
+    let local: Arc<dyn Storage> = Arc::new(LocalStorage::new(dir.path()).expect("local"));
+    let faulty: Arc<dyn Storage> = Arc::new(FaultyStorage::no_space(local, |op, path| {
+        op == Op::Put && path.contains("/data/")
+    }));
+    let db = NativeDatabase::with_storage("faulty", faulty);
+    let ft = db.open_table_sync("t").expect("open");
+    let e = ft
+        .add_columns_sync(&NewColumns::Sql(vec![("x".into(), "age + 1".into())]))
+        .expect_err("disk full");
+    assert!(
+        e.to_string().contains("No space") || e.to_string().contains("space"),
+        "{e}"
+    );
+    assert_eq!((t.version_sync().expect("v"), dump(&t)), (v, rows.clone()));
+    // A bad request is refused before anything is written.
+    let e = t
+        .alter_columns_sync(&[ColumnAlteration {
+            path: "age".into(),
+            data_type: Some(DataType::Utf8),
+            ..Default::default()
+        }])
+        .expect_err("cross-kind cast");
+    assert!(e.to_string().contains("cannot change type"), "{e}");
+    assert_eq!((t.version_sync().expect("v"), dump(&t)), (v, rows));
+}
