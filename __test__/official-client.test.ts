@@ -153,6 +153,47 @@ describe("the official @lancedb/lancedb client against memwal-server", () => {
     await db.dropTable("ix");
   });
 
+  test("renameTable and schema evolution: addColumns, alterColumns (rename, type), dropColumns", async () => {
+    const db = await lancedb.connect("db://test", { apiKey: "k", region: "us-east-1", hostOverride: server.url });
+    const t0 = await db.createTable("ev", [
+      { id: 1, v: 1.5, s: "a" },
+      { id: 2, v: 2.5, s: "b" },
+    ]);
+    await t0
+      .mergeInsert("id")
+      .whenMatchedUpdateAll()
+      .whenNotMatchedInsertAll()
+      .useLsm(true)
+      .execute([{ id: 3, v: 3.5, s: "c" }]);
+    await db.renameTable("ev", "ev2");
+    expect(await db.tableNames()).toContain("ev2");
+    expect(await db.tableNames()).not.toContain("ev");
+    const t = await db.openTable("ev2");
+    expect(await t.countRows()).toBe(3);
+    const v0 = await t.version();
+    const added = await t.addColumns([{ name: "w", valueSql: "CAST(id * 10 AS BIGINT)" }]);
+    expect(added.version).toBe(v0 + 1);
+    const altered = await t.alterColumns([
+      { path: "s", rename: "s2", nullable: true },
+      { path: "w", dataType: "int32" },
+    ]);
+    expect(altered.version).toBe(v0 + 2);
+    const dropped = await t.dropColumns(["v"]);
+    expect(dropped.version).toBe(v0 + 3);
+    const schema = await t.schema();
+    expect(schema.fields.map((f: { name: string }) => f.name)).toEqual(["id", "s2", "w"]);
+    expect(String(schema.fields[2].type)).toBe("Int32");
+    const rows = await t.query().select(["id", "s2", "w"]).toArray();
+    expect(rows.map((r: { id: number; s2: string; w: number }) => [Number(r.id), r.s2, Number(r.w)]).sort()).toEqual([
+      [1, "a", 10],
+      [2, "b", 20],
+      [3, "c", 30],
+    ]);
+    await expect(t.dropColumns(["nope"])).rejects.toThrow(/nope/);
+    await expect(db.renameTable("ev2", "bad/name")).rejects.toThrow(/name/);
+    await db.dropTable("ev2");
+  });
+
   test("LSM calls: getLsmStats, flushLsm and checkpointLsm read and drive the server's MemWAL", async () => {
     const srv = await serve({ dataDir: tmpDir(), apiKey: "k", flushIntervalMs: 60_000 });
     try {

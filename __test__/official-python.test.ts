@@ -97,6 +97,10 @@ describe("Python lancedb 0.40 against memwal-server", () => {
     expect(got.stats[2]).toBeGreaterThanOrEqual(1);
     expect(got.stats[3]).toBe(true);
     expect(got.restored).toEqual([120, 0]);
+    // add_columns / alter_columns / drop_columns, then rename_table: the new column, its type, a filter on it.
+    expect(got.evolved[0].at(-1)).toBe("plus");
+    expect(got.evolved[0]).not.toContain("double");
+    expect(got.evolved.slice(1)).toEqual(["int64", 1]);
     // list_tables(): the namespace listing route, paged.
     expect(got.list_tables).toEqual([["py", "py2"], ["py"], ["py2"], null]);
   }, 60_000);

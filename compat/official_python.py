@@ -100,7 +100,15 @@ def main():
     tbl.restore(first_version)
     out["restored"] = [tbl.count_rows(), tbl.count_rows("id = 500")]
     out["indices_after_drop"] = list(tbl.list_indices())
-    db.drop_table("py")
+    # Schema evolution and rename: add (SQL), alter (rename, type), drop; the table under its new name.
+    tbl.add_columns({"twice": "CAST(id * 2 AS BIGINT)"})
+    tbl.alter_columns({"path": "twice", "rename": "double", "data_type": pa.int32()})
+    tbl.drop_columns(["double"])
+    tbl.add_columns({"plus": "id + 1"})
+    db.rename_table("py", "py2")
+    moved = db.open_table("py2")
+    out["evolved"] = [moved.schema.names, str(moved.schema.field("plus").type), moved.count_rows("plus = 11")]
+    db.drop_table("py2")
     print(json.dumps(out))
 
 

@@ -206,6 +206,16 @@ await step("tags_list", async () => (await t.tags()).list());
 await step("tags_update", async () => (await t.tags()).update("v2", 3));
 await step("tags_version", async () => (await t.tags()).getVersion("v2"));
 await step("tags_delete", async () => (await t.tags()).delete("v2"));
+await step("add_columns", () => t.addColumns([{ name: "b", valueSql: "a * 2" }]));
+await step("alter_columns", () =>
+  t.alterColumns([
+    { path: "b", rename: "b2", nullable: true },
+    { path: "a", dataType: "float" },
+  ]),
+);
+await step("drop_columns", () => t.dropColumns(["b2"]));
+await step("rename_table", () => db.renameTable("e", "e2"));
+await step("rename_table_back", () => db.renameTable("e2", "e"));
 await step("drop_table", () => db.dropTable("e"));
 await step("open_missing_table", () => db.openTable("missing"));
 

@@ -24,6 +24,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
+use memwal_core::table::evolve::{ColumnAlteration, NewColumns};
 use memwal_core::{
     AddMode, CreateMode, CreateOptions, Data, Database, DistanceType, MergeInsertBuilder,
     QueryRequest, VectorQuery,
@@ -427,6 +428,37 @@ async fn every_operation_matches_the_official_client_capture() {
     assert_eq!(latest.tag_version("v2").await.expect("version"), 3);
     set("tags_delete");
     latest.delete_tag("v2").await.expect("delete");
+    set("add_columns");
+    latest
+        .add_columns(NewColumns::Sql(vec![("b".into(), "a * 2".into())]))
+        .await
+        .expect("add columns");
+    set("alter_columns");
+    latest
+        .alter_columns(vec![
+            ColumnAlteration {
+                path: "b".into(),
+                rename: Some("b2".into()),
+                nullable: Some(true),
+                ..Default::default()
+            },
+            ColumnAlteration {
+                path: "a".into(),
+                data_type: Some(arrow_schema::DataType::Float32),
+                ..Default::default()
+            },
+        ])
+        .await
+        .expect("alter columns");
+    set("drop_columns");
+    latest
+        .drop_columns(vec!["b2".into()])
+        .await
+        .expect("drop columns");
+    set("rename_table");
+    db.rename_table("e", "e2").await.expect("rename");
+    set("rename_table_back");
+    db.rename_table("e2", "e").await.expect("rename back");
     set("drop_table");
     db.drop_table("e").await.expect("drop");
     set("open_missing_table");

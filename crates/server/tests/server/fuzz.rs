@@ -30,6 +30,10 @@ fn route() -> impl Strategy<Value = String> {
         "flush_lsm/",
         "tags/create/",
         "tags/list/",
+        "add_columns/",
+        "alter_columns/",
+        "drop_columns/",
+        "rename/",
         "nope/",
     ])
     .prop_map(str::to_string)
