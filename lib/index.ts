@@ -59,7 +59,7 @@ export type { ExecuteOptions, MergeResult } from "./merge";
 export { MergeInsertBuilder } from "./merge";
 export type { LsmStats, TableStatistics } from "./native";
 export type { DistanceType, IntoVector } from "./query";
-export { Query, VectorQuery } from "./query";
+export { type ColumnOrdering, Query, VectorQuery } from "./query";
 export type { ServeOptions, Server } from "./server";
 export { serve } from "./server";
 export type { AddOptions, UpdateOptions, VersionInfo } from "./table";

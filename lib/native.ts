@@ -205,6 +205,8 @@ export const native: NativeAddon = load();
 export interface NativeQueryOptions {
   filter?: string;
   columns?: string[];
+  projections?: Array<{ alias: string; sql: string }>;
+  orderBy?: Array<{ columnName: string; ascending: boolean; nullsFirst: boolean }>;
   limit?: number;
   offset?: number;
   withRowId?: boolean;

@@ -37,6 +37,13 @@ function finiteOrUndefined(name: string, v: unknown): number | undefined {
   return v;
 }
 
+/** One sort key of {@link Query.orderBy} (as @lancedb/lancedb's ColumnOrdering). */
+export interface ColumnOrdering {
+  columnName: string;
+  ascending?: boolean;
+  nullsFirst?: boolean;
+}
+
 /** What both query kinds share: filter, projection, paging, running. */
 abstract class QueryBase<Self> {
   protected opts: NativeQueryOptions = {};
@@ -57,20 +64,44 @@ abstract class QueryBase<Self> {
   filter(filter: string): Self {
     return this.where(filter);
   }
-  /** Only these columns (a list of names, or `{ name: name }`). */
-  select(columns: string[] | Record<string, string>): Self {
-    if (Array.isArray(columns)) {
+  /**
+   * What to return, as @lancedb/lancedb: a column name, a list of names, or `{ alias: "SQL" }` (a Record or a
+   * Map, in its order) computing each column from the row (`{ y: "id * 2", name: "lower(name)" }`).
+   */
+  select(columns: string[] | Map<string, string> | Record<string, string> | string): Self {
+    this.opts.columns = undefined;
+    this.opts.projections = undefined;
+    if (typeof columns === "string") {
+      this.opts.columns = [columns];
+    } else if (Array.isArray(columns)) {
       this.opts.columns = strList("select(columns)", columns);
-    } else if (typeof columns === "object" && columns !== null) {
-      this.opts.columns = Object.entries(columns).map(([alias, expr]) => {
-        if (str(`select(columns).${alias}`, expr) !== alias) {
-          throw invalid(`select({ ${alias}: ${JSON.stringify(expr)} }): SQL projections are not supported by memwal yet`);
-        }
-        return alias;
-      });
+    } else if (columns instanceof Map || (typeof columns === "object" && columns !== null)) {
+      const entries = columns instanceof Map ? [...columns.entries()] : Object.entries(columns);
+      const pairs = entries.map(([alias, sql]) => ({
+        alias: str("select(columns) alias", alias),
+        sql: str(`select(columns).${String(alias)}`, sql),
+      }));
+      if (pairs.every((p) => p.alias === p.sql)) this.opts.columns = pairs.map((p) => p.alias);
+      else this.opts.projections = pairs;
     } else {
-      throw invalid(`select(columns) must be an array of names, got ${String(columns)}`);
+      throw invalid(`select(columns) must be a name, a list of names or { alias: sql }, got ${String(columns)}`);
     }
+    return this.self();
+  }
+  /**
+   * Sorts the rows before offset and limit, as @lancedb/lancedb: `{ columnName, ascending?, nullsFirst? }` or a
+   * list of them (ascending by default; nulls last when ascending, first when descending). Not for vector queries.
+   */
+  orderBy(ordering: ColumnOrdering | ColumnOrdering[]): Self {
+    const list = Array.isArray(ordering) ? ordering : [ordering];
+    this.opts.orderBy = list.map((o, i) => {
+      const x = (o ?? {}) as unknown as Record<string, unknown>;
+      const ascending = x.ascending === undefined ? true : x.ascending;
+      if (typeof ascending !== "boolean") throw invalid(`orderBy[${i}].ascending must be a boolean`);
+      const nullsFirst = x.nullsFirst === undefined ? !ascending : x.nullsFirst;
+      if (typeof nullsFirst !== "boolean") throw invalid(`orderBy[${i}].nullsFirst must be a boolean`);
+      return { columnName: str(`orderBy[${i}].columnName`, x.columnName), ascending, nullsFirst };
+    });
     return this.self();
   }
   /** At most `n` rows (for a vector query: `k`, 10 by default). */

@@ -37,6 +37,21 @@ pub struct Version {
     pub metadata: HashMap<String, String>,
 }
 
+/// One column of `select({alias: sql})`.
+#[napi(object)]
+pub struct SqlProjection {
+    pub alias: String,
+    pub sql: String,
+}
+
+/// One sort key of `orderBy`.
+#[napi(object)]
+pub struct ColumnOrdering {
+    pub column_name: String,
+    pub ascending: bool,
+    pub nulls_first: bool,
+}
+
 /// A column to add: its name and the SQL computing it from each row.
 #[napi(object)]
 pub struct AddColumnsSql {
@@ -249,6 +264,10 @@ pub struct OptimizeStats {
 pub struct QueryOptions {
     pub filter: Option<String>,
     pub columns: Option<Vec<String>>,
+    /// SQL projections, in order (instead of `columns`).
+    pub projections: Option<Vec<SqlProjection>>,
+    /// Sort keys of a plain query.
+    pub order_by: Option<Vec<ColumnOrdering>>,
     pub limit: Option<i64>,
     pub offset: Option<i64>,
     pub with_row_id: Option<bool>,
@@ -322,6 +341,19 @@ impl QueryOptions {
         Ok(QueryRequest {
             filter: self.filter,
             columns: self.columns,
+            projections: self
+                .projections
+                .map(|p| p.into_iter().map(|p| (p.alias, p.sql)).collect()),
+            order_by: self
+                .order_by
+                .unwrap_or_default()
+                .into_iter()
+                .map(|o| memwal_core::table::finish::OrderBy {
+                    column: o.column_name,
+                    ascending: o.ascending,
+                    nulls_first: o.nulls_first,
+                })
+                .collect(),
             limit: non_negative(self.limit, "limit")?,
             offset: non_negative(self.offset, "offset")?,
             with_row_id: self.with_row_id.unwrap_or(false),

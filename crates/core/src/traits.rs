@@ -98,6 +98,11 @@ pub struct QueryRequest {
     pub filter: Option<String>,
     /// Columns to return (all when `None`).
     pub columns: Option<Vec<String>>,
+    /// SQL projections `(alias, expression)` to return instead of
+    /// `columns` (`select({alias: "sql"})`).
+    pub projections: Option<Vec<(String, String)>>,
+    /// Sort order of a plain query's rows, applied before offset and limit.
+    pub order_by: Vec<crate::table::finish::OrderBy>,
     /// At most this many rows.
     pub limit: Option<usize>,
     /// Skip this many matching rows first.

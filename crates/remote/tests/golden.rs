@@ -140,7 +140,17 @@ fn norm(v: &Value) -> Value {
     match v {
         Value::Number(n) => serde_json::json!(n.as_f64()),
         Value::Array(a) => Value::Array(a.iter().map(norm).collect()),
-        Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), norm(v))).collect()),
+        // Key order carries no meaning here (serde_json keeps insertion
+        // order, the capture is sorted): compare sorted.
+        Value::Object(o) => {
+            let sorted: std::collections::BTreeMap<&String, &Value> = o.iter().collect();
+            Value::Object(
+                sorted
+                    .into_iter()
+                    .map(|(k, v)| (k.clone(), norm(v)))
+                    .collect(),
+            )
+        }
         other => other.clone(),
     }
 }

@@ -54,6 +54,18 @@ impl From<arrow_schema::ArrowError> for Error {
 }
 
 impl Error {
+    /// As an engine error (for the core traits): engine errors as they
+    /// are, the server's own by code and message.
+    pub fn into_core(self) -> memwal_core::Error {
+        match self {
+            Error::Core(e) => e,
+            other => memwal_core::Error::Remote {
+                code: other.code(),
+                message: other.to_string(),
+            },
+        }
+    }
+
     /// Stable code (as JS sees it through `serve()`).
     pub fn code(&self) -> ErrorCode {
         match self {

@@ -27,13 +27,7 @@ pub struct ServedTable {
 }
 
 fn core(e: Error) -> memwal_core::Error {
-    match e {
-        Error::Core(e) => e,
-        other => memwal_core::Error::Remote {
-            code: other.code(),
-            message: other.to_string(),
-        },
-    }
+    e.into_core()
 }
 
 async fn blocking<T: Send + 'static>(

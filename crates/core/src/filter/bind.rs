@@ -42,6 +42,8 @@ pub enum BinOp {
 #[derive(Debug, Clone)]
 pub enum PhysExpr {
     Column(usize),
+    /// Child `1` of the struct `0` (`st.a`); null where the struct is.
+    Field(Box<PhysExpr>, usize),
     Literal(ArrayRef),
     Binary(Box<PhysExpr>, BinOp, Box<PhysExpr>),
     Not(Box<PhysExpr>),
@@ -116,6 +118,9 @@ impl Binder<'_> {
                 return Ok(PhysExpr::Column(*i));
             }
         }
+        if let Some(e) = self.struct_path(&name) {
+            return Ok(e);
+        }
         if matches!(joined.as_str(), "_rowid" | "_rowoffset") {
             // What @lancedb/lancedb's takeRowIds / takeOffsets send.
             return Err(Error::not_supported(format!(
@@ -128,6 +133,37 @@ impl Binder<'_> {
             self.sql,
             column_list(self.schema)
         )))
+    }
+
+    /// `st.a.b`: the longest leading part naming a struct column, then its
+    /// fields by name (exact, or one case-insensitive match).
+    fn struct_path(&self, parts: &[&str]) -> Option<PhysExpr> {
+        for split in (1..parts.len()).rev() {
+            let head = parts[..split].join(".");
+            let Some((i, f)) = self.schema.column_with_name(&head) else {
+                continue;
+            };
+            let mut e = PhysExpr::Column(i);
+            let mut dt = f.data_type().clone();
+            for p in &parts[split..] {
+                let arrow_schema::DataType::Struct(children) = &dt else {
+                    return None;
+                };
+                let j = children.iter().position(|c| c.name() == p).or_else(|| {
+                    let hits: Vec<usize> = children
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, c)| c.name().eq_ignore_ascii_case(p))
+                        .map(|(j, _)| j)
+                        .collect();
+                    (hits.len() == 1).then(|| hits[0])
+                })?;
+                dt = children[j].data_type().clone();
+                e = PhysExpr::Field(Box::new(e), j);
+            }
+            return Some(e);
+        }
+        None
     }
 
     fn literal(&self, v: &Value) -> Result<PhysExpr> {

@@ -179,11 +179,23 @@ fn logical(l: Value, op: BinOp, r: Value, n: usize) -> R<Value> {
     Ok(wrap(scalar, Arc::new(out)))
 }
 
+/// Child `j` of a struct array, null where the struct is null.
+fn struct_field(a: &ArrayRef, j: usize) -> R<ArrayRef> {
+    let st = a.as_struct_opt().ok_or_else(|| {
+        ArrowError::InvalidArgumentError(format!("{} is not a struct", a.data_type()))
+    })?;
+    let child = st.column(j).clone();
+    let nulls = arrow::buffer::NullBuffer::union(st.nulls(), child.nulls());
+    let data = child.to_data().into_builder().nulls(nulls).build()?;
+    Ok(arrow::array::make_array(data))
+}
+
 /// Evaluates `e` over `batch`.
 pub fn evaluate(e: &PhysExpr, batch: &RecordBatch) -> R<Value> {
     let n = batch.num_rows();
     Ok(match e {
         PhysExpr::Column(i) => Value::Array(batch.column(*i).clone()),
+        PhysExpr::Field(x, j) => evaluate(x, batch)?.map(|a| struct_field(a, *j))?,
         PhysExpr::Literal(a) => Value::Scalar(a.clone()),
         PhysExpr::Binary(l, op, r) => {
             let (l, r) = (evaluate(l, batch)?, evaluate(r, batch)?);

@@ -7,6 +7,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
+use crate::table::finish::OrderBy;
 use crate::traits::QueryRequest;
 use crate::vector::{DistanceType, IndexTuning, VectorQuery};
 
@@ -89,9 +90,6 @@ impl QueryBody {
         if self.full_text_query.as_ref().is_some_and(|v| !v.is_null()) {
             return not("full-text search (the `full_text_query` field)");
         }
-        if self.order_by.as_ref().is_some_and(|v| !v.is_null()) {
-            return not("ordering (the `order_by` field)");
-        }
         let nearest = if self.has_vector() {
             Some(self.vector_query()?)
         } else if self.lower_bound.is_some() || self.upper_bound.is_some() {
@@ -105,9 +103,12 @@ impl QueryBody {
             .limit
             .or(self.k)
             .map(|k| usize::try_from(k).unwrap_or(usize::MAX));
+        let (columns, projections) = self.projection()?;
         Ok(QueryRequest {
             filter: self.filter.clone().filter(|f| !f.trim().is_empty()),
-            columns: self.column_names()?,
+            columns,
+            projections,
+            order_by: self.ordering()?,
             limit: k,
             offset: self
                 .offset
@@ -149,34 +150,73 @@ impl QueryBody {
         })
     }
 
-    /// The columns to return: a list of names, or `{alias: column}` where
-    /// each alias is its column (SQL projections are not supported yet).
-    pub fn column_names(&self) -> Result<Option<Vec<String>>> {
-        use serde_json::Value;
+    /// The columns to return: a list of names, or `{alias: sql}` (every
+    /// alias its own column: a list of names; else SQL projections).
+    #[allow(clippy::type_complexity)]
+    pub fn projection(&self) -> Result<(Option<Vec<String>>, Option<Vec<(String, String)>>)> {
         match &self.columns {
-            None | Some(Value::Null) => Ok(None),
+            None | Some(Value::Null) => Ok((None, None)),
             Some(Value::Array(a)) => a
                 .iter()
                 .map(|v| {
-                    v.as_str()
-                        .map(str::to_string)
-                        .ok_or_else(|| Error::invalid(format!("`columns` must be strings, got {v}")))
+                    v.as_str().map(str::to_string).ok_or_else(|| {
+                        Error::invalid(format!("`columns` must be strings, got {v}"))
+                    })
                 })
                 .collect::<Result<Vec<_>>>()
-                .map(Some),
-            Some(Value::Object(o)) => o
-                .iter()
-                .map(|(alias, e)| match e.as_str() {
-                    Some(col) if col == alias => Ok(alias.clone()),
-                    _ => Err(Error::not_supported(format!(
-                        "projection {alias:?} = {e} (SQL expressions in `columns`) is not supported by memwal yet"
-                    ))),
-                })
-                .collect::<Result<Vec<_>>>()
-                .map(Some),
+                .map(|c| (Some(c), None)),
+            Some(Value::Object(o)) => {
+                let pairs = o
+                    .iter()
+                    .map(|(alias, e)| match e.as_str() {
+                        Some(sql) => Ok((alias.clone(), sql.to_string())),
+                        None => Err(Error::invalid(format!(
+                            "`columns` {alias:?} must be a SQL string, got {e}"
+                        ))),
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                if pairs.iter().all(|(a, e)| a == e) {
+                    Ok((Some(pairs.into_iter().map(|(a, _)| a).collect()), None))
+                } else {
+                    Ok((None, Some(pairs)))
+                }
+            }
             Some(other) => Err(Error::invalid(format!(
-                "`columns` must be a list of names, got {other}"
+                "`columns` must be a list of names or {{alias: sql}}, got {other}"
             ))),
+        }
+    }
+
+    /// `order_by`: `[{"column_name", "ascending", "nulls_first"}]`.
+    fn ordering(&self) -> Result<Vec<OrderBy>> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Key {
+            column_name: String,
+            ascending: Option<bool>,
+            nulls_first: Option<bool>,
+        }
+        match &self.order_by {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(v) => {
+                let keys: Vec<Key> = serde_json::from_value(v.clone()).map_err(|e| {
+                    Error::invalid(format!(
+                        "`order_by` must be [{{\"column_name\", \"ascending\", \"nulls_first\"}}]: {e}"
+                    ))
+                })?;
+                Ok(keys
+                    .into_iter()
+                    .map(|k| {
+                        let ascending = k.ascending.unwrap_or(true);
+                        OrderBy {
+                            column: k.column_name,
+                            ascending,
+                            // DataFusion's default: nulls first when descending.
+                            nulls_first: k.nulls_first.unwrap_or(!ascending),
+                        }
+                    })
+                    .collect())
+            }
         }
     }
 }
@@ -260,6 +300,18 @@ pub fn query_body(req: &QueryRequest, version: Option<u64>) -> Value {
     if let Some(c) = &req.columns {
         body["columns"] = json!(c);
     }
+    if let Some(p) = &req.projections {
+        let map: serde_json::Map<String, Value> =
+            p.iter().map(|(a, e)| (a.clone(), json!(e))).collect();
+        body["columns"] = Value::Object(map);
+    }
+    if !req.order_by.is_empty() {
+        body["order_by"] = json!(req
+            .order_by
+            .iter()
+            .map(|o| json!({"column_name": o.column, "ascending": o.ascending, "nulls_first": o.nulls_first}))
+            .collect::<Vec<_>>());
+    }
     if let Some(o) = req.offset {
         body["offset"] = json!(o);
     }
@@ -297,6 +349,7 @@ mod tests {
             offset: Some(2),
             with_row_id: true,
             nearest: Some(q),
+            ..Default::default()
         };
         let mut want = req.clone();
         if let Some(n) = want.nearest.as_mut() {
@@ -312,6 +365,46 @@ mod tests {
         );
         let multi = parse(json!({"vector": [[1.0, 2.0], [3.0, 4.0]], "k": 1})).expect("multi");
         assert_eq!(multi.nearest.map(|n| n.vectors.len()), Some(2));
+    }
+
+    #[test]
+    fn projections_and_ordering_round_trip_in_order() {
+        let req = QueryRequest {
+            projections: Some(vec![
+                ("z".into(), "id + 1".into()),
+                ("a".into(), "upper(s)".into()),
+            ]),
+            order_by: vec![
+                OrderBy {
+                    column: "s".into(),
+                    ascending: false,
+                    nulls_first: true,
+                },
+                OrderBy {
+                    column: "id".into(),
+                    ascending: true,
+                    nulls_first: false,
+                },
+            ],
+            ..Default::default()
+        };
+        let body = query_body(&req, None);
+        let text = body.to_string();
+        assert!(text.find("\"z\"") < text.find("\"a\""), "{text}");
+        let back = parse(body).expect("parse");
+        assert_eq!(
+            (back.projections, back.order_by),
+            (req.projections, req.order_by)
+        );
+        // Every alias its own column: a list of names.
+        let plain = parse(json!({"vector": [], "columns": {"id": "id", "s": "s"}})).expect("plain");
+        assert_eq!(
+            (plain.columns, plain.projections),
+            (Some(vec!["id".into(), "s".into()]), None)
+        );
+        // Missing directions: ascending, nulls last; descending: nulls first.
+        let d = parse(json!({"order_by": [{"column_name": "v", "ascending": false}]})).expect("d");
+        assert!(d.order_by[0].nulls_first);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 mod admin;
 pub(crate) mod commit;
 pub mod evolve;
+pub mod finish;
 pub mod indices;
 mod ops;
 pub mod scan;

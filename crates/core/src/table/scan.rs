@@ -234,6 +234,9 @@ impl Pager {
 /// The schema of the answer to `req` over a table of `schema` (for an
 /// answer with no batch to carry it).
 pub fn answer_schema(schema: &Schema, req: &QueryRequest) -> Result<SchemaRef> {
+    if super::finish::needed(req) {
+        return super::finish::answer_schema(req, |r| answer_schema(schema, r));
+    }
     if req.nearest.is_some() {
         return Ok(VectorPlan::new(schema, req)?.output);
     }
@@ -357,8 +360,13 @@ impl NativeTable {
         Ok(n)
     }
 
-    /// Scans rows.
+    /// Scans rows (or searches them), ordered and projected as asked.
     pub fn query_sync(&self, req: &QueryRequest) -> Result<Vec<RecordBatch>> {
-        scan_snapshot(&self.snapshot()?, req)
+        let snap = self.snapshot()?;
+        super::finish::run(
+            req,
+            |r| scan_snapshot(&snap, r),
+            |r| answer_schema(&snap.manifest.schema, r),
+        )
     }
 }

@@ -118,14 +118,25 @@ impl MemWalTable {
         Ok(batches.iter().map(|b| b.num_rows() as u64).sum())
     }
 
-    /// A scan (or a vector search) through the overlay.
+    /// A scan (or a vector search) through the overlay, ordered and
+    /// projected as asked.
     pub fn query(&self, req: &QueryRequest) -> Result<Vec<RecordBatch>> {
         self.shared.check_readable()?;
         let v = self.view()?;
+        let schema = v.snap.schema();
+        Ok(memwal_core::table::finish::run(
+            req,
+            |r| self.query_view(&v, r).map_err(crate::Error::into_core),
+            |r| memwal_core::table::scan::answer_schema(&schema, r),
+        )?)
+    }
+
+    /// A scan (or a vector search) of one view.
+    fn query_view(&self, v: &View, req: &QueryRequest) -> Result<Vec<RecordBatch>> {
         let Some(mem_rows) = &v.rows else {
             return Ok(memwal_core::table::scan::scan_snapshot(&v.snap, req)?);
         };
-        let tiers = tiers(&v, mem_rows, &self.shared.base)?;
+        let tiers = tiers(v, mem_rows, &self.shared.base)?;
         let schema = v.snap.schema();
         if req.nearest.is_some() {
             return Ok(vec![memwal_core::table::scan::search_tiers(

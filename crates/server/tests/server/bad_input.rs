@@ -284,9 +284,21 @@ async fn regression_what_is_not_implemented_says_so() {
         ),
         (
             "/v1/table/t/query/",
-            r#"{"vector":[],"k":10,"order_by":[{"column_name":"id"}]}"#,
+            r#"{"vector":[],"k":10,"order_by":[{"column_name":"nope"}]}"#,
             400,
-            "order_by",
+            "order_by: no column 'nope'",
+        ),
+        (
+            "/v1/table/t/query/",
+            r#"{"vector":[],"k":10,"order_by":[{"col":"id"}]}"#,
+            400,
+            "`order_by` must be",
+        ),
+        (
+            "/v1/table/t/query/",
+            r#"{"vector":[1.0,2.0],"k":10,"order_by":[{"column_name":"id"}]}"#,
+            400,
+            "ordering a vector search",
         ),
         (
             "/v1/table/t/query/",
@@ -296,9 +308,9 @@ async fn regression_what_is_not_implemented_says_so() {
         ),
         (
             "/v1/table/t/query/",
-            r#"{"vector":[],"columns":{"x":"id + 1"}}"#,
+            r#"{"vector":[],"columns":{"x":"nope + 1"}}"#,
             400,
-            "SQL expressions",
+            "projection \"x\" = \"nope + 1\"",
         ),
         (
             "/v1/table/t/count_rows/",
@@ -341,7 +353,7 @@ async fn regression_what_is_not_implemented_says_so() {
     let (s, b) = get("/v1/namespace/$/table/list?limit=1").await;
     assert_eq!(
         (s, b.as_str()),
-        (200, r#"{"page_token":"t","tables":["t"]}"#)
+        (200, r#"{"tables":["t"],"page_token":"t"}"#)
     );
     let (s, b) = get("/v1/namespace/$/table/list?page_token=t").await;
     assert_eq!((s, b.as_str()), (200, r#"{"tables":["u"]}"#));

@@ -1,0 +1,130 @@
+/**
+ * Plain-query features through the TS API on a local folder table, an in-memory table and a table of the real
+ * bundled server (through our remote client, memWal rows still buffered included): orderBy (every direction and
+ * nulls placement, several keys, before offset and limit) against a plain JS sort of the same rows, SQL
+ * projections select({ alias: sql }), filters on struct fields, and what is refused says why.
+ */
+import { tableFromJSON } from "apache-arrow";
+import { InvalidInputError, NotSupportedError, type Table } from "../lib";
+import { tableKinds } from "./helpers";
+
+const { kinds } = tableKinds();
+
+type Row = { id: number; v: number | null; s: string; st: { a: number; b: string } };
+
+/** A small deterministic generator (the same rows on every run). */
+function rowsFor(n: number, seed: number): Row[] {
+  let x = seed;
+  const next = () => {
+    x = (x * 1103515245 + 12345) % 2147483648;
+    return x / 2147483648;
+  };
+  return Array.from({ length: n }, (_, i) => ({
+    id: i,
+    v: next() < 0.2 ? null : Math.floor(next() * 10),
+    s: ["a", "b", "c"][Math.floor(next() * 3)],
+    st: { a: Math.floor(next() * 5), b: `b${i % 4}` },
+  }));
+}
+
+/** The JS reference of orderBy: keys in turn, ties in scan (id) order. */
+function sortRef(rows: Row[], keys: Array<{ col: "v" | "s" | "id"; asc: boolean; nullsFirst: boolean }>): Row[] {
+  return [...rows].sort((a, b) => {
+    for (const k of keys) {
+      const [x, y] = [a[k.col], b[k.col]];
+      if (x === y) continue;
+      if (x === null) return k.nullsFirst ? -1 : 1;
+      if (y === null) return k.nullsFirst ? 1 : -1;
+      const c = x < y ? -1 : 1;
+      return k.asc ? c : -c;
+    }
+    return a.id - b.id;
+  });
+}
+
+async function load(open: () => Promise<import("../lib").Connection>, kind: string, name: string): Promise<[Table, Row[]]> {
+  const rows = rowsFor(60, 7);
+  const db = await open();
+  const data = tableFromJSON(rows.slice(0, 50) as unknown as Record<string, unknown>[]);
+  const t = await db.createTable(`${name}_${kind.replace(/\W/g, "_")}`, data);
+  // The last rows arrive by merge insert (on the MemWAL path on the server: still buffered when read).
+  const b = t.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll();
+  await (kind === "served" ? b.memWal() : b).execute(tableFromJSON(rows.slice(50) as unknown as Record<string, unknown>[]));
+  return [t, rows];
+}
+
+describe.each(kinds)("queries on a %s table", (kind, open) => {
+  test("orderBy sorts as a plain sort does, before offset and limit", async () => {
+    const [t, rows] = await load(open, kind, "order");
+    const cases: Array<Array<{ col: "v" | "s" | "id"; asc: boolean; nullsFirst: boolean }>> = [
+      [{ col: "v", asc: true, nullsFirst: false }],
+      [{ col: "v", asc: false, nullsFirst: true }],
+      [{ col: "v", asc: true, nullsFirst: true }],
+      [
+        { col: "s", asc: false, nullsFirst: false },
+        { col: "v", asc: true, nullsFirst: false },
+      ],
+    ];
+    for (const keys of cases) {
+      // The id last: the order of ties is not specified (a served table's buffered rows come in hash order).
+      const order = [...keys.map((k) => ({ columnName: k.col, ascending: k.asc, nullsFirst: k.nullsFirst })), { columnName: "id" }];
+      const got = await t.query().orderBy(order).select(["id"]).toArray();
+      expect(got.map((r) => Number(r.id))).toEqual(sortRef(rows, keys).map((r) => r.id));
+      const page = await t.query().where("id >= 10").orderBy(order).offset(5).limit(7).select(["id"]).toArray();
+      const want = sortRef(
+        rows.filter((r) => r.id >= 10),
+        keys,
+      ).slice(5, 12);
+      expect(page.map((r) => Number(r.id))).toEqual(want.map((r) => r.id));
+    }
+    // Defaults: ascending, nulls last; one key may be given alone; the row id goes along.
+    const one = await t
+      .query()
+      .orderBy([{ columnName: "v" }, { columnName: "id" }])
+      .withRowId()
+      .limit(3)
+      .toArray();
+    expect(one.map((r) => Number(r.id))).toEqual(
+      sortRef(rows, [{ col: "v", asc: true, nullsFirst: false }])
+        .slice(0, 3)
+        .map((r) => r.id),
+    );
+    expect(Object.keys(one[0]).at(-1)).toBe("_rowid");
+    await expect(t.query().orderBy({ columnName: "nope" }).toArray()).rejects.toThrow(/nope/);
+  });
+
+  test("select({ alias: sql }) computes columns; struct fields filter and project", async () => {
+    const [t, rows] = await load(open, kind, "proj");
+    const got = await t
+      .query()
+      .where("st.a >= 3 AND id < 55")
+      .select({ id: "id", twice: "id * 2", up: "upper(s)", b: "st.b" })
+      .orderBy({ columnName: "id" })
+      .toArray();
+    const want = rows.filter((r) => r.st.a >= 3 && r.id < 55);
+    expect(got).toEqual(want.map((r) => ({ id: r.id, twice: r.id * 2, up: r.s.toUpperCase(), b: r.st.b })));
+    // A Map keeps its order; a name alone is a column.
+    const m = await t
+      .query()
+      .select(
+        new Map([
+          ["z", "id + 1"],
+          ["id", "id"],
+        ]),
+      )
+      .limit(1)
+      .toArray();
+    expect(Object.keys(m[0])).toEqual(["z", "id"]);
+    expect((await t.query().select("s").limit(2).toArray()).map((r) => Object.keys(r))).toEqual([["s"], ["s"]]);
+    expect(await t.countRows("st.b = 'b1'")).toBe(rows.filter((r) => r.st.b === "b1").length);
+    await expect(t.query().select({ x: "nope + 1" }).toArray()).rejects.toThrow(InvalidInputError);
+    await expect(t.query().where("st.nope = 1").toArray()).rejects.toThrow(/st\.nope/);
+  });
+});
+
+test("orderBy on a vector search is refused by name", async () => {
+  const { connect } = await import("../lib");
+  const db = await connect("memory://");
+  const t = await db.createTable("v", [{ id: 1, vector: [1, 2] }]);
+  await expect(t.search([1, 2]).orderBy({ columnName: "id" }).toArray()).rejects.toThrow(NotSupportedError);
+});

@@ -1,0 +1,194 @@
+//! The last steps of a query once its rows are found: ordering
+//! (`order_by`, before offset and limit) and SQL projections
+//! (`select({alias: "sql"})`). [`run`] wraps any executor (a native table's
+//! scan, a served table's overlay), so every kind of table answers alike.
+//!
+//! When either is asked, the executor is run for every column (and, with
+//! an ordering, every matching row); the answer is then sorted, paged and
+//! projected here. The special columns of the executor's answer stay where
+//! Lance puts them: `query_index` first, `_distance` and `_rowid` last.
+
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, RecordBatch};
+use arrow::compute::{lexsort_to_indices, take_record_batch, SortColumn, SortOptions};
+use arrow_schema::{Field, Schema, SchemaRef};
+
+use crate::error::{Error, Result};
+use crate::filter::{Predicate, Resolve};
+use crate::keys::column_list;
+use crate::traits::QueryRequest;
+use crate::vector::{DISTANCE_COLUMN, QUERY_INDEX_COLUMN, ROW_ID_COLUMN};
+
+/// One sort key of `order_by`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrderBy {
+    /// The column.
+    pub column: String,
+    /// Smallest first.
+    pub ascending: bool,
+    /// Nulls before every value.
+    pub nulls_first: bool,
+}
+
+/// Whether `req` needs this module (otherwise executors answer it whole).
+pub fn needed(req: &QueryRequest) -> bool {
+    !req.order_by.is_empty() || req.projections.is_some()
+}
+
+/// Runs `req` through `exec`, doing here what the executor does not:
+/// ordering, then offset and limit, then SQL projections.
+pub fn run(
+    req: &QueryRequest,
+    exec: impl FnOnce(&QueryRequest) -> Result<Vec<RecordBatch>>,
+    answer_schema: impl FnOnce(&QueryRequest) -> Result<SchemaRef>,
+) -> Result<Vec<RecordBatch>> {
+    if !needed(req) {
+        return exec(req);
+    }
+    check(req)?;
+    let mut inner = req.clone();
+    inner.columns = None;
+    inner.projections = None;
+    inner.order_by = Vec::new();
+    if !req.order_by.is_empty() {
+        inner.limit = None;
+        inner.offset = None;
+    }
+    let batches = exec(&inner)?;
+    let all = match batches.first() {
+        Some(b) => arrow::compute::concat_batches(&b.schema(), &batches)?,
+        None => RecordBatch::new_empty(answer_schema(&inner)?),
+    };
+    let ordered = order(&all, req)?;
+    Ok(vec![project(&ordered, req)?])
+}
+
+/// The schema of the answer to `req` (for an answer with no rows), given
+/// the executor's answer schema of the request it is run with.
+pub fn answer_schema(
+    req: &QueryRequest,
+    inner_schema: impl FnOnce(&QueryRequest) -> Result<SchemaRef>,
+) -> Result<SchemaRef> {
+    let mut inner = req.clone();
+    inner.columns = None;
+    inner.projections = None;
+    inner.order_by = Vec::new();
+    let empty = RecordBatch::new_empty(inner_schema(&inner)?);
+    Ok(project(&empty, req)?.schema())
+}
+
+fn check(req: &QueryRequest) -> Result<()> {
+    if !req.order_by.is_empty() && req.nearest.is_some() {
+        return Err(Error::not_supported(
+            "ordering a vector search (order_by with a query vector) is not supported by memwal yet: \
+             a vector search is ordered by distance",
+        ));
+    }
+    if req.columns.is_some() && req.projections.is_some() {
+        return Err(Error::invalid(
+            "a query takes either a list of columns or SQL projections, not both",
+        ));
+    }
+    Ok(())
+}
+
+/// `b` sorted by `req.order_by` (stable: equal keys keep scan order), then
+/// paged by `req.offset` / `req.limit` (already paged by the executor when
+/// there is no ordering).
+fn order(b: &RecordBatch, req: &QueryRequest) -> Result<RecordBatch> {
+    if req.order_by.is_empty() {
+        return Ok(b.clone());
+    }
+    let mut keys: Vec<SortColumn> = Vec::with_capacity(req.order_by.len() + 1);
+    for o in &req.order_by {
+        let values = b.column_by_name(&o.column).ok_or_else(|| {
+            Error::invalid(format!(
+                "order_by: no column '{}' (columns: {})",
+                o.column,
+                column_list(&b.schema())
+            ))
+        })?;
+        keys.push(SortColumn {
+            values: values.clone(),
+            options: Some(SortOptions {
+                descending: !o.ascending,
+                nulls_first: o.nulls_first,
+            }),
+        });
+    }
+    // The scan position last: lexsort is not stable.
+    let position: ArrayRef = Arc::new(arrow::array::UInt64Array::from_iter_values(
+        0..b.num_rows() as u64,
+    ));
+    keys.push(SortColumn {
+        values: position,
+        options: None,
+    });
+    let idx = lexsort_to_indices(&keys, None)?;
+    let start = req.offset.unwrap_or(0).min(idx.len());
+    let len = req.limit.unwrap_or(usize::MAX).min(idx.len() - start);
+    Ok(take_record_batch(b, &idx.slice(start, len))?)
+}
+
+/// The columns `req` asks for, the executor's special columns around them.
+fn project(b: &RecordBatch, req: &QueryRequest) -> Result<RecordBatch> {
+    let schema = b.schema();
+    let special = |n: &str| matches!(n, QUERY_INDEX_COLUMN | DISTANCE_COLUMN | ROW_ID_COLUMN);
+    let mut fields: Vec<Field> = Vec::new();
+    let mut cols: Vec<ArrayRef> = Vec::new();
+    let keep = |name: &str, fields: &mut Vec<Field>, cols: &mut Vec<ArrayRef>| {
+        if let Ok(i) = schema.index_of(name) {
+            fields.push(schema.field(i).clone());
+            cols.push(b.column(i).clone());
+        }
+    };
+    keep(QUERY_INDEX_COLUMN, &mut fields, &mut cols);
+    match (&req.projections, &req.columns) {
+        (Some(exprs), _) => {
+            for (alias, sql) in exprs {
+                let p = Predicate::parse(sql, &schema, Resolve::Plain).map_err(|e| {
+                    Error::invalid(format!("projection {alias:?} = \"{sql}\": {e}"))
+                })?;
+                let v = p.values(b)?;
+                fields.push(Field::new(alias, v.data_type().clone(), true));
+                cols.push(v);
+            }
+        }
+        (None, Some(names)) => {
+            for n in names.iter().filter(|n| !special(n)) {
+                let i = schema.index_of(n).map_err(|_| {
+                    Error::invalid(format!(
+                        "unknown column '{n}' in select (columns: {})",
+                        column_list(&schema)
+                    ))
+                })?;
+                fields.push(schema.field(i).clone());
+                cols.push(b.column(i).clone());
+            }
+        }
+        (None, None) => {
+            for (f, c) in schema.fields().iter().zip(b.columns()) {
+                if !special(f.name()) {
+                    fields.push(f.as_ref().clone());
+                    cols.push(c.clone());
+                }
+            }
+        }
+    }
+    keep(DISTANCE_COLUMN, &mut fields, &mut cols);
+    keep(ROW_ID_COLUMN, &mut fields, &mut cols);
+    let mut names = std::collections::HashSet::new();
+    if let Some(dup) = fields.iter().find(|f| !names.insert(f.name().clone())) {
+        return Err(Error::invalid(format!(
+            "the answer would have two columns named '{}'",
+            dup.name()
+        )));
+    }
+    let opts = arrow::array::RecordBatchOptions::new().with_row_count(Some(b.num_rows()));
+    Ok(RecordBatch::try_new_with_options(
+        Arc::new(Schema::new(fields)),
+        cols,
+        &opts,
+    )?)
+}
