@@ -194,6 +194,26 @@ describe("the official @lancedb/lancedb client against memwal-server", () => {
     await db.dropTable("ev2");
   });
 
+  test("queries: select({ alias: sql }), orderBy, struct-field filters, explainPlan, analyzePlan", async () => {
+    const db = await lancedb.connect("db://test", { apiKey: "k", region: "us-east-1", hostOverride: server.url });
+    const t = await db.createTable("qs", [
+      { id: 1, v: 3, st: { a: 1, b: "x" } },
+      { id: 2, v: 1, st: { a: 2, b: "y" } },
+      { id: 3, v: 2, st: { a: 2, b: "z" } },
+    ]);
+    const sel = await t.query().select({ twice: "id * 2", b: "st.b" }).where("st.a = 2").toArray();
+    expect(sel.map((r: { twice: number; b: string }) => [Number(r.twice), r.b]).sort()).toEqual([
+      [4, "y"],
+      [6, "z"],
+    ]);
+    const ordered = await t.query().orderBy({ columnName: "v", ascending: false, nullsFirst: false }).select(["id"]).toArray();
+    expect(ordered.map((r: { id: number }) => Number(r.id))).toEqual([1, 3, 2]);
+    const plan = await t.query().where("id > 1").explainPlan(true);
+    expect(plan).toMatch(/filter: id > 1/);
+    expect(await t.query().where("id > 1").analyzePlan()).toMatch(/ran: 2 row\(s\)/);
+    await db.dropTable("qs");
+  });
+
   test("LSM calls: getLsmStats, flushLsm and checkpointLsm read and drive the server's MemWAL", async () => {
     const srv = await serve({ dataDir: tmpDir(), apiKey: "k", flushIntervalMs: 60_000 });
     try {

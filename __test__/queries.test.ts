@@ -122,6 +122,49 @@ describe.each(kinds)("queries on a %s table", (kind, open) => {
   });
 });
 
+describe.each(kinds)("plans on a %s table", (kind, open) => {
+  test("explainPlan says what is read, which index narrows, order, page and output; analyzePlan runs it", async () => {
+    const [t] = await load(open, kind, "plan");
+    const plain = await t.query().where("id = 3").explainPlan();
+    expect(plain).toMatch(/filter: id = 3/);
+    expect(plain).toMatch(/every live row is tested/);
+    expect(plain).toMatch(/output: id, v, s, st/);
+    if (kind === "served") expect(plain).toMatch(/MemWAL: 10 buffered row\(s\)/);
+    await t.createIndex("id");
+    const indexed = await t
+      .query()
+      .where("id = 3")
+      .select({ twice: "id * 2" })
+      .orderBy({ columnName: "v", ascending: false })
+      .limit(2)
+      .explainPlan(true);
+    expect(indexed).toMatch(/BTREE index picks the candidate rows/);
+    expect(indexed).toMatch(/order: v DESC NULLS FIRST/);
+    expect(indexed).toMatch(/page: offset 0, limit 2/);
+    expect(indexed).toMatch(/output: twice = id \* 2/);
+    expect(indexed).toMatch(/fragment \d+: \d+ row\(s\)/);
+    const analyzed = await t.query().where("id < 5").analyzePlan();
+    expect(analyzed).toMatch(/ran: 5 row\(s\) in [\d.]+ ms/);
+    await expect(t.query().where("nope = 1").explainPlan()).rejects.toThrow(/nope/);
+  });
+});
+
+test("explainPlan of a vector search names the index and what is searched exactly", async () => {
+  const { connect } = await import("../lib");
+  const db = await connect("memory://");
+  const rows = Array.from({ length: 300 }, (_, i) => ({ id: i, vector: [Math.sin(i), Math.cos(i), i % 7] }));
+  const t = await db.createTable("vp", rows);
+  expect(await t.search([1, 0, 0]).explainPlan()).toMatch(/exact search of every row \(no vector index on 'vector'\)/);
+  const { Index } = await import("../lib");
+  await t.createIndex("vector", { config: Index.ivfFlat({ numPartitions: 4 }) });
+  await t.add([{ id: 1000, vector: [0, 0, 0] }]);
+  const p = await t.search([1, 0, 0]).where("id > 5").explainPlan();
+  expect(p).toMatch(/vector search: column 'vector' \(dimension 3\), 1 query vector\(s\), k 10, distance l2/);
+  expect(p).toMatch(/index IVF_FLAT 'vector_idx': 300 row\(s\)/);
+  expect(p).toMatch(/1 row\(s\) not in the index: searched exactly/);
+  expect(p).toMatch(/filter before ranking \(prefilter\): id > 5/);
+});
+
 test("orderBy on a vector search is refused by name", async () => {
   const { connect } = await import("../lib");
   const db = await connect("memory://");

@@ -97,6 +97,8 @@ export interface NativeTable {
   delete(predicate: string): Promise<{ version: number; numDeletedRows: number }>;
   update(filter: string | null | undefined, valuesSql: Record<string, string>): Promise<{ version: number; rowsUpdated: number }>;
   query(options: NativeQueryOptions): Promise<Buffer>;
+  explainPlan(options: NativeQueryOptions, verbose?: boolean | null): Promise<string>;
+  analyzePlan(options: NativeQueryOptions): Promise<string>;
   optimize(): Promise<{ version: number; fragmentsRemoved: number; fragmentsAdded: number; deletedRowsPurged: number }>;
   mergeInsert(options: NativeMergeInsertOptions, data: Buffer): Promise<NativeMergeResult>;
   createIndex(column: string, options: NativeIndexOptions): Promise<void>;

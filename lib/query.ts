@@ -119,6 +119,17 @@ abstract class QueryBase<Self> {
     this.opts.withRowId = true;
     return this.self();
   }
+  /**
+   * How the query would run, as readable text (as @lancedb/lancedb's `explainPlan`; not DataFusion's plan
+   * format): what is read, which index narrows or ranks, what is searched exactly, ordering, paging, output.
+   */
+  explainPlan(verbose = false): Promise<string> {
+    return call(() => this.table.explainPlan({ ...this.opts }, verbose));
+  }
+  /** Runs the query and returns its plan with the rows it returned and the time it took. */
+  analyzePlan(): Promise<string> {
+    return call(() => this.table.analyzePlan({ ...this.opts }));
+  }
   /** Runs the query. */
   async toArrow(): Promise<ArrowTable> {
     const buf = await call(() => this.table.query({ ...this.opts }));

@@ -206,6 +206,10 @@ await step("tags_list", async () => (await t.tags()).list());
 await step("tags_update", async () => (await t.tags()).update("v2", 3));
 await step("tags_version", async () => (await t.tags()).getVersion("v2"));
 await step("tags_delete", async () => (await t.tags()).delete("v2"));
+await step("query_projection", () => t.query().select({ twice: "id * 2", s: "s" }).toArrow());
+await step("query_order_by", () => t.query().orderBy({ columnName: "a", ascending: false, nullsFirst: true }).toArrow());
+await step("explain_plan", () => t.query().where("id > 1").explainPlan(true));
+await step("analyze_plan", () => t.query().where("id > 1").analyzePlan());
 await step("add_columns", () => t.addColumns([{ name: "b", valueSql: "a * 2" }]));
 await step("alter_columns", () =>
   t.alterColumns([

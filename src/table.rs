@@ -703,6 +703,27 @@ impl Table {
             .into())
     }
 
+    /// How the query would run, as text.
+    #[napi(catch_unwind)]
+    pub async fn explain_plan(
+        &self,
+        options: QueryOptions,
+        verbose: Option<bool>,
+    ) -> napi::Result<String> {
+        let req = options.into_request()?;
+        self.inner
+            .explain_plan(req, verbose.unwrap_or(false))
+            .await
+            .map_err(error::core)
+    }
+
+    /// Runs the query and reports its plan with rows and time.
+    #[napi(catch_unwind)]
+    pub async fn analyze_plan(&self, options: QueryOptions) -> napi::Result<String> {
+        let req = options.into_request()?;
+        self.inner.analyze_plan(req).await.map_err(error::core)
+    }
+
     /// Compacts fragments and purges deleted rows.
     #[napi(catch_unwind)]
     pub async fn optimize(&self) -> napi::Result<OptimizeStats> {

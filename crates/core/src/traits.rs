@@ -173,6 +173,19 @@ pub trait Table: Send + Sync + std::fmt::Debug {
     ) -> Result<UpdateResult>;
     /// Scans rows.
     async fn query(&self, request: QueryRequest) -> Result<Vec<RecordBatch>>;
+    /// How `request` would run, as readable text (`verbose`: more detail).
+    async fn explain_plan(&self, request: QueryRequest, verbose: bool) -> Result<String>;
+    /// Runs `request` and reports its plan with what it took (rows, time).
+    async fn analyze_plan(&self, request: QueryRequest) -> Result<String> {
+        let plan = self.explain_plan(request.clone(), true).await?;
+        let started = std::time::Instant::now();
+        let batches = self.query(request).await?;
+        let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+        Ok(format!(
+            "{plan}  ran: {rows} row(s) in {:.3} ms\n",
+            started.elapsed().as_secs_f64() * 1000.0
+        ))
+    }
     /// Compacts fragments and purges deleted rows.
     async fn optimize(&self) -> Result<OptimizeStats>;
     /// Runs a merge insert whose clauses were validated by the builder.

@@ -646,6 +646,27 @@ impl Table for RemoteTable {
         let (resp, rid) = self.send_json("stats/", None).await?;
         Ok(answer(json_of(resp, &rid).await?)?)
     }
+    /// `explain_plan/` `{"query": <the query body>, "verbose"}`: a string.
+    async fn explain_plan(
+        &self,
+        request: QueryRequest,
+        verbose: bool,
+    ) -> memwal_core::Result<String> {
+        let body =
+            json!({"query": protocol::query_body(&request, self.version), "verbose": verbose});
+        let v = self.post_json("explain_plan/", body).await?;
+        Ok(answer(v)?)
+    }
+    /// `analyze_plan/` with the query body: a string.
+    async fn analyze_plan(&self, request: QueryRequest) -> memwal_core::Result<String> {
+        let v = self
+            .post_json(
+                "analyze_plan/",
+                protocol::query_body(&request, self.version),
+            )
+            .await?;
+        Ok(answer(v)?)
+    }
     async fn add_columns(&self, columns: NewColumns) -> memwal_core::Result<u64> {
         let body = protocol::AddColumnsBody::from_new_columns(&columns)?;
         self.evolve("add_columns/", serde_json::to_value(body))

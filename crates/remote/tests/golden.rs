@@ -438,6 +438,42 @@ async fn every_operation_matches_the_official_client_capture() {
     assert_eq!(latest.tag_version("v2").await.expect("version"), 3);
     set("tags_delete");
     latest.delete_tag("v2").await.expect("delete");
+    set("query_projection");
+    latest
+        .query(QueryRequest {
+            projections: Some(vec![
+                ("twice".into(), "id * 2".into()),
+                ("s".into(), "s".into()),
+            ]),
+            ..Default::default()
+        })
+        .await
+        .expect("projection");
+    set("query_order_by");
+    latest
+        .query(QueryRequest {
+            order_by: vec![memwal_core::table::finish::OrderBy {
+                column: "a".into(),
+                ascending: false,
+                nulls_first: true,
+            }],
+            ..Default::default()
+        })
+        .await
+        .expect("order by");
+    let filtered = QueryRequest {
+        filter: Some("id > 1".into()),
+        ..Default::default()
+    };
+    set("explain_plan");
+    let plan = latest
+        .explain_plan(filtered.clone(), true)
+        .await
+        .expect("explain");
+    assert!(plan.contains("id > 1"), "{plan}");
+    set("analyze_plan");
+    let ran = latest.analyze_plan(filtered).await.expect("analyze");
+    assert!(ran.contains("ran:"), "{ran}");
     set("add_columns");
     latest
         .add_columns(NewColumns::Sql(vec![("b".into(), "a * 2".into())]))

@@ -45,6 +45,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/table/{name}/delete/", post(delete))
         .route("/v1/table/{name}/update/", post(update))
         .route("/v1/table/{name}/query/", post(query))
+        .route("/v1/table/{name}/explain_plan/", post(explain_plan))
+        .route("/v1/table/{name}/analyze_plan/", post(analyze_plan))
         .route("/v1/table/{name}/version/list/", post(list_versions))
         .route("/v1/table/{name}/optimize/", post(optimize))
         .route("/v1/table/{name}/restore/", post(restore))
@@ -375,6 +377,47 @@ async fn update(
         rows_updated: r.rows_updated,
         version: r.version,
     }))
+}
+
+/// The table a query body reads: the served table, or the base at the
+/// body's version.
+async fn query_target(
+    state: &AppState,
+    name: &str,
+    version: Option<u64>,
+) -> Result<Arc<dyn Table>> {
+    let t = state.table(name)?;
+    Ok(
+        match blocking(move || Ok((at_version(&t, version)?, t))).await? {
+            (Some(old), _) => Arc::new(old),
+            (None, t) => Arc::new(t),
+        },
+    )
+}
+
+/// `{"query": {...}, "verbose": bool}` -> the plan as a JSON string.
+async fn explain_plan(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Json<String>> {
+    let b: protocol::ExplainBody = json_body(&body)?;
+    let q = b.query.unwrap_or_default();
+    let req = q.to_request()?;
+    let t = query_target(&state, &name, q.version).await?;
+    Ok(Json(t.explain_plan(req, b.verbose == Some(true)).await?))
+}
+
+/// The query body of `query/` -> its plan and what running it took.
+async fn analyze_plan(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Json<String>> {
+    let q: QueryBody = json_body(&body)?;
+    let req = q.to_request()?;
+    let t = query_target(&state, &name, q.version).await?;
+    Ok(Json(t.analyze_plan(req).await?))
 }
 
 async fn query(

@@ -261,6 +261,35 @@ impl Table for ServedTable {
     async fn stats(&self) -> memwal_core::Result<memwal_core::TableStats> {
         self.table_stats().await.map_err(core)
     }
+    async fn explain_plan(
+        &self,
+        request: QueryRequest,
+        verbose: bool,
+    ) -> memwal_core::Result<String> {
+        let mem = self.mem.clone();
+        blocking(move || {
+            let lsm = mem.lsm_stats()?;
+            let memtables = lsm
+                .buckets
+                .first()
+                .and_then(|b| b.memtables.as_deref())
+                .unwrap_or(&[]);
+            let buffered = memwal_core::table::explain::Buffered {
+                rows: memtables.iter().map(|m| m.rows).sum(),
+                memtables: memtables.iter().filter(|m| m.rows > 0).count() as u64,
+            };
+            let base = mem.base();
+            Ok(memwal_core::table::explain::explain(
+                base.table_name(),
+                &base.snapshot()?,
+                &request,
+                verbose,
+                Some(buffered),
+            )?)
+        })
+        .await
+        .map_err(core)
+    }
     async fn add_columns(&self, columns: NewColumns) -> memwal_core::Result<u64> {
         self.reshape(move |b| b.add_columns_sync(&columns))
             .await

@@ -19,7 +19,7 @@ pub use evolve::{
 pub use index::{
     create_index_body, CreateIndexBody, IndexEntry, IndexListResponse, IndexStatsResponse,
 };
-pub use query::{query_body, QueryBody, PHALANX_VERSION};
+pub use query::{query_body, ExplainBody, QueryBody, PHALANX_VERSION};
 
 /// Content type of an Arrow IPC stream body.
 pub const ARROW_STREAM: &str = "application/vnd.apache.arrow.stream";

@@ -71,6 +71,17 @@ pub struct QueryBody {
     pub approx_mode: Option<serde_json::Value>,
 }
 
+/// The body of `explain_plan/`: the query as `query/` takes it, and
+/// whether to say more.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExplainBody {
+    /// The query.
+    pub query: Option<QueryBody>,
+    /// More detail.
+    pub verbose: Option<bool>,
+}
+
 impl QueryBody {
     /// Whether a query vector was sent.
     pub fn has_vector(&self) -> bool {

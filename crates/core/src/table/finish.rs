@@ -78,7 +78,8 @@ pub fn answer_schema(
     Ok(project(&empty, req)?.schema())
 }
 
-fn check(req: &QueryRequest) -> Result<()> {
+/// Refuses what cannot be asked together.
+pub(crate) fn check(req: &QueryRequest) -> Result<()> {
     if !req.order_by.is_empty() && req.nearest.is_some() {
         return Err(Error::not_supported(
             "ordering a vector search (order_by with a query vector) is not supported by memwal yet: \

@@ -8,6 +8,7 @@
 mod admin;
 pub(crate) mod commit;
 pub mod evolve;
+pub mod explain;
 pub mod finish;
 pub mod indices;
 mod ops;
@@ -517,6 +518,12 @@ impl Table for NativeTable {
     }
     async fn stats(&self) -> Result<crate::stats::TableStats> {
         self.blocking(|t| t.stats_sync()).await
+    }
+    async fn explain_plan(&self, request: QueryRequest, verbose: bool) -> Result<String> {
+        self.blocking(move |t| {
+            explain::explain(t.table_name(), &t.snapshot()?, &request, verbose, None)
+        })
+        .await
     }
     async fn add_columns(&self, columns: evolve::NewColumns) -> Result<u64> {
         self.blocking(move |t| t.add_columns_sync(&columns)).await

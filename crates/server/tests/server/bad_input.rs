@@ -237,6 +237,24 @@ async fn regression_what_is_not_implemented_says_so() {
             400,
             "no column 'nope'",
         ),
+        (
+            "/v1/table/t/explain_plan/",
+            r#"{"query":{"vector":[],"filter":"nope > 1"},"verbose":false}"#,
+            400,
+            "unknown column 'nope'",
+        ),
+        (
+            "/v1/table/t/explain_plan/",
+            r#"{"query":{"vector":[]},"bogus":1}"#,
+            400,
+            "unknown field `bogus`",
+        ),
+        (
+            "/v1/table/t/analyze_plan/",
+            r#"{"vector":[],"order_by":[{"column_name":"nope"}]}"#,
+            400,
+            "no column 'nope'",
+        ),
         ("/v1/table/t/rename/", "{}", 400, "new_table_name"),
         (
             "/v1/table/t/rename/",

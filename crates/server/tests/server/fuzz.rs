@@ -34,6 +34,8 @@ fn route() -> impl Strategy<Value = String> {
         "alter_columns/",
         "drop_columns/",
         "rename/",
+        "explain_plan/",
+        "analyze_plan/",
         "nope/",
     ])
     .prop_map(str::to_string)
