@@ -211,6 +211,13 @@ describe("the official @lancedb/lancedb client against memwal-server", () => {
     const plan = await t.query().where("id > 1").explainPlan(true);
     expect(plan).toMatch(/filter: id > 1/);
     expect(await t.query().where("id > 1").analyzePlan()).toMatch(/ran: 2 row\(s\)/);
+    // takeOffsets / takeRowIds (sent as `_rowoffset IN` / `_rowid IN` filters).
+    const byOffset = await t.takeOffsets([0, 2]).toArray();
+    expect(byOffset.map((r: { id: number }) => Number(r.id))).toEqual([1, 3]);
+    const withIds = await t.query().withRowId().toArray();
+    const ids = withIds.filter((r: { id: number }) => Number(r.id) !== 2).map((r: { _rowid: bigint }) => r._rowid);
+    const byId = await t.takeRowIds(ids).toArray();
+    expect(byId.map((r: { id: number }) => Number(r.id))).toEqual([1, 3]);
     await db.dropTable("qs");
   });
 

@@ -171,3 +171,31 @@ test("orderBy on a vector search is refused by name", async () => {
   const t = await db.createTable("v", [{ id: 1, vector: [1, 2] }]);
   await expect(t.search([1, 2]).orderBy({ columnName: "id" }).toArray()).rejects.toThrow(NotSupportedError);
 });
+
+describe.each(kinds)("take on a %s table", (kind, open) => {
+  test("takeOffsets and takeRowIds answer the rows asked for, in scan order", async () => {
+    const [t, rows] = await load(open, kind, "take");
+    const all = await t.query().withRowId().toArray();
+    expect(all.length).toBe(rows.length);
+    const offsets = [0, 7, 49, 50, 59, 1000];
+    const byOffset = await t.takeOffsets(offsets).toArray();
+    expect(byOffset.map((r) => Number(r.id))).toEqual([0, 7, 49, 50, 59].map((o) => Number(all[o].id)));
+    expect(Object.keys(byOffset[0])).toEqual(["id", "v", "s", "st"]);
+    // Row ids of stored and (on the server) buffered rows, big ones included.
+    const pick = [all[3], all[52], all[58]];
+    const ids = pick.map((r) => r._rowid as bigint);
+    const byId = await t
+      .takeRowIds([...ids, 123456789n])
+      .select(["id"])
+      .withRowId()
+      .toArray();
+    expect(byId.map((r) => [Number(r.id), r._rowid])).toEqual(pick.map((r) => [Number(r.id), r._rowid]));
+    expect(await t.takeRowIds([]).toArray()).toEqual([]);
+    expect(() => t.takeOffsets([-1])).toThrow(InvalidInputError);
+    expect(() => t.takeRowIds([1.5])).toThrow(InvalidInputError);
+    // The filter may read _rowoffset with other columns, and page.
+    const paged = await t.query().where("_rowoffset < 10 AND v IS NOT NULL").limit(2).offset(1).toArray();
+    const want = all.slice(0, 10).filter((r) => r.v !== null);
+    expect(paged.map((r) => Number(r.id))).toEqual(want.slice(1, 3).map((r) => Number(r.id)));
+  });
+});

@@ -307,6 +307,30 @@ export class Table {
     return new Query(this.inner);
   }
 
+  /**
+   * The rows at these positions of a scan of the table's live rows (0 is the first), as @lancedb/lancedb's
+   * `takeOffsets`: a query (select, withRowId, toArray ...) answering them in scan order.
+   */
+  takeOffsets(offsets: number[]): Query {
+    if (!Array.isArray(offsets)) throw invalid("takeOffsets(offsets) must be an array of whole numbers");
+    const list = offsets.map((o, i) => count(`takeOffsets(offsets)[${i}]`, o));
+    return this.query().where(list.length === 0 ? "false" : `_rowoffset IN (${list.join(", ")})`);
+  }
+
+  /**
+   * The rows with these row ids (from `withRowId()`: stable for a row within a version), as @lancedb/lancedb's
+   * `takeRowIds`: a query answering them in scan order; ids of no live row are skipped.
+   */
+  takeRowIds(rowIds: Array<number | bigint>): Query {
+    if (!Array.isArray(rowIds)) throw invalid("takeRowIds(rowIds) must be an array of row ids");
+    const list = rowIds.map((r, i) => {
+      const ok = typeof r === "bigint" ? r >= 0n && r < 2n ** 64n : Number.isSafeInteger(r) && r >= 0;
+      if (!ok) throw invalid(`takeRowIds(rowIds)[${i}] must be a row id (a whole number from 0 to 2^64-1), got ${String(r)}`);
+      return BigInt(r).toString();
+    });
+    return this.query().where(list.length === 0 ? "false" : `_rowid IN (${list.join(", ")})`);
+  }
+
   /** A vector query for the rows nearest to `vector` (as @lancedb/lancedb's `search`). */
   search(vector: IntoVector): VectorQuery {
     return vectorQuery(this.inner, vector);

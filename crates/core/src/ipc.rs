@@ -273,11 +273,41 @@ pub fn write_file(
         other => Error::Arrow(other),
     };
     let mut w = FileWriter::try_new(out, schema).map_err(io)?;
+    // A file holds one dictionary per field: batches whose dictionaries
+    // differ (a served table's stored and buffered rows) become one batch.
+    let merged;
+    let batches = if batches.len() > 1
+        && schema
+            .fields()
+            .iter()
+            .any(|f| has_dictionary(f.data_type()))
+    {
+        merged = [arrow::compute::concat_batches(
+            &schema_ref(schema.clone()),
+            batches,
+        )?];
+        &merged[..]
+    } else {
+        batches
+    };
     for b in batches {
         w.write(b).map_err(io)?;
     }
     w.finish().map_err(io)?;
     Ok(())
+}
+
+/// Whether `dt` is, or holds, a dictionary.
+fn has_dictionary(dt: &arrow_schema::DataType) -> bool {
+    use arrow_schema::DataType as D;
+    match dt {
+        D::Dictionary(..) => true,
+        D::List(f) | D::LargeList(f) | D::FixedSizeList(f, _) | D::Map(f, _) => {
+            has_dictionary(f.data_type())
+        }
+        D::Struct(fs) => fs.iter().any(|f| has_dictionary(f.data_type())),
+        _ => false,
+    }
 }
 
 /// A schema only (no batches), as a stream.
@@ -288,4 +318,28 @@ pub fn encode_schema(schema: &Schema) -> Result<Vec<u8>> {
 /// Wraps a schema for [`Data`].
 pub fn schema_ref(schema: Schema) -> arrow_schema::SchemaRef {
     Arc::new(schema)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Array, DictionaryArray, RecordBatch};
+    use arrow::datatypes::Int32Type;
+
+    #[test]
+    fn batches_with_different_dictionaries_make_one_file() {
+        let a: DictionaryArray<Int32Type> = vec!["x", "y"].into_iter().collect();
+        let b: DictionaryArray<Int32Type> = vec!["z"].into_iter().collect();
+        let schema = Arc::new(Schema::new(vec![arrow_schema::Field::new(
+            "d",
+            a.data_type().clone(),
+            true,
+        )]));
+        let batches = [
+            RecordBatch::try_new(schema.clone(), vec![Arc::new(a)]).expect("a"),
+            RecordBatch::try_new(schema.clone(), vec![Arc::new(b)]).expect("b"),
+        ];
+        let bytes = encode_file(&schema, &batches).expect("one file");
+        assert_eq!(decode(&bytes).expect("read").num_rows(), 3);
+    }
 }

@@ -122,9 +122,9 @@ impl Binder<'_> {
             return Ok(e);
         }
         if matches!(joined.as_str(), "_rowid" | "_rowoffset") {
-            // What @lancedb/lancedb's takeRowIds / takeOffsets send.
+            // Queries read them (table::finish); counts, deletes and updates not yet.
             return Err(Error::not_supported(format!(
-                "filtering on {joined} (takeRowIds / takeOffsets) is not supported by memwal yet, in filter \"{}\"",
+                "{joined} is readable by queries only (takeRowIds / takeOffsets, where); filtering a count, delete or update on it is not supported by memwal yet, in filter \"{}\"",
                 self.sql
             )));
         }
@@ -171,6 +171,9 @@ impl Binder<'_> {
             Value::Number(n, _) => {
                 if let Ok(i) = n.parse::<i64>() {
                     Arc::new(Int64Array::from(vec![i]))
+                } else if let Ok(u) = n.parse::<u64>() {
+                    // Past i64 (row ids of buffered MemWAL rows): exact, not a float.
+                    Arc::new(arrow::array::UInt64Array::from(vec![u]))
                 } else if let Ok(f) = n.parse::<f64>() {
                     Arc::new(Float64Array::from(vec![f]))
                 } else {

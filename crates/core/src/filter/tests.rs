@@ -148,3 +148,49 @@ fn row_id_and_offset_filters_say_they_are_not_supported() {
     let e = Predicate::parse("nope = 1", &b.schema(), Resolve::Plain).expect_err("unknown");
     assert_eq!(e.code(), crate::ErrorCode::InvalidInput);
 }
+
+#[test]
+fn literals_past_i64_compare_exactly_with_u64_columns() {
+    // Row ids of buffered MemWAL rows start at 2^63: a float literal would
+    // match the neighbouring ids too.
+    let base = 1u64 << 63;
+    let ids = arrow::array::UInt64Array::from(vec![base, base + 1, base + 2, 5]);
+    let schema = Arc::new(Schema::new(vec![Field::new(
+        "_rowid",
+        DataType::UInt64,
+        false,
+    )]));
+    let b = RecordBatch::try_new(schema.clone(), vec![Arc::new(ids)]).expect("batch");
+    let sql = format!("_rowid IN ({}, 5)", base + 1);
+    let p = Predicate::parse(&sql, &schema, Resolve::Plain).expect("parse");
+    let m = p.mask(&b).expect("mask");
+    assert_eq!(
+        m.iter().collect::<Vec<_>>(),
+        [Some(false), Some(true), Some(false), Some(true)]
+    );
+}
+
+#[test]
+fn struct_fields_are_columns_null_where_the_struct_is() {
+    use arrow::array::{Array, StructArray};
+    let a = Arc::new(Int64Array::from(vec![1, 2, 3])) as arrow::array::ArrayRef;
+    let fields = arrow_schema::Fields::from(vec![Field::new("a", DataType::Int64, true)]);
+    let nulls = arrow::buffer::NullBuffer::from(vec![true, false, true]);
+    let st = StructArray::new(fields.clone(), vec![a], Some(nulls));
+    let schema = Arc::new(Schema::new(vec![Field::new(
+        "st",
+        DataType::Struct(fields),
+        true,
+    )]));
+    let b = RecordBatch::try_new(schema.clone(), vec![Arc::new(st)]).expect("batch");
+    let p = Predicate::parse("st.a >= 2", &schema, Resolve::Plain).expect("parse");
+    let m = p.mask(&b).expect("mask");
+    // Row 1's child value 2 is hidden by its null struct.
+    assert_eq!(
+        m.iter().collect::<Vec<_>>(),
+        [Some(false), Some(false), Some(true)]
+    );
+    let v = Predicate::parse("st.A", &schema, Resolve::Plain).expect("case");
+    assert!(v.values(&b).expect("values").is_null(1));
+    assert!(Predicate::parse("st.nope = 1", &schema, Resolve::Plain).is_err());
+}

@@ -31,9 +31,33 @@ pub struct OrderBy {
     pub nulls_first: bool,
 }
 
+/// The position of a row among the live rows of a scan (what
+/// @lancedb/lancedb's `takeOffsets` filters on).
+pub const ROW_OFFSET_COLUMN: &str = "_rowoffset";
+
 /// Whether `req` needs this module (otherwise executors answer it whole).
 pub fn needed(req: &QueryRequest) -> bool {
-    !req.order_by.is_empty() || req.projections.is_some()
+    !req.order_by.is_empty()
+        || req.projections.is_some()
+        || virtual_filter(req)
+        || lists(req, ROW_OFFSET_COLUMN)
+        || lists(req, ROW_ID_COLUMN)
+}
+
+/// Whether the filter may read `_rowid` / `_rowoffset` (then it is
+/// evaluated here, over rows that carry them; a false positive only moves
+/// the work here).
+fn virtual_filter(req: &QueryRequest) -> bool {
+    req.filter
+        .as_deref()
+        .is_some_and(|f| f.contains(ROW_ID_COLUMN) || f.contains(ROW_OFFSET_COLUMN))
+}
+
+/// Whether `req.columns` names `col`.
+fn lists(req: &QueryRequest, col: &str) -> bool {
+    req.columns
+        .as_ref()
+        .is_some_and(|c| c.iter().any(|n| n == col))
 }
 
 /// Runs `req` through `exec`, doing here what the executor does not:
@@ -47,21 +71,70 @@ pub fn run(
         return exec(req);
     }
     check(req)?;
-    let mut inner = req.clone();
-    inner.columns = None;
-    inner.projections = None;
-    inner.order_by = Vec::new();
-    if !req.order_by.is_empty() {
-        inner.limit = None;
-        inner.offset = None;
-    }
+    let inner = inner_request(req);
     let batches = exec(&inner)?;
     let all = match batches.first() {
         Some(b) => arrow::compute::concat_batches(&b.schema(), &batches)?,
         None => RecordBatch::new_empty(answer_schema(&inner)?),
     };
-    let ordered = order(&all, req)?;
+    let found = take(&all, req)?;
+    let ordered = order(&found, req, inner.limit.is_none())?;
     Ok(vec![project(&ordered, req)?])
+}
+
+/// What the executor is asked: every column; every row (with its row id)
+/// when the filter reads `_rowid` / `_rowoffset` or `_rowoffset` is asked
+/// for; every matching row when there is an ordering.
+fn inner_request(req: &QueryRequest) -> QueryRequest {
+    let mut inner = req.clone();
+    inner.columns = None;
+    inner.projections = None;
+    inner.order_by = Vec::new();
+    let offsets = virtual_filter(req) || lists(req, ROW_OFFSET_COLUMN);
+    if offsets {
+        inner.filter = None;
+        inner.with_row_id = true;
+    }
+    if offsets || !req.order_by.is_empty() {
+        inner.limit = None;
+        inner.offset = None;
+    }
+    inner
+}
+
+/// With `_rowoffset` wanted: the rows numbered in scan order, then, with a
+/// filter reading `_rowid` / `_rowoffset`, only those passing it.
+fn take(b: &RecordBatch, req: &QueryRequest) -> Result<RecordBatch> {
+    if !(virtual_filter(req) || lists(req, ROW_OFFSET_COLUMN)) {
+        return Ok(b.clone());
+    }
+    let mut fields: Vec<Field> = b
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
+    fields.push(Field::new(
+        ROW_OFFSET_COLUMN,
+        arrow_schema::DataType::UInt64,
+        false,
+    ));
+    let mut cols = b.columns().to_vec();
+    cols.push(Arc::new(arrow::array::UInt64Array::from_iter_values(
+        0..b.num_rows() as u64,
+    )));
+    let opts = arrow::array::RecordBatchOptions::new().with_row_count(Some(b.num_rows()));
+    let numbered = RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), cols, &opts)?;
+    match req.filter.as_deref().filter(|_| virtual_filter(req)) {
+        Some(f) => {
+            let p = Predicate::parse(f, &numbered.schema(), Resolve::Plain)?;
+            Ok(arrow::compute::filter_record_batch(
+                &numbered,
+                &p.mask(&numbered)?,
+            )?)
+        }
+        None => Ok(numbered),
+    }
 }
 
 /// The schema of the answer to `req` (for an answer with no rows), given
@@ -70,12 +143,9 @@ pub fn answer_schema(
     req: &QueryRequest,
     inner_schema: impl FnOnce(&QueryRequest) -> Result<SchemaRef>,
 ) -> Result<SchemaRef> {
-    let mut inner = req.clone();
-    inner.columns = None;
-    inner.projections = None;
-    inner.order_by = Vec::new();
+    let inner = inner_request(req);
     let empty = RecordBatch::new_empty(inner_schema(&inner)?);
-    Ok(project(&empty, req)?.schema())
+    Ok(project(&take(&empty, req)?, req)?.schema())
 }
 
 /// Refuses what cannot be asked together.
@@ -84,6 +154,11 @@ pub(crate) fn check(req: &QueryRequest) -> Result<()> {
         return Err(Error::not_supported(
             "ordering a vector search (order_by with a query vector) is not supported by memwal yet: \
              a vector search is ordered by distance",
+        ));
+    }
+    if req.nearest.is_some() && (virtual_filter(req) || lists(req, ROW_OFFSET_COLUMN)) {
+        return Err(Error::not_supported(
+            "a vector search filtered on _rowid / _rowoffset (or returning _rowoffset) is not supported by memwal yet",
         ));
     }
     if req.columns.is_some() && req.projections.is_some() {
@@ -95,11 +170,15 @@ pub(crate) fn check(req: &QueryRequest) -> Result<()> {
 }
 
 /// `b` sorted by `req.order_by` (stable: equal keys keep scan order), then
-/// paged by `req.offset` / `req.limit` (already paged by the executor when
-/// there is no ordering).
-fn order(b: &RecordBatch, req: &QueryRequest) -> Result<RecordBatch> {
+/// paged by `req.offset` / `req.limit` (unless the executor paged it).
+fn order(b: &RecordBatch, req: &QueryRequest, unpaged: bool) -> Result<RecordBatch> {
     if req.order_by.is_empty() {
-        return Ok(b.clone());
+        if !unpaged {
+            return Ok(b.clone());
+        }
+        let start = req.offset.unwrap_or(0).min(b.num_rows());
+        let len = req.limit.unwrap_or(usize::MAX).min(b.num_rows() - start);
+        return Ok(b.slice(start, len));
     }
     let mut keys: Vec<SortColumn> = Vec::with_capacity(req.order_by.len() + 1);
     for o in &req.order_by {
@@ -135,7 +214,12 @@ fn order(b: &RecordBatch, req: &QueryRequest) -> Result<RecordBatch> {
 /// The columns `req` asks for, the executor's special columns around them.
 fn project(b: &RecordBatch, req: &QueryRequest) -> Result<RecordBatch> {
     let schema = b.schema();
-    let special = |n: &str| matches!(n, QUERY_INDEX_COLUMN | DISTANCE_COLUMN | ROW_ID_COLUMN);
+    let special = |n: &str| {
+        matches!(
+            n,
+            QUERY_INDEX_COLUMN | DISTANCE_COLUMN | ROW_ID_COLUMN | ROW_OFFSET_COLUMN
+        )
+    };
     let mut fields: Vec<Field> = Vec::new();
     let mut cols: Vec<ArrayRef> = Vec::new();
     let keep = |name: &str, fields: &mut Vec<Field>, cols: &mut Vec<ArrayRef>| {
@@ -178,7 +262,12 @@ fn project(b: &RecordBatch, req: &QueryRequest) -> Result<RecordBatch> {
         }
     }
     keep(DISTANCE_COLUMN, &mut fields, &mut cols);
-    keep(ROW_ID_COLUMN, &mut fields, &mut cols);
+    if req.with_row_id || lists(req, ROW_ID_COLUMN) {
+        keep(ROW_ID_COLUMN, &mut fields, &mut cols);
+    }
+    if lists(req, ROW_OFFSET_COLUMN) {
+        keep(ROW_OFFSET_COLUMN, &mut fields, &mut cols);
+    }
     let mut names = std::collections::HashSet::new();
     if let Some(dup) = fields.iter().find(|f| !names.insert(f.name().clone())) {
         return Err(Error::invalid(format!(
