@@ -221,6 +221,21 @@ describe("the official @lancedb/lancedb client against memwal-server", () => {
     await db.dropTable("qs");
   });
 
+  test("namespaces: create, list, describe, tables inside them, drop", async () => {
+    const db = await lancedb.connect("db://test", { apiKey: "k", region: "us-east-1", hostOverride: server.url });
+    await db.createNamespace(["ns1"], { properties: { team: "a" } });
+    await db.createNamespace(["ns1"], { mode: "exist_ok" });
+    expect((await db.listNamespaces()).namespaces).toContain("ns1");
+    expect((await db.describeNamespace(["ns1"])).properties).toEqual({ team: "a" });
+    await db.createTable("inner", [{ id: 1 }, { id: 2 }], ["ns1"]);
+    expect(await db.tableNames(["ns1"])).toEqual(["inner"]);
+    expect(await (await db.openTable("inner", ["ns1"])).countRows()).toBe(2);
+    expect(await db.tableNames()).not.toContain("inner");
+    await expect(db.dropNamespace(["ns1"])).rejects.toThrow(/not empty/);
+    await db.dropNamespace(["ns1"], { behavior: "cascade" });
+    expect((await db.listNamespaces()).namespaces).not.toContain("ns1");
+  });
+
   test("LSM calls: getLsmStats, flushLsm and checkpointLsm read and drive the server's MemWAL", async () => {
     const srv = await serve({ dataDir: tmpDir(), apiKey: "k", flushIntervalMs: 60_000 });
     try {

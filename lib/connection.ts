@@ -4,7 +4,7 @@
  */
 import type { Schema } from "apache-arrow";
 import { Table as ArrowTable } from "apache-arrow";
-import { count, optStr, str } from "./args";
+import { count, optStr, str, strList } from "./args";
 
 import { type Data, toBuffer } from "./arrow";
 import { call, invalid, notSupported } from "./errors";
@@ -106,15 +106,81 @@ export class Connection {
     return this.inner.uri;
   }
 
-  /** Table names, sorted; with `startAfter` only those after it, with `limit` at most that many. */
-  tableNames(options?: { startAfter?: string; limit?: number }): Promise<string[]> {
+  /**
+   * Table names, sorted; with `startAfter` only those after it, with `limit` at most that many. As
+   * @lancedb/lancedb, a namespace path may come first (`tableNames(["ns"], { limit })`; remote databases only).
+   */
+  tableNames(
+    namespacePathOrOptions?: string[] | { startAfter?: string; limit?: number },
+    options?: { startAfter?: string; limit?: number },
+  ): Promise<string[]> {
     return call(async () => {
-      if (options !== undefined && (typeof options !== "object" || options === null)) {
-        throw invalid(`tableNames(options) must be { startAfter?, limit? }, got ${String(options)}`);
+      const ns = Array.isArray(namespacePathOrOptions) ? strList("tableNames(namespacePath)", namespacePathOrOptions) : undefined;
+      const opts = Array.isArray(namespacePathOrOptions) ? options : namespacePathOrOptions;
+      if (opts !== undefined && (typeof opts !== "object" || opts === null)) {
+        throw invalid(`tableNames(options) must be { startAfter?, limit? }, got ${String(opts)}`);
       }
-      const startAfter = optStr("tableNames(options.startAfter)", options?.startAfter);
-      const limit = options?.limit === undefined ? undefined : count("tableNames(options.limit)", options.limit, 2 ** 32 - 1);
-      return this.inner.tableNames(startAfter ?? null, limit ?? null);
+      const startAfter = optStr("tableNames(options.startAfter)", opts?.startAfter);
+      const limit = opts?.limit === undefined ? undefined : count("tableNames(options.limit)", opts.limit, 2 ** 32 - 1);
+      return this.inner.tableNames(startAfter ?? null, limit ?? null, ns ?? null);
+    });
+  }
+
+  /** Child namespaces of `namespacePath` (default: the root), one page (remote databases; local ones have none). */
+  listNamespaces(
+    namespacePath?: string[],
+    options?: { pageToken?: string; limit?: number },
+  ): Promise<{ namespaces: string[]; pageToken?: string }> {
+    return call(async () => {
+      const path = namespacePath === undefined ? [] : strList("listNamespaces(namespacePath)", namespacePath);
+      const token = optStr("listNamespaces(options.pageToken)", options?.pageToken);
+      const limit = options?.limit === undefined ? undefined : count("listNamespaces(options.limit)", options.limit, 2 ** 32 - 1);
+      const page = await this.inner.listNamespaces(path, token ?? null, limit ?? null);
+      return page.pageToken ? { namespaces: page.namespaces, pageToken: page.pageToken } : { namespaces: page.namespaces };
+    });
+  }
+
+  /** Creates a namespace (its parent must exist); `mode: "exist_ok"` accepts an existing one. Remote databases only. */
+  createNamespace(
+    namespacePath: string[],
+    options?: { mode?: "create" | "exist_ok" | "overwrite"; properties?: Record<string, string> },
+  ): Promise<{ properties?: Record<string, string> }> {
+    return call(async () => {
+      const path = strList("createNamespace(namespacePath)", namespacePath);
+      const mode = options?.mode ?? "create";
+      if (mode === "overwrite") throw notSupported("createNamespace with mode overwrite is not supported by memwal yet");
+      if (mode !== "create" && mode !== "exist_ok")
+        throw invalid(`createNamespace mode must be "create" or "exist_ok", got ${String(mode)}`);
+      await this.inner.createNamespace(path, options?.properties ?? null, mode === "exist_ok");
+      return options?.properties ? { properties: options.properties } : {};
+    });
+  }
+
+  /** A namespace's properties. */
+  describeNamespace(namespacePath: string[]): Promise<{ properties?: Record<string, string> }> {
+    return call(async () => {
+      const properties = await this.inner.describeNamespace(strList("describeNamespace(namespacePath)", namespacePath));
+      return { properties };
+    });
+  }
+
+  /**
+   * Drops a namespace: `behavior: "restrict"` (default) only an empty one, `"cascade"` with its tables and
+   * namespaces; `mode: "skip"` accepts a missing one (default `"fail"`).
+   */
+  dropNamespace(
+    namespacePath: string[],
+    options?: { mode?: "skip" | "fail"; behavior?: "restrict" | "cascade" },
+  ): Promise<Record<string, never>> {
+    return call(async () => {
+      const path = strList("dropNamespace(namespacePath)", namespacePath);
+      const mode = options?.mode ?? "fail";
+      const behavior = options?.behavior ?? "restrict";
+      if (mode !== "skip" && mode !== "fail") throw invalid(`dropNamespace mode must be "skip" or "fail", got ${String(mode)}`);
+      if (behavior !== "restrict" && behavior !== "cascade")
+        throw invalid(`dropNamespace behavior must be "restrict" or "cascade", got ${String(behavior)}`);
+      await this.inner.dropNamespace(path, behavior === "cascade", mode === "skip");
+      return {};
     });
   }
 

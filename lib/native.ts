@@ -129,7 +129,11 @@ export interface NativeTable {
 
 export interface NativeConnection {
   readonly uri: string;
-  tableNames(startAfter?: string | null, limit?: number | null): Promise<string[]>;
+  tableNames(startAfter?: string | null, limit?: number | null, namespace?: string[] | null): Promise<string[]>;
+  listNamespaces(parent: string[], pageToken?: string | null, limit?: number | null): Promise<{ namespaces: string[]; pageToken?: string }>;
+  createNamespace(path: string[], properties: Record<string, string> | null | undefined, existOk: boolean): Promise<void>;
+  describeNamespace(path: string[]): Promise<Record<string, string>>;
+  dropNamespace(path: string[], cascade: boolean, skipMissing: boolean): Promise<void>;
   createTable(
     name: string,
     data: Buffer,

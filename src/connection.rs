@@ -11,6 +11,13 @@ use crate::error;
 use crate::headers::{HeaderFn, JsHeaderProvider};
 use crate::table::{decode, Table};
 
+/// One page of namespace names.
+#[napi(object)]
+pub struct NamespacePage {
+    pub namespaces: Vec<String>,
+    pub page_token: Option<String>,
+}
+
 /// Options of `connect` (remote ones are ignored for local URIs).
 #[napi(object)]
 #[derive(Default)]
@@ -78,9 +85,76 @@ impl Connection {
         &self,
         start_after: Option<String>,
         limit: Option<u32>,
+        namespace: Option<Vec<String>>,
     ) -> napi::Result<Vec<String>> {
         self.inner
-            .table_names_page(start_after.as_deref(), limit.map(|l| l as usize))
+            .table_names_in(
+                &namespace.unwrap_or_default(),
+                start_after.as_deref(),
+                limit.map(|l| l as usize),
+            )
+            .await
+            .map_err(error::core)
+    }
+
+    /// One page of child namespaces of `parent`.
+    #[napi(catch_unwind)]
+    pub async fn list_namespaces(
+        &self,
+        parent: Vec<String>,
+        page_token: Option<String>,
+        limit: Option<u32>,
+    ) -> napi::Result<NamespacePage> {
+        let (namespaces, page_token) = self
+            .inner
+            .list_namespaces(&parent, page_token.as_deref(), limit.map(|l| l as usize))
+            .await
+            .map_err(error::core)?;
+        Ok(NamespacePage {
+            namespaces,
+            page_token,
+        })
+    }
+
+    /// Creates a namespace.
+    #[napi(catch_unwind)]
+    pub async fn create_namespace(
+        &self,
+        path: Vec<String>,
+        properties: Option<HashMap<String, String>>,
+        exist_ok: bool,
+    ) -> napi::Result<()> {
+        let props = properties.unwrap_or_default().into_iter().collect();
+        self.inner
+            .create_namespace(&path, props, exist_ok)
+            .await
+            .map_err(error::core)
+    }
+
+    /// A namespace's properties.
+    #[napi(catch_unwind)]
+    pub async fn describe_namespace(
+        &self,
+        path: Vec<String>,
+    ) -> napi::Result<HashMap<String, String>> {
+        let p = self
+            .inner
+            .describe_namespace(&path)
+            .await
+            .map_err(error::core)?;
+        Ok(p.into_iter().collect())
+    }
+
+    /// Drops a namespace.
+    #[napi(catch_unwind)]
+    pub async fn drop_namespace(
+        &self,
+        path: Vec<String>,
+        cascade: bool,
+        skip_missing: bool,
+    ) -> napi::Result<()> {
+        self.inner
+            .drop_namespace(&path, cascade, skip_missing)
             .await
             .map_err(error::core)
     }

@@ -282,6 +282,56 @@ pub trait Database: Send + Sync + std::fmt::Debug {
         root_only(namespace)?;
         self.create_table(name, data, options).await
     }
+    /// One page of table names inside a namespace (see
+    /// [`Database::table_names_page`]).
+    async fn table_names_in(
+        &self,
+        namespace: &[String],
+        start_after: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<Vec<String>> {
+        root_only(namespace)?;
+        self.table_names_page(start_after, limit).await
+    }
+    /// One page of the child namespaces of `parent` (sorted) and the next
+    /// page's token.
+    async fn list_namespaces(
+        &self,
+        parent: &[String],
+        _page_token: Option<&str>,
+        _limit: Option<usize>,
+    ) -> Result<(Vec<String>, Option<String>)> {
+        root_only(parent)?;
+        Ok((Vec::new(), None))
+    }
+    /// Creates a namespace (`exist_ok`: an existing one is fine).
+    async fn create_namespace(
+        &self,
+        path: &[String],
+        _properties: BTreeMap<String, String>,
+        _exist_ok: bool,
+    ) -> Result<()> {
+        root_only(path)?;
+        Err(crate::Error::invalid("the root namespace always exists"))
+    }
+    /// A namespace's properties.
+    async fn describe_namespace(&self, path: &[String]) -> Result<BTreeMap<String, String>> {
+        root_only(path)?;
+        Ok(BTreeMap::new())
+    }
+    /// Drops a namespace (`cascade`: with its tables and namespaces;
+    /// `skip_missing`: a missing one is fine).
+    async fn drop_namespace(
+        &self,
+        path: &[String],
+        _cascade: bool,
+        _skip_missing: bool,
+    ) -> Result<()> {
+        root_only(path)?;
+        Err(crate::Error::invalid(
+            "the root namespace cannot be dropped",
+        ))
+    }
     /// Drops a table inside a namespace (see [`Database::open_table_in`]).
     async fn drop_table_in(&self, namespace: &[String], name: &str) -> Result<()> {
         root_only(namespace)?;

@@ -113,6 +113,17 @@ impl RemoteDatabase {
         token: Option<&str>,
         limit: Option<usize>,
     ) -> memwal_core::Result<(Vec<String>, Option<String>)> {
+        self.page_of("/v1/table/", "tables", token, limit).await
+    }
+
+    /// One page of the list at `path` (its names under `key`).
+    async fn page_of(
+        &self,
+        path: &str,
+        key: &str,
+        token: Option<&str>,
+        limit: Option<usize>,
+    ) -> memwal_core::Result<(Vec<String>, Option<String>)> {
         let mut q: Vec<(&str, String)> = Vec::new();
         if let Some(l) = limit {
             q.push(("limit", l.to_string()));
@@ -122,12 +133,12 @@ impl RemoteDatabase {
         }
         let (resp, rid, _) = self
             .client
-            .send(Method::GET, "/v1/table/", false, |r| r.query(&q))
+            .send(Method::GET, path, false, |r| r.query(&q))
             .await?;
         let resp = self.client.check(resp, &rid, None).await?;
         let v = json_of(resp, &rid).await?;
         let names: Vec<String> = v
-            .get("tables")
+            .get(key)
             .and_then(Value::as_array)
             .map(|a| {
                 a.iter()
@@ -141,6 +152,43 @@ impl RemoteDatabase {
             .map(str::to_string)
             .filter(|_| !names.is_empty());
         Ok((names, next))
+    }
+
+    /// `/v1/namespace/{path}/{op}` (the root is `$`).
+    fn namespace_path(&self, ns: &[String], op: &str) -> memwal_core::Result<String> {
+        for p in ns {
+            memwal_core::name::validate_name("namespace name", p)?;
+        }
+        let delim = self.client.config.id_delimiter.as_deref().unwrap_or("$");
+        let id = if ns.is_empty() {
+            delim.to_string()
+        } else {
+            ns.join(delim)
+        };
+        Ok(format!(
+            "/v1/namespace/{}/{op}",
+            crate::client::urlencode(&id)
+        ))
+    }
+
+    /// POSTs a JSON body to a namespace route.
+    async fn namespace_post(
+        &self,
+        ns: &[String],
+        op: &str,
+        body: Value,
+    ) -> memwal_core::Result<Value> {
+        let path = self.namespace_path(ns, op)?;
+        let bytes = serde_json::to_vec(&body).map_err(|e| Error::Config(e.to_string()))?;
+        let (resp, rid, _) = self
+            .client
+            .send(Method::POST, &path, false, |r| {
+                r.header("content-type", "application/json")
+                    .body(bytes.clone())
+            })
+            .await?;
+        let resp = self.client.check(resp, &rid, None).await?;
+        Ok(json_of(resp, &rid).await?)
     }
 }
 
@@ -185,6 +233,83 @@ impl Database for RemoteDatabase {
 
     async fn drop_table(&self, name: &str) -> memwal_core::Result<()> {
         self.drop_table_in(&[], name).await
+    }
+
+    async fn table_names_in(
+        &self,
+        namespace: &[String],
+        start_after: Option<&str>,
+        limit: Option<usize>,
+    ) -> memwal_core::Result<Vec<String>> {
+        if namespace.is_empty() {
+            return self.table_names_page(start_after, limit).await;
+        }
+        let path = self.namespace_path(namespace, "table/list")?;
+        let mut out = Vec::new();
+        let mut token = start_after.map(str::to_string);
+        loop {
+            let want = limit.map(|l| l.saturating_sub(out.len()));
+            let (names, next) = self
+                .page_of(&path, "tables", token.as_deref(), want)
+                .await?;
+            out.extend(names);
+            token = next;
+            if token.is_none() || limit.is_some_and(|l| out.len() >= l) {
+                break;
+            }
+        }
+        out.truncate(limit.unwrap_or(usize::MAX));
+        Ok(out)
+    }
+
+    async fn list_namespaces(
+        &self,
+        parent: &[String],
+        page_token: Option<&str>,
+        limit: Option<usize>,
+    ) -> memwal_core::Result<(Vec<String>, Option<String>)> {
+        let path = self.namespace_path(parent, "list")?;
+        self.page_of(&path, "namespaces", page_token, limit).await
+    }
+
+    async fn create_namespace(
+        &self,
+        path: &[String],
+        properties: std::collections::BTreeMap<String, String>,
+        exist_ok: bool,
+    ) -> memwal_core::Result<()> {
+        let mode = if exist_ok { "ExistOk" } else { "Create" };
+        self.namespace_post(
+            path,
+            "create",
+            json!({"mode": mode, "properties": properties}),
+        )
+        .await
+        .map(|_| ())
+    }
+
+    async fn describe_namespace(
+        &self,
+        path: &[String],
+    ) -> memwal_core::Result<std::collections::BTreeMap<String, String>> {
+        let v = self.namespace_post(path, "describe", json!({})).await?;
+        match v.get("properties") {
+            None | Some(Value::Null) => Ok(Default::default()),
+            Some(p) => Ok(answer(p.clone())?),
+        }
+    }
+
+    async fn drop_namespace(
+        &self,
+        path: &[String],
+        cascade: bool,
+        skip_missing: bool,
+    ) -> memwal_core::Result<()> {
+        let body = json!({
+            "mode": if skip_missing { "Skip" } else { "Fail" },
+            "behavior": if cascade { "Cascade" } else { "Restrict" },
+        });
+        self.namespace_post(path, "drop", body).await.map(|_| ())
     }
 
     /// `POST /v1/table/{cur}/rename/` `{"new_table_name"}`, as the

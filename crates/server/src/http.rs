@@ -25,6 +25,7 @@ use serde_json::{json, Value};
 use subtle::ConstantTimeEq;
 
 use crate::error::{Error, Result};
+use crate::namespace;
 use crate::served::ServedTable;
 use crate::state::AppState;
 
@@ -35,6 +36,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/health", get(health))
         .route("/v1/table/", get(list_tables))
         .route("/v1/namespace/{ns}/table/list", get(list_namespace_tables))
+        .route("/v1/namespace/{ns}/list", get(list_namespaces))
+        .route("/v1/namespace/{ns}/create", post(create_namespace))
+        .route("/v1/namespace/{ns}/describe", post(describe_namespace))
+        .route("/v1/namespace/{ns}/drop", post(drop_namespace))
         .route("/v1/table/{name}/create/", post(create_table))
         .route("/v1/table/{name}/drop/", post(drop_table))
         .route("/v1/table/{name}/rename/", post(rename_table))
@@ -202,36 +207,131 @@ async fn list_tables(
 }
 
 /// `GET /v1/namespace/{ns}/table/list` (Python lancedb 0.40's
-/// `list_tables()`): the root namespace (`$`, or empty) is the server's
-/// tables, paged as `GET /v1/table/`; memwal-server has no other namespace.
+/// `list_tables()`, 0.39's `tableNames(namespacePath)`): the namespace's
+/// tables, paged as `GET /v1/table/`.
 async fn list_namespace_tables(
     State(state): State<Arc<AppState>>,
     Path(ns): Path<String>,
     Query(p): Query<ListParams>,
 ) -> Result<Json<Value>> {
-    if !(ns.is_empty() || ns == "$") {
-        return Err(memwal_core::Error::not_supported(format!(
-            "namespace {ns:?}: memwal-server has only the root namespace (\"$\") so far"
-        ))
-        .into());
-    }
-    list_page(&state, &p)
+    let db = state.db_of(&namespace::parse_path(&ns)?)?;
+    Ok(Json(page("tables", db.table_names_sync()?, &p)))
 }
 
-/// One page of table names after `page_token`, at most `limit`.
-fn list_page(state: &AppState, p: &ListParams) -> Result<Json<Value>> {
-    let mut names = state.db.table_names_sync()?;
+/// One page of sorted names after `page_token`, at most `limit`.
+fn page(key: &str, mut names: Vec<String>, p: &ListParams) -> Value {
     if let Some(t) = &p.page_token {
         names.retain(|n| n > t);
     }
     let limit = p.limit.unwrap_or(usize::MAX);
     let more = names.len() > limit;
     names.truncate(limit);
-    let mut out = json!({ "tables": names });
+    let mut out = json!({ key: names });
     if more {
         out["page_token"] = json!(names.last());
     }
-    Ok(Json(out))
+    out
+}
+
+/// One page of the root's table names.
+fn list_page(state: &AppState, p: &ListParams) -> Result<Json<Value>> {
+    Ok(Json(page("tables", state.db.table_names_sync()?, p)))
+}
+
+/// `GET /v1/namespace/{ns}/list`: the child namespaces, paged.
+async fn list_namespaces(
+    State(state): State<Arc<AppState>>,
+    Path(ns): Path<String>,
+    Query(p): Query<ListParams>,
+) -> Result<Json<Value>> {
+    let path = namespace::parse_path(&ns)?;
+    Ok(Json(page(
+        "namespaces",
+        state.namespaces.children(&path)?,
+        &p,
+    )))
+}
+
+/// The body of `create` and `drop`: 0.39 sends the modes quoted
+/// (`"\"ExistOk\""`), so quotes, case and `_` do not matter.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct NamespaceBody {
+    mode: Option<String>,
+    behavior: Option<String>,
+    properties: Option<std::collections::BTreeMap<String, String>>,
+}
+
+fn word(v: &Option<String>) -> Option<String> {
+    v.as_ref()
+        .map(|m| m.trim_matches('"').replace('_', "").to_ascii_lowercase())
+}
+
+async fn create_namespace(
+    State(state): State<Arc<AppState>>,
+    Path(ns): Path<String>,
+    body: Bytes,
+) -> Result<Json<Value>> {
+    let b: NamespaceBody = json_body(&body)?;
+    let path = namespace::parse_path(&ns)?;
+    let exist_ok = match word(&b.mode).as_deref() {
+        None | Some("create") => false,
+        Some("existok") => true,
+        Some(other) => {
+            return Err(Error::BadRequest(format!(
+                "namespace create mode {other:?}: use Create or ExistOk (Overwrite is not supported by memwal yet)"
+            )))
+        }
+    };
+    if b.behavior.is_some() {
+        return Err(Error::BadRequest("`behavior` belongs to drop".into()));
+    }
+    state.db_of(&[])?;
+    state
+        .namespaces
+        .create(&path, &b.properties.unwrap_or_default(), exist_ok)?;
+    Ok(Json(json!({})))
+}
+
+async fn describe_namespace(
+    State(state): State<Arc<AppState>>,
+    Path(ns): Path<String>,
+    body: Bytes,
+) -> Result<Json<Value>> {
+    let _: serde_json::Map<String, Value> = json_body(&body)?;
+    let path = namespace::parse_path(&ns)?;
+    Ok(Json(
+        json!({ "properties": state.namespaces.properties(&path)? }),
+    ))
+}
+
+async fn drop_namespace(
+    State(state): State<Arc<AppState>>,
+    Path(ns): Path<String>,
+    body: Bytes,
+) -> Result<Json<Value>> {
+    let b: NamespaceBody = json_body(&body)?;
+    let path = namespace::parse_path(&ns)?;
+    let skip = match word(&b.mode).as_deref() {
+        None | Some("fail") => false,
+        Some("skip") => true,
+        Some(other) => {
+            return Err(Error::BadRequest(format!(
+                "namespace drop mode {other:?}: use Skip or Fail"
+            )))
+        }
+    };
+    let cascade = match word(&b.behavior).as_deref() {
+        None | Some("restrict") => false,
+        Some("cascade") => true,
+        Some(other) => {
+            return Err(Error::BadRequest(format!(
+                "namespace drop behavior {other:?}: use Restrict or Cascade"
+            )))
+        }
+    };
+    state.drop_namespace(&path, cascade, skip).await?;
+    Ok(Json(json!({})))
 }
 
 async fn create_table(

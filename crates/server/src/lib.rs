@@ -10,6 +10,7 @@
 pub mod error;
 pub mod http;
 pub mod memwal;
+pub mod namespace;
 pub mod served;
 pub mod state;
 

@@ -7,11 +7,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use memwal_core::name::validate_table_name;
 use memwal_core::{AddMode, CreateMode, CreateOptions, Data, NativeDatabase};
 
 use crate::error::{Error, Result};
 use crate::memwal::{Health, MemWalTable, Turn};
+use crate::namespace::{split_id, Namespaces};
 use crate::served::ServedTable;
 use crate::ServerConfig;
 
@@ -20,8 +20,10 @@ pub const INTERNAL_DIR: &str = ".memwal";
 
 /// Shared by every request.
 pub struct AppState {
-    /// The tables' folder.
-    pub db: NativeDatabase,
+    /// The tables' folder (the root namespace).
+    pub db: Arc<NativeDatabase>,
+    /// Namespaces and their databases.
+    pub namespaces: Namespaces,
     /// Settings.
     pub config: ServerConfig,
     tables: Mutex<HashMap<String, ServedTable>>,
@@ -72,37 +74,59 @@ impl AppState {
         std::fs::create_dir_all(&config.data_dir)?;
         upgrade_layout(&config.data_dir)?;
         let uri = config.data_dir.to_str().unwrap_or_default();
-        let db = match &config.storage {
+        let db = Arc::new(match &config.storage {
             Some(s) => NativeDatabase::with_storage(uri, s.clone()),
             None => NativeDatabase::open(uri)?,
-        };
+        });
         let state = Self {
+            namespaces: Namespaces::new(config.data_dir.clone(), db.clone()),
             db,
             config,
             tables: Mutex::new(HashMap::new()),
         };
         // Recover every table's WAL at start, not at first use: acknowledged
         // writes must be readable (and flushing) right after a restart.
-        for name in state.db.table_names_sync()? {
-            if let Err(e) = state.table(&name) {
-                tracing::error!(table = %name, error = %e, "cannot open table at start");
+        for ns in state.namespaces.all()? {
+            for name in state.namespaces.db(&ns)?.table_names_sync()? {
+                let id = table_id(&ns, &name);
+                if let Err(e) = state.table(&id) {
+                    tracing::error!(table = %id, error = %e, "cannot open table at start");
+                }
             }
         }
         Ok(state)
+    }
+
+    /// The database of a namespace (only the root with a custom storage).
+    pub fn db_of(&self, ns: &[String]) -> Result<Arc<NativeDatabase>> {
+        if !ns.is_empty() && self.config.storage.is_some() {
+            return Err(memwal_core::Error::not_supported(
+                "namespaces on a server with a custom storage are not supported by memwal yet",
+            )
+            .into());
+        }
+        self.namespaces.db(ns)
+    }
+
+    /// A table id's database and table name.
+    fn locate(&self, id: &str) -> Result<(Arc<NativeDatabase>, String)> {
+        let (ns, name) = split_id(id)?;
+        Ok((self.db_of(&ns)?, name))
     }
 
     fn wal_dir(&self, name: &str) -> PathBuf {
         wal_root(&self.config.data_dir).join(name)
     }
 
-    /// The served table `name` (opening its MemWAL on first use).
+    /// The served table `name` (a table id: `ns$t` in a namespace),
+    /// opening its MemWAL on first use.
     pub fn table(&self, name: &str) -> Result<ServedTable> {
-        validate_table_name(name)?;
+        let (db, short) = self.locate(name)?;
         let mut tables = lock(&self.tables);
         if let Some(t) = tables.get(name) {
             return Ok(t.clone());
         }
-        let base = self.db.open_table_sync(name)?;
+        let base = db.open_table_sync(&short)?;
         let t = ServedTable::new(MemWalTable::open(
             name,
             base,
@@ -121,7 +145,7 @@ impl AppState {
         data: Data,
         opts: CreateOptions,
     ) -> Result<u64> {
-        validate_table_name(name)?;
+        let (db, short) = self.locate(name)?;
         if opts.mode == CreateMode::Overwrite {
             match self.table(name) {
                 Ok(t) => return t.add_rows(data, AddMode::Overwrite).await,
@@ -132,12 +156,12 @@ impl AppState {
         let me = self.clone();
         let name = name.to_string();
         blocking(move || {
-            let fresh = !me.db.table_names_sync()?.contains(&name);
+            let fresh = !db.table_names_sync()?.contains(&short);
             if fresh {
                 // A WAL left by a drop that crashed half-way belongs to no table.
                 remove_dir(&me.wal_dir(&name))?;
             }
-            let t = me.db.create_table_sync(&name, data, opts)?;
+            let t = db.create_table_sync(&short, data, opts)?;
             Ok(t.version_sync()?)
         })
         .await
@@ -148,6 +172,7 @@ impl AppState {
     /// requests find no table.
     pub async fn drop_table(self: &Arc<Self>, name: &str) -> Result<()> {
         let t = self.table(name)?;
+        let (db, short) = self.locate(name)?;
         let me = self.clone();
         let n = name.to_string();
         let mem = t.memwal().clone();
@@ -155,7 +180,7 @@ impl AppState {
             // The WAL first: a crash in between leaves a table without
             // buffered rows, never buffered rows for a table to come.
             remove_dir(&me.wal_dir(&n))?;
-            me.db.drop_table_sync(&n)?;
+            db.drop_table_sync(&short)?;
             let mut tables = lock(&me.tables);
             if tables
                 .get(&n)
@@ -182,21 +207,31 @@ impl AppState {
     /// are merged into it first (its WAL is then redundant and removed),
     /// then its folder moves. Requests queued behind it, and later ones
     /// on the old name, find no table.
+    /// `new` is a name in the table's namespace (or an id in the same one).
     pub async fn rename_table(self: &Arc<Self>, cur: &str, new: &str) -> Result<()> {
-        validate_table_name(new)?;
+        let (ns, short) = split_id(cur)?;
+        let (new_ns, new_short) = split_id(new)?;
+        if new.contains(crate::namespace::DELIMITER) && new_ns != ns {
+            return Err(memwal_core::Error::not_supported(
+                "renaming a table into another namespace is not supported by memwal yet",
+            )
+            .into());
+        }
+        let db = self.db_of(&ns)?;
         let t = self.table(cur)?;
-        if self.db.table_names_sync()?.iter().any(|n| n == new) {
+        if db.table_names_sync()?.contains(&new_short) {
             return Err(memwal_core::Error::TableAlreadyExists { name: new.into() }.into());
         }
         let me = self.clone();
-        let (c, n) = (cur.to_string(), new.to_string());
+        let (c, n) = (cur.to_string(), table_id(&ns, &new_short));
+        let (cs, ns_) = (short, new_short);
         let mem = t.memwal().clone();
         t.memwal()
             .direct(Turn::Retire, move |_| {
                 // A WAL left under the new name (a drop that crashed
                 // half-way) must not be replayed into the renamed table.
                 remove_dir(&me.wal_dir(&n))?;
-                me.db.rename_table_sync(&c, &n)?;
+                db.rename_table_sync(&cs, &ns_)?;
                 // Every record is merged: the old WAL is redundant (and one
                 // left by a crash here is removed when the name is reused).
                 if let Err(e) = remove_dir(&me.wal_dir(&c)) {
@@ -218,6 +253,53 @@ impl AppState {
             Ok(())
         })
         .await
+    }
+
+    /// Drops a namespace: an empty one, or (`cascade`) with its tables
+    /// (each dropped as `drop_table` drops it) and child namespaces. A
+    /// missing one is an error unless `skip_missing`.
+    pub async fn drop_namespace(
+        self: &Arc<Self>,
+        path: &[String],
+        cascade: bool,
+        skip_missing: bool,
+    ) -> Result<()> {
+        if path.is_empty() {
+            return Err(memwal_core::Error::invalid("the root namespace cannot be dropped").into());
+        }
+        if !self.namespaces.exists(path) {
+            return match skip_missing {
+                true => Ok(()),
+                false => Err(memwal_core::Error::invalid(format!(
+                    "namespace {:?} does not exist",
+                    path.join("$")
+                ))
+                .into()),
+            };
+        }
+        let tables = self.db_of(path)?.table_names_sync()?;
+        let children = self.namespaces.children(path)?;
+        let empty = tables.is_empty() && children.is_empty();
+        if !cascade && !empty {
+            return Err(memwal_core::Error::invalid(format!(
+                "namespace {:?} is not empty ({} table(s), {} namespace(s)); drop them first or drop with behavior Cascade",
+                path.join("$"),
+                tables.len(),
+                children.len()
+            ))
+            .into());
+        }
+        for c in children {
+            let mut child = path.to_vec();
+            child.push(c);
+            Box::pin(self.drop_namespace(&child, true, true)).await?;
+        }
+        for t in tables {
+            self.drop_table(&table_id(path, &t)).await?;
+        }
+        let me = self.clone();
+        let p = path.to_vec();
+        blocking(move || me.namespaces.remove(&p)).await
     }
 
     /// Per-table MemWAL figures.
@@ -242,6 +324,13 @@ impl AppState {
             t.memwal().shutdown();
         }
     }
+}
+
+/// The id of table `name` in namespace `ns` (`a$b$t`; the root: `t`).
+pub fn table_id(ns: &[String], name: &str) -> String {
+    let mut parts = ns.to_vec();
+    parts.push(name.to_string());
+    parts.join("$")
 }
 
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {

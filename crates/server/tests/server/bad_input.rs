@@ -375,11 +375,46 @@ async fn regression_what_is_not_implemented_says_so() {
     );
     let (s, b) = get("/v1/namespace/$/table/list?page_token=t").await;
     assert_eq!((s, b.as_str()), (200, r#"{"tables":["u"]}"#));
+    // A namespace that does not exist, and bad namespace requests, say so.
     let (s, b) = get("/v1/namespace/ns1/table/list").await;
     assert!(
-        s == 400 && b.contains("\"ns1\"") && b.contains("root namespace"),
+        s == 400 && b.contains("\"ns1\"") && b.contains("does not exist"),
         "{s} {b}"
     );
+    let (s, b) = get("/v1/namespace/a%2Fb/list").await;
+    assert!(s == 400 && b.contains("invalid namespace name"), "{s} {b}");
+    for (path, body, text) in [
+        (
+            "/v1/namespace/n/create",
+            r#"{"mode":"Overwrite"}"#,
+            "Overwrite is not supported",
+        ),
+        (
+            "/v1/namespace/n/create",
+            r#"{"bogus":1}"#,
+            "unknown field `bogus`",
+        ),
+        (
+            "/v1/namespace/$/create",
+            "{}",
+            "root namespace always exists",
+        ),
+        (
+            "/v1/namespace/n/drop",
+            r#"{"behavior":"Maybe"}"#,
+            "use Restrict or Cascade",
+        ),
+        ("/v1/namespace/n/drop", "{}", "does not exist"),
+        (
+            "/v1/namespace/$/drop",
+            "{}",
+            "root namespace cannot be dropped",
+        ),
+        ("/v1/namespace/n/describe", "{}", "does not exist"),
+    ] {
+        let (s, b) = c.post(path, json, body.as_bytes().to_vec(), &[]).await;
+        assert!(s == 400 && b.contains(text), "{path} {body}: {s} {b}");
+    }
     h.close().await;
 }
 
