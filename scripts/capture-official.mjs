@@ -220,6 +220,12 @@ await step("alter_columns", () =>
 await step("drop_columns", () => t.dropColumns(["b2"]));
 await step("rename_table", () => db.renameTable("e", "e2"));
 await step("rename_table_back", () => db.renameTable("e2", "e"));
+await step("namespace_create", () => db.createNamespace(["ns1"], { mode: "exist_ok", properties: { k: "v" } }));
+await step("namespace_list", () => db.listNamespaces([], { limit: 5 }));
+await step("namespace_describe", () => db.describeNamespace(["ns1"]));
+await step("namespace_create_table", () => db.createTable("nt", rows, ["ns1"]));
+await step("namespace_table_names", () => db.tableNames(["ns1"], { limit: 5 }));
+await step("namespace_drop", () => db.dropNamespace(["ns1"], { behavior: "cascade" }));
 await step("drop_table", () => db.dropTable("e"));
 await step("open_missing_table", () => db.openTable("missing"));
 

@@ -244,13 +244,14 @@ impl Database for RemoteDatabase {
         if namespace.is_empty() {
             return self.table_names_page(start_after, limit).await;
         }
+        // 0.39 sends no limit here (`tableNames(ns, { limit })` is cut
+        // locally); neither do we.
         let path = self.namespace_path(namespace, "table/list")?;
         let mut out = Vec::new();
         let mut token = start_after.map(str::to_string);
         loop {
-            let want = limit.map(|l| l.saturating_sub(out.len()));
             let (names, next) = self
-                .page_of(&path, "tables", token.as_deref(), want)
+                .page_of(&path, "tables", token.as_deref(), None)
                 .await?;
             out.extend(names);
             token = next;
@@ -278,7 +279,12 @@ impl Database for RemoteDatabase {
         properties: std::collections::BTreeMap<String, String>,
         exist_ok: bool,
     ) -> memwal_core::Result<()> {
-        let mode = if exist_ok { "ExistOk" } else { "Create" };
+        // 0.39 sends the mode's Debug form, quotes included; so do we.
+        let mode = if exist_ok {
+            "\"ExistOk\""
+        } else {
+            "\"Create\""
+        };
         self.namespace_post(
             path,
             "create",
@@ -305,10 +311,14 @@ impl Database for RemoteDatabase {
         cascade: bool,
         skip_missing: bool,
     ) -> memwal_core::Result<()> {
-        let body = json!({
-            "mode": if skip_missing { "Skip" } else { "Fail" },
-            "behavior": if cascade { "Cascade" } else { "Restrict" },
-        });
+        // As 0.39: the defaults (Fail, Restrict) left out, the rest quoted.
+        let mut body = json!({});
+        if skip_missing {
+            body["mode"] = json!("\"Skip\"");
+        }
+        if cascade {
+            body["behavior"] = json!("\"Cascade\"");
+        }
         self.namespace_post(path, "drop", body).await.map(|_| ())
     }
 
@@ -396,7 +406,8 @@ impl RemoteTable {
         }
     }
 
-    /// `x-lancedb-min-version` for reads of the latest version.
+    /// `x-lancedb-min-version` for requests on the latest version (reads,
+    /// and writes too, as 0.39 sends it).
     fn read_headers(&self, r: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
         let v = self.min_version.load(Ordering::Relaxed);
         if v > 0 && self.version.is_none() {
@@ -412,6 +423,7 @@ impl RemoteTable {
         let (resp, rid, _) = self
             .client
             .send(Method::POST, &path, false, |r| {
+                let r = self.read_headers(r);
                 let r = match mode {
                     Some(m) => r.query(&[("mode", m)]),
                     None => r,
@@ -641,7 +653,8 @@ impl Table for RemoteTable {
         let (resp, rid, tries) = self
             .client
             .send(Method::POST, &path, true, |r| {
-                let mut r = r
+                let mut r = self
+                    .read_headers(r)
                     .query(&q)
                     .header("content-type", ARROW_STREAM)
                     .body(body.clone());
