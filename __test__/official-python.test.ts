@@ -101,6 +101,8 @@ describe("Python lancedb 0.40 against memwal-server", () => {
     expect(got.evolved[0].at(-1)).toBe("plus");
     expect(got.evolved[0]).not.toContain("double");
     expect(got.evolved.slice(1)).toEqual(["int64", 1]);
+    expect(got.namespaces).toEqual([["pyns"], { owner: "py" }, ["inner"], 2]);
+    expect(got.namespaces_after_drop).toEqual([]);
     // list_tables(): the namespace listing route, paged.
     expect(got.list_tables).toEqual([["py", "py2"], ["py"], ["py2"], null]);
   }, 60_000);
