@@ -106,14 +106,31 @@ fn answer<T: serde::de::DeserializeOwned>(v: Value) -> Result<T> {
 }
 
 impl RemoteDatabase {
-    /// One `GET /v1/table/` page: names after `token`, at most `limit`, and
-    /// the next page's token.
-    async fn list_page(
+    /// The table names of the list at `path` after `start_after`, at most
+    /// `limit`, page by page (`send_limit`: ask the server for at most what
+    /// is still wanted).
+    async fn all_pages(
         &self,
-        token: Option<&str>,
+        path: &str,
+        start_after: Option<&str>,
         limit: Option<usize>,
-    ) -> memwal_core::Result<(Vec<String>, Option<String>)> {
-        self.page_of("/v1/table/", "tables", token, limit).await
+        send_limit: bool,
+    ) -> memwal_core::Result<Vec<String>> {
+        let mut out = Vec::new();
+        let mut token = start_after.map(str::to_string);
+        loop {
+            let want = limit
+                .map(|l| l.saturating_sub(out.len()))
+                .filter(|_| send_limit);
+            let (names, next) = self.page_of(path, "tables", token.as_deref(), want).await?;
+            out.extend(names);
+            token = next;
+            if token.is_none() || limit.is_some_and(|l| out.len() >= l) {
+                break;
+            }
+        }
+        out.truncate(limit.unwrap_or(usize::MAX));
+        Ok(out)
     }
 
     /// One page of the list at `path` (its names under `key`).
@@ -203,19 +220,7 @@ impl Database for RemoteDatabase {
         start_after: Option<&str>,
         limit: Option<usize>,
     ) -> memwal_core::Result<Vec<String>> {
-        let mut out = Vec::new();
-        let mut token = start_after.map(str::to_string);
-        loop {
-            let want = limit.map(|l| l.saturating_sub(out.len()));
-            let (names, next) = self.list_page(token.as_deref(), want).await?;
-            out.extend(names);
-            token = next;
-            if token.is_none() || limit.is_some_and(|l| out.len() >= l) {
-                break;
-            }
-        }
-        out.truncate(limit.unwrap_or(usize::MAX));
-        Ok(out)
+        self.all_pages("/v1/table/", start_after, limit, true).await
     }
 
     async fn create_table(
@@ -247,20 +252,7 @@ impl Database for RemoteDatabase {
         // 0.39 sends no limit here (`tableNames(ns, { limit })` is cut
         // locally); neither do we.
         let path = self.namespace_path(namespace, "table/list")?;
-        let mut out = Vec::new();
-        let mut token = start_after.map(str::to_string);
-        loop {
-            let (names, next) = self
-                .page_of(&path, "tables", token.as_deref(), None)
-                .await?;
-            out.extend(names);
-            token = next;
-            if token.is_none() || limit.is_some_and(|l| out.len() >= l) {
-                break;
-            }
-        }
-        out.truncate(limit.unwrap_or(usize::MAX));
-        Ok(out)
+        self.all_pages(&path, start_after, limit, false).await
     }
 
     async fn list_namespaces(

@@ -262,9 +262,18 @@ struct NamespaceBody {
     properties: Option<std::collections::BTreeMap<String, String>>,
 }
 
-fn word(v: &Option<String>) -> Option<String> {
-    v.as_ref()
-        .map(|m| m.trim_matches('"').replace('_', "").to_ascii_lowercase())
+/// A two-way choice of a namespace body (`what`: "create mode"): absent or
+/// `no` is false, `yes` true; anything else names the two.
+fn choice(what: &str, v: &Option<String>, no: &str, yes: &str) -> Result<bool> {
+    let norm = |w: &str| w.trim_matches('"').replace('_', "").to_ascii_lowercase();
+    match v.as_deref().map(norm) {
+        None => Ok(false),
+        Some(w) if w == norm(no) => Ok(false),
+        Some(w) if w == norm(yes) => Ok(true),
+        Some(other) => Err(Error::BadRequest(format!(
+            "namespace {what} {other:?}: use {no} or {yes} (others are not supported by memwal yet)"
+        ))),
+    }
 }
 
 async fn create_namespace(
@@ -274,15 +283,7 @@ async fn create_namespace(
 ) -> Result<Json<Value>> {
     let b: NamespaceBody = json_body(&body)?;
     let path = namespace::parse_path(&ns)?;
-    let exist_ok = match word(&b.mode).as_deref() {
-        None | Some("create") => false,
-        Some("existok") => true,
-        Some(other) => {
-            return Err(Error::BadRequest(format!(
-                "namespace create mode {other:?}: use Create or ExistOk (Overwrite is not supported by memwal yet)"
-            )))
-        }
-    };
+    let exist_ok = choice("create mode", &b.mode, "Create", "ExistOk")?;
     if b.behavior.is_some() {
         return Err(Error::BadRequest("`behavior` belongs to drop".into()));
     }
@@ -312,24 +313,8 @@ async fn drop_namespace(
 ) -> Result<Json<Value>> {
     let b: NamespaceBody = json_body(&body)?;
     let path = namespace::parse_path(&ns)?;
-    let skip = match word(&b.mode).as_deref() {
-        None | Some("fail") => false,
-        Some("skip") => true,
-        Some(other) => {
-            return Err(Error::BadRequest(format!(
-                "namespace drop mode {other:?}: use Skip or Fail"
-            )))
-        }
-    };
-    let cascade = match word(&b.behavior).as_deref() {
-        None | Some("restrict") => false,
-        Some("cascade") => true,
-        Some(other) => {
-            return Err(Error::BadRequest(format!(
-                "namespace drop behavior {other:?}: use Restrict or Cascade"
-            )))
-        }
-    };
+    let skip = choice("drop mode", &b.mode, "Fail", "Skip")?;
+    let cascade = choice("drop behavior", &b.behavior, "Restrict", "Cascade")?;
     state.drop_namespace(&path, cascade, skip).await?;
     Ok(Json(json!({})))
 }

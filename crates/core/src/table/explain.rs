@@ -128,13 +128,7 @@ fn vector_lines(s: &mut String, snap: &Snapshot, req: &QueryRequest, verbose: bo
     let t = &plan.tuning;
     match index {
         Some(ix) if !t.bypass_vector_index => {
-            let covered: u64 = snap
-                .manifest
-                .fragments
-                .iter()
-                .filter(|f| ix.fragments.contains(&f.id))
-                .map(|f| f.live_rows())
-                .sum();
+            let covered = super::indices::indexed_rows(snap, ix);
             let rest = snap.manifest.num_rows() - covered;
             let _ = writeln!(
                 s,

@@ -198,7 +198,7 @@ fn check_name(name: &str) -> Result<()> {
 
 /// Live rows of `snap` whose fragment `ix` covers and that it holds (for
 /// a BTREE: every live row of a covered fragment, nulls included).
-fn indexed_rows(snap: &Snapshot, ix: &LoadedIndex) -> u64 {
+pub(crate) fn indexed_rows(snap: &Snapshot, ix: &LoadedIndex) -> u64 {
     let Some(v) = ix.vector() else {
         return snap
             .manifest

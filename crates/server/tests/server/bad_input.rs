@@ -387,7 +387,7 @@ async fn regression_what_is_not_implemented_says_so() {
         (
             "/v1/namespace/n/create",
             r#"{"mode":"Overwrite"}"#,
-            "Overwrite is not supported",
+            "use Create or ExistOk (others are not supported",
         ),
         (
             "/v1/namespace/n/create",
