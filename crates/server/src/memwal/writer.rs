@@ -147,15 +147,17 @@ fn run_turn(shared: &Shared, turn: Turn, run: RunFn) -> Next {
         FLUSHED_SEQ_KEY.to_string(),
         shared.last_seq.load(Ordering::SeqCst).to_string(),
     )]);
+    let drained = || {
+        drain(shared)
+            .and_then(|()| shared.check_writable())
+            .map(|()| TurnCtx {
+                base: &shared.base,
+                metadata: metadata.clone(),
+            })
+    };
     match turn {
         Turn::Drain => {
-            let ctx = drain(shared)
-                .and_then(|()| shared.check_writable())
-                .map(|()| TurnCtx {
-                    base: &shared.base,
-                    metadata,
-                });
-            run(ctx);
+            run(drained());
             Next::Continue
         }
         Turn::Replace | Turn::Drop => {
@@ -163,7 +165,7 @@ fn run_turn(shared: &Shared, turn: Turn, run: RunFn) -> Next {
             let _flushing = lock(&shared.flush_lock);
             let ctx = shared.check_readable().map(|()| TurnCtx {
                 base: &shared.base,
-                metadata,
+                metadata: metadata.clone(),
             });
             if !run(ctx) {
                 return Next::Continue;
@@ -171,25 +173,13 @@ fn run_turn(shared: &Shared, turn: Turn, run: RunFn) -> Next {
             supersede(shared, turn)
         }
         Turn::Reshape => {
-            let ctx = drain(shared)
-                .and_then(|()| shared.check_writable())
-                .map(|()| TurnCtx {
-                    base: &shared.base,
-                    metadata,
-                });
-            if run(ctx) {
+            if run(drained()) {
                 take_new_schema(shared);
             }
             Next::Continue
         }
         Turn::Retire => {
-            let ctx = drain(shared)
-                .and_then(|()| shared.check_writable())
-                .map(|()| TurnCtx {
-                    base: &shared.base,
-                    metadata,
-                });
-            if !run(ctx) {
+            if !run(drained()) {
                 return Next::Continue;
             }
             // Every row is in the base, which has moved: nothing is left here.
