@@ -101,6 +101,10 @@ describe("Python lancedb 0.40 against memwal-server", () => {
     expect(got.evolved[0].at(-1)).toBe("plus");
     expect(got.evolved[0]).not.toContain("double");
     expect(got.evolved.slice(1)).toEqual(["int64", 1]);
+    // select({ alias: sql }) with a struct filter, order_by, take_offsets / take_row_ids, explain_plan; tags; LSM.
+    expect(got.queries).toEqual([[4, 6], [1, 3, 2], [1, 3], [2], true]);
+    expect(got.tags).toEqual([1, ["first"]]);
+    expect(got.lsm).toEqual([true, 4]);
     expect(got.namespaces).toEqual([["pyns"], { owner: "py" }, ["inner"], 2]);
     expect(got.namespaces_after_drop).toEqual([]);
     // list_tables(): the namespace listing route, paged.

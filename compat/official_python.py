@@ -56,6 +56,33 @@ def main():
     rest = db.list_tables(page_token=first.page_token, limit=10)
     out["list_tables"] = [list(db.list_tables().tables), list(first.tables), list(rest.tables), rest.page_token]
     db.drop_table("py2")
+    # Queries: SQL projections, struct fields, order_by, take, plans; tags; the LSM calls.
+    from lancedb.query import ColumnOrdering
+
+    qt = db.create_table("pyq", pa.table({
+        "id": [1, 2, 3],
+        "v": [3, 1, 2],
+        "st": pa.array([{"a": 1}, {"a": 2}, {"a": 2}], pa.struct([("a", pa.int64())])),
+    }))
+    proj = qt.search().where("st.a = 2").select({"twice": "id * 2"}).to_list()
+    ordered = qt.search().order_by([ColumnOrdering(column_name="v", ascending=False)]).select(["id"]).to_list()
+    with_ids = qt.search().with_row_id(True).to_list()
+    out["queries"] = [
+        sorted(r["twice"] for r in proj),
+        [r["id"] for r in ordered],
+        sorted(r["id"] for r in qt.take_offsets([0, 2]).to_list()),
+        sorted(r["id"] for r in qt.take_row_ids([with_ids[1]["_rowid"]]).to_list()),
+        "filter: id > 1" in qt.search().where("id > 1").explain_plan(verbose=True),
+    ]
+    qt.tags.create("first", 1)
+    out["tags"] = [qt.tags.get_version("first"), sorted(qt.tags.list().keys())]
+    qt.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().use_lsm(True).execute(
+        pa.table({"id": [4], "v": [4], "st": pa.array([{"a": 4}], pa.struct([("a", pa.int64())]))})
+    )
+    stats = qt.get_lsm_stats()
+    qt.flush_lsm()
+    out["lsm"] = [stats is not None, qt.count_rows()]
+    db.drop_table("pyq")
     # Namespaces: create, list, describe, a table inside, its listing, drop with the table.
     db.create_namespace(["pyns"], properties={"owner": "py"})
     db.create_table("inner", [{"id": 1}, {"id": 2}], namespace_path=["pyns"])
