@@ -231,6 +231,11 @@ describe("the official @lancedb/lancedb client against memwal-server", () => {
     expect(await db.tableNames(["ns1"])).toEqual(["inner"]);
     expect(await (await db.openTable("inner", ["ns1"])).countRows()).toBe(2);
     expect(await db.tableNames()).not.toContain("inner");
+    await db.renameTable("inner", "inner2", { namespacePath: ["ns1"] });
+    expect(await db.tableNames(["ns1"])).toEqual(["inner2"]);
+    await expect(db.renameTable("inner2", "x", { namespacePath: ["ns1"], newNamespacePath: ["ns2"] })).rejects.toThrow(
+      /another namespace is not supported/,
+    );
     await expect(db.dropNamespace(["ns1"])).rejects.toThrow(/not empty/);
     await db.dropNamespace(["ns1"], { behavior: "cascade" });
     expect((await db.listNamespaces()).namespaces).not.toContain("ns1");

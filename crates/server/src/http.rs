@@ -349,6 +349,14 @@ async fn rename_table(
     let new = b.new_table_name.ok_or_else(|| {
         Error::BadRequest("rename needs a JSON body {\"new_table_name\": \"...\"}".into())
     })?;
+    let new = match b.new_namespace {
+        // A namespace given: the new id (the state refuses another one).
+        Some(ns) => crate::state::table_id(&ns, &new),
+        None => {
+            let (ns, _) = namespace::split_id(&name)?;
+            crate::state::table_id(&ns, &new)
+        }
+    };
     state.rename_table(&name, &new).await?;
     Ok(Json(json!({})))
 }

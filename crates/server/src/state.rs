@@ -207,11 +207,11 @@ impl AppState {
     /// are merged into it first (its WAL is then redundant and removed),
     /// then its folder moves. Requests queued behind it, and later ones
     /// on the old name, find no table.
-    /// `new` is a name in the table's namespace (or an id in the same one).
+    /// `new` is the new id, in the same namespace.
     pub async fn rename_table(self: &Arc<Self>, cur: &str, new: &str) -> Result<()> {
         let (ns, short) = split_id(cur)?;
         let (new_ns, new_short) = split_id(new)?;
-        if new.contains(crate::namespace::DELIMITER) && new_ns != ns {
+        if new_ns != ns {
             return Err(memwal_core::Error::not_supported(
                 "renaming a table into another namespace is not supported by memwal yet",
             )

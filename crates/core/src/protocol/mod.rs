@@ -206,6 +206,8 @@ pub struct VersionBody {
 pub struct RenameBody {
     /// The table's new name.
     pub new_table_name: Option<String>,
+    /// The namespace to move it to (absent: where it is).
+    pub new_namespace: Option<Vec<String>>,
 }
 
 /// `{"predicate": "...", "version": N}` (count_rows, delete).
