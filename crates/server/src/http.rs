@@ -569,8 +569,7 @@ async fn add_columns(
 ) -> Result<Json<VersionResponse>> {
     let b: protocol::AddColumnsBody = json_body(&body)?;
     let cols = b.to_new_columns()?;
-    let t = state.table(&name)?;
-    let version = t.reshape(move |base| base.add_columns_sync(&cols)).await?;
+    let version = Table::add_columns(&state.table(&name)?, cols).await?;
     Ok(Json(VersionResponse { version }))
 }
 
@@ -581,10 +580,7 @@ async fn alter_columns(
 ) -> Result<Json<VersionResponse>> {
     let b: protocol::AlterColumnsBody = json_body(&body)?;
     let alts = b.to_alterations()?;
-    let t = state.table(&name)?;
-    let version = t
-        .reshape(move |base| base.alter_columns_sync(&alts))
-        .await?;
+    let version = Table::alter_columns(&state.table(&name)?, alts).await?;
     Ok(Json(VersionResponse { version }))
 }
 
@@ -594,10 +590,7 @@ async fn drop_columns(
     body: Bytes,
 ) -> Result<Json<VersionResponse>> {
     let b: protocol::DropColumnsBody = json_body(&body)?;
-    let t = state.table(&name)?;
-    let version = t
-        .reshape(move |base| base.drop_columns_sync(&b.columns))
-        .await?;
+    let version = Table::drop_columns(&state.table(&name)?, b.columns).await?;
     Ok(Json(VersionResponse { version }))
 }
 

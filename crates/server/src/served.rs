@@ -152,7 +152,7 @@ impl ServedTable {
 
     /// A schema change, after merging the memtables (rows buffered before
     /// it read afterwards with the new schema, as the base's rows do).
-    pub async fn reshape(
+    async fn reshape(
         &self,
         f: impl FnOnce(&memwal_core::NativeTable) -> memwal_core::Result<u64> + Send + 'static,
     ) -> crate::Result<u64> {
