@@ -11,6 +11,7 @@ use arrow_schema::Schema;
 use hashbrown::HashMap;
 
 use crate::error::{Error, Result};
+use crate::schema::column_list;
 
 /// The value of a row's key columns.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -176,16 +177,6 @@ pub fn display_value(array: &ArrayRef, row: usize) -> String {
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => format!("'{s}'"),
         _ => s,
     }
-}
-
-/// `a, b, c`: the column names of a schema, for error messages.
-pub fn column_list(schema: &Schema) -> String {
-    schema
-        .fields()
-        .iter()
-        .map(|f| f.name().as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// Where a row lives: fragment id and offset in it.

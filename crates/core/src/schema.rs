@@ -10,7 +10,6 @@ use arrow::array::{new_null_array, Array, ArrayRef, RecordBatch, RecordBatchOpti
 use arrow_schema::{DataType, Schema, SchemaRef};
 
 use crate::error::{Error, Result};
-use crate::keys::column_list;
 
 /// Whether a source column of type `from` may be stored in a `to` column.
 pub fn compatible(from: &DataType, to: &DataType) -> bool {
@@ -176,4 +175,14 @@ pub fn projection(schema: &Schema, columns: Option<&[String]>) -> Result<Option<
                 .collect::<Result<Vec<usize>>>()
         })
         .transpose()
+}
+
+/// `a, b, c`: the column names of a schema, for error messages.
+pub fn column_list(schema: &Schema) -> String {
+    schema
+        .fields()
+        .iter()
+        .map(|f| f.name().as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }

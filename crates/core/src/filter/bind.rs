@@ -7,7 +7,7 @@ use arrow_schema::{DataType, Schema};
 use sqlparser::ast::{self as sql, BinaryOperator, Expr, InTarget, UnaryOperator, Value};
 
 use crate::error::{Error, Result};
-use crate::keys::column_list;
+use crate::schema::column_list;
 
 /// How bare and qualified column names map onto the batch's fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -20,7 +20,7 @@ use super::{NativeTable, Snapshot};
 use crate::error::{Error, Result};
 use crate::filter::{Predicate, Resolve};
 use crate::fragment::LoadedFragment;
-use crate::keys::column_list;
+use crate::schema::column_list;
 use crate::manifest::IndexMeta;
 use crate::traits::Deadline;
 

@@ -16,7 +16,7 @@ use arrow_schema::{Field, Schema, SchemaRef};
 
 use crate::error::{Error, Result};
 use crate::filter::{Predicate, Resolve};
-use crate::keys::column_list;
+use crate::schema::column_list;
 use crate::traits::QueryRequest;
 use crate::vector::{DISTANCE_COLUMN, QUERY_INDEX_COLUMN, ROW_ID_COLUMN};
 

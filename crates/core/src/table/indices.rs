@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::index::btree::{self, BTreeIndex};
 use crate::index::ivf::{self, IvfIndex, Vectors};
 use crate::index::{store, IndexInfo, IndexRequest, IndexType};
-use crate::keys::column_list;
+use crate::schema::column_list;
 use crate::manifest::IndexMeta;
 use crate::traits::Deadline;
 use crate::vector::plan::{vector_type, Element};

@@ -11,7 +11,7 @@ use super::scan::{apply, row_mask, RowFilter};
 use super::NativeTable;
 use crate::error::{Error, Result};
 use crate::filter::{Predicate, Resolve};
-use crate::keys::column_list;
+use crate::schema::column_list;
 use crate::schema::{align_all, validate_new_schema};
 use crate::traits::{AddMode, Data, Deadline, DeleteResult, OptimizeStats, UpdateResult};
 
