@@ -14,7 +14,8 @@ use crate::name::validate_table_name;
 use crate::schema::{align_all, validate_new_schema};
 use crate::storage::{LocalStorage, MemoryStorage, Storage};
 use crate::table::{lock, Inner, NativeTable};
-use crate::traits::{AddMode, CreateMode, CreateOptions, Data, Database, Table};
+use crate::api::{AddMode, CreateMode, CreateOptions, Database, Table};
+use crate::data::Data;
 
 /// Tables in one folder or in memory.
 #[derive(Debug)]

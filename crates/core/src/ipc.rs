@@ -11,7 +11,7 @@ use arrow_ipc::writer::{FileWriter, StreamWriter};
 use arrow_schema::Schema;
 
 use crate::error::{Error, Result};
-use crate::traits::Data;
+use crate::data::Data;
 
 const FILE_MAGIC: &[u8] = b"ARROW1";
 
@@ -239,6 +239,15 @@ fn decode_stream_bytes(bytes: bytes::Bytes) -> Result<Data> {
     let mut data = Data::new(schema, batches);
     data.ipc = Some(source);
     Ok(data)
+}
+
+/// `data` as an Arrow IPC stream: the bytes it was decoded from when it
+/// kept them (a remote table sends those as they are), or encoded now.
+pub fn stream_of(data: &Data) -> Result<bytes::Bytes> {
+    match &data.ipc {
+        Some(b) => Ok(b.clone()),
+        None => Ok(encode_stream(&data.schema, &data.batches)?.into()),
+    }
 }
 
 /// Encodes as an Arrow IPC stream.

@@ -9,7 +9,10 @@
 //! bytes at the edges; [`vector`] ranks rows of any set of tiers by
 //! distance (exact search, SIMD kernels).
 
+pub mod api;
+pub mod data;
 pub mod db;
+pub mod deadline;
 pub mod error;
 pub mod filter;
 pub mod fragment;
@@ -21,18 +24,22 @@ pub mod manifest;
 pub mod merge;
 pub mod name;
 pub mod protocol;
+pub mod query;
 pub mod schema;
 pub mod stats;
 pub mod storage;
 pub mod table;
-pub mod traits;
 pub mod vector;
 
+pub use api::{
+    AddMode, ColumnAlteration, CreateMode, CreateOptions, Database, DeleteResult, NewColumns,
+    OptimizeStats, Table, TagInfo, UpdateResult, VersionInfo,
+};
+pub use data::Data;
 pub use db::{NativeDatabase, NativeDb};
 pub use error::{Error, ErrorCode, Result};
 pub use index::{IndexInfo, IndexRequest, IndexType};
 pub use merge::{MergeInsertBuilder, MergeInsertParams, MergeResult};
+pub use query::{DistanceType, IndexTuning, OrderBy, QueryRequest, VectorQuery};
 pub use stats::{LsmStats, TableStats};
 pub use table::{NativeTable, Snapshot};
-pub use traits::*;
-pub use vector::{DistanceType, VectorQuery};

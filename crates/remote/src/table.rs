@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use crate::client::RestClient;
 use crate::config::ConnectOptions;
 use crate::error::{Error, Result};
-use memwal_core::table::evolve::{ColumnAlteration, NewColumns};
+use memwal_core::{ColumnAlteration, NewColumns};
 
 use memwal_core::protocol::{
     self, header, DeleteResponse, IndexListResponse, IndexStatsResponse, MergeInsertResponse,
@@ -340,7 +340,7 @@ impl Database for RemoteDatabase {
         options: CreateOptions,
     ) -> memwal_core::Result<Arc<dyn Table>> {
         let name = &self.id(namespace, name)?;
-        let body = data.ipc_stream()?;
+        let body = memwal_core::ipc::stream_of(&data)?;
         let mode = protocol::create_mode(options).unwrap_or("create");
         self.table(name)
             .post_arrow("create/", Some(mode), body)
@@ -576,7 +576,7 @@ impl Table for RemoteTable {
     }
     async fn add(&self, data: Data, mode: AddMode) -> memwal_core::Result<u64> {
         self.ensure_writable()?;
-        let body = data.ipc_stream()?;
+        let body = memwal_core::ipc::stream_of(&data)?;
         // An append sends no mode (as the official client).
         let r: VersionResponse = answer(
             self.post_arrow("insert/", protocol::insert_mode(mode), body)
@@ -638,7 +638,7 @@ impl Table for RemoteTable {
     ) -> memwal_core::Result<MergeResult> {
         memwal_core::merge::validate(&p)?;
         self.ensure_writable()?;
-        let body = data.ipc_stream()?;
+        let body = memwal_core::ipc::stream_of(&data)?;
         let q = protocol::merge_query(&p);
         let path = self.client.table_path(&self.name, "merge_insert/");
         let timeout = p.timeout.map(|t| t.as_millis().to_string());
@@ -738,7 +738,7 @@ impl Table for RemoteTable {
     }
     async fn tags(
         &self,
-    ) -> memwal_core::Result<std::collections::BTreeMap<String, memwal_core::table::tags::TagInfo>>
+    ) -> memwal_core::Result<std::collections::BTreeMap<String, memwal_core::TagInfo>>
     {
         // The official wire form: {"tag": {"version": N, "manifestSize": M}}.
         let (resp, rid) = self.send_json("tags/list/", None).await?;

@@ -24,7 +24,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use memwal_core::table::evolve::{ColumnAlteration, NewColumns};
+use memwal_core::{ColumnAlteration, NewColumns};
 use memwal_core::{
     AddMode, CreateMode, CreateOptions, Data, Database, DistanceType, MergeInsertBuilder,
     QueryRequest, VectorQuery,
@@ -452,7 +452,7 @@ async fn every_operation_matches_the_official_client_capture() {
     set("query_order_by");
     latest
         .query(QueryRequest {
-            order_by: vec![memwal_core::table::finish::OrderBy {
+            order_by: vec![memwal_core::OrderBy {
                 column: "a".into(),
                 ascending: false,
                 nulls_first: true,

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use arrow::array::RecordBatch;
 use arrow_schema::SchemaRef;
 use async_trait::async_trait;
-use memwal_core::table::evolve::{ColumnAlteration, NewColumns};
-use memwal_core::table::tags::TagInfo;
+use memwal_core::{ColumnAlteration, NewColumns};
+use memwal_core::TagInfo;
 use memwal_core::{
     AddMode, Data, DeleteResult, IndexInfo, IndexRequest, MergeInsertParams, MergeResult,
     OptimizeStats, QueryRequest, Table, UpdateResult, VersionInfo,

@@ -12,7 +12,8 @@ use super::pq::Pq;
 use crate::error::{Error, Result};
 use crate::vector::kernels::{self, Isa};
 use crate::vector::topk::{Hit, TopK};
-use crate::vector::{AnnIndex, DistanceType, IndexTuning};
+use crate::query::{DistanceType, IndexTuning};
+use crate::vector::AnnIndex;
 
 /// Partitions probed when the query does not say (Lance's default).
 pub const DEFAULT_NPROBES: usize = 20;

@@ -16,7 +16,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::error::{Error, Result};
-use crate::vector::DistanceType;
+use crate::query::DistanceType;
 
 /// Index types memwal builds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -35,7 +35,7 @@ use crate::error::{Error, Result};
 use crate::fragment::{read_data_file, CrcWriter};
 use crate::manifest::{IndexFile, IndexMeta};
 use crate::storage::Storage;
-use crate::vector::DistanceType;
+use crate::query::DistanceType;
 
 fn fsl(name: &str, dim: usize) -> Result<Field> {
     let n = i32::try_from(dim).map_err(|_| Error::invalid("vector dimension too large"))?;

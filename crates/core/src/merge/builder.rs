@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::traits::{Data, Table};
+use crate::api::Table;
+use crate::data::Data;
 
 /// Message of the NotSupported error for MemWAL on a native table.
 pub const MEM_WAL_NATIVE_UNSUPPORTED: &str =

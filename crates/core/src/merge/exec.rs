@@ -25,7 +25,8 @@ use crate::keys::{Key, KeyEncoder, KeyIndex, RowAddr};
 use crate::schema::{align_all, check_source_schema};
 use crate::table::commit::Change;
 use crate::table::{build_index, NativeTable, Snapshot};
-use crate::traits::{Data, Deadline};
+use crate::data::Data;
+use crate::deadline::Deadline;
 
 /// What the plan decided, and what the key index must learn on commit.
 #[derive(Debug, Default)]

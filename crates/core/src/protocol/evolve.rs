@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::json_schema;
-use crate::table::evolve::{ColumnAlteration, NewColumns};
+use crate::api::{ColumnAlteration, NewColumns};
 
 /// `add_columns/`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::merge::{MergeInsertParams, MergeResult};
-use crate::traits::{AddMode, CreateMode, CreateOptions};
+use crate::api::{AddMode, CreateMode, CreateOptions};
 
 mod evolve;
 mod index;

@@ -7,9 +7,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
-use crate::table::finish::OrderBy;
-use crate::traits::QueryRequest;
-use crate::vector::{DistanceType, IndexTuning, VectorQuery};
+use crate::query::OrderBy;
+use crate::query::QueryRequest;
+use crate::query::{DistanceType, IndexTuning, VectorQuery};
 
 /// The `phalanx-version` this server speaks: 0.2.0 lets clients send
 /// several query vectors in one request (0.3.0 and up are full-text search,

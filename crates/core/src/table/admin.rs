@@ -6,7 +6,7 @@ use super::NativeTable;
 use crate::error::{Error, Result};
 use crate::manifest::read_manifest;
 use crate::stats::{FragmentStats, TableStats};
-use crate::traits::Deadline;
+use crate::deadline::Deadline;
 
 impl NativeTable {
     /// Commits a new version with the rows, schema and indexes of

@@ -17,7 +17,7 @@ use crate::keys::KeyIndex;
 use crate::manifest::{
     now_ms, publish_manifest, FragmentMeta, IndexMeta, Manifest, FORMAT_VERSION,
 };
-use crate::traits::Deadline;
+use crate::deadline::Deadline;
 
 /// Most commit attempts before giving up with `CommitConflict`.
 pub const MAX_COMMIT_ATTEMPTS: u32 = 50;

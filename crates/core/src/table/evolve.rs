@@ -17,37 +17,13 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use super::commit::Change;
 use super::{NativeTable, Snapshot};
+use crate::api::{ColumnAlteration, NewColumns};
 use crate::error::{Error, Result};
 use crate::filter::{Predicate, Resolve};
 use crate::fragment::LoadedFragment;
 use crate::schema::column_list;
 use crate::manifest::IndexMeta;
-use crate::traits::Deadline;
-
-/// Columns to add.
-#[derive(Debug, Clone, PartialEq)]
-pub enum NewColumns {
-    /// `(name, SQL expression over the existing columns)`, each value
-    /// computed from its row.
-    Sql(Vec<(String, String)>),
-    /// Nullable columns of these types, every value null.
-    Nulls(Vec<Field>),
-}
-
-/// One change to an existing column (`alter_columns`).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ColumnAlteration {
-    /// The column (a top-level name).
-    pub path: String,
-    /// A new name.
-    pub rename: Option<String>,
-    /// A new nullability (a nullable column cannot become non-nullable).
-    pub nullable: Option<bool>,
-    /// A new type, within the column's kind (integers, floats, strings,
-    /// binaries, float vectors); a value that does not fit is an error
-    /// naming its row.
-    pub data_type: Option<DataType>,
-}
+use crate::deadline::Deadline;
 
 /// The new columns of one fragment's rows (deleted rows included).
 type ColumnsFn = Box<dyn Fn(&LoadedFragment) -> Result<Vec<ArrayRef>>>;

@@ -5,12 +5,12 @@
 
 use std::fmt::Write;
 
-use super::finish::OrderBy;
+use crate::query::OrderBy;
 use super::scan::{answer_schema, RowFilter};
 use super::Snapshot;
 use crate::error::Result;
 use crate::index::IndexType;
-use crate::traits::QueryRequest;
+use crate::query::QueryRequest;
 use crate::vector::plan::VectorPlan;
 
 /// Rows not yet in the table's files (a served table's MemWAL memtables),

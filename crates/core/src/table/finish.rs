@@ -17,19 +17,8 @@ use arrow_schema::{Field, Schema, SchemaRef};
 use crate::error::{Error, Result};
 use crate::filter::{Predicate, Resolve};
 use crate::schema::column_list;
-use crate::traits::QueryRequest;
+use crate::query::QueryRequest;
 use crate::vector::{DISTANCE_COLUMN, QUERY_INDEX_COLUMN, ROW_ID_COLUMN};
-
-/// One sort key of `order_by`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OrderBy {
-    /// The column.
-    pub column: String,
-    /// Smallest first.
-    pub ascending: bool,
-    /// Nulls before every value.
-    pub nulls_first: bool,
-}
 
 /// The position of a row among the live rows of a scan (what
 /// @lancedb/lancedb's `takeOffsets` filters on).

@@ -20,9 +20,9 @@ use crate::index::ivf::{self, IvfIndex, Vectors};
 use crate::index::{store, IndexInfo, IndexRequest, IndexType};
 use crate::schema::column_list;
 use crate::manifest::IndexMeta;
-use crate::traits::Deadline;
+use crate::deadline::Deadline;
 use crate::vector::plan::{vector_type, Element};
-use crate::vector::DistanceType;
+use crate::query::DistanceType;
 
 /// An index of a snapshot, loaded.
 #[derive(Debug, Clone)]

@@ -30,9 +30,9 @@ use crate::keys::{KeyEncoder, KeyIndex};
 use crate::manifest::{latest_version, list_versions, read_manifest, IndexMeta, Manifest};
 use crate::merge::{MergeInsertParams, MergeResult, MEM_WAL_NATIVE_UNSUPPORTED};
 use crate::storage::Storage;
-use crate::traits::{
-    AddMode, Data, DeleteResult, OptimizeStats, QueryRequest, Table, UpdateResult, VersionInfo,
-};
+use crate::api::{AddMode, DeleteResult, OptimizeStats, Table, UpdateResult, VersionInfo};
+use crate::data::Data;
+use crate::query::QueryRequest;
 
 /// The rows of one version: its manifest and every fragment, loaded.
 #[derive(Debug, Clone)]
@@ -525,10 +525,10 @@ impl Table for NativeTable {
         })
         .await
     }
-    async fn add_columns(&self, columns: evolve::NewColumns) -> Result<u64> {
+    async fn add_columns(&self, columns: crate::api::NewColumns) -> Result<u64> {
         self.blocking(move |t| t.add_columns_sync(&columns)).await
     }
-    async fn alter_columns(&self, alterations: Vec<evolve::ColumnAlteration>) -> Result<u64> {
+    async fn alter_columns(&self, alterations: Vec<crate::api::ColumnAlteration>) -> Result<u64> {
         self.blocking(move |t| t.alter_columns_sync(&alterations))
             .await
     }
@@ -541,7 +541,7 @@ impl Table for NativeTable {
     async fn flush_lsm(&self) -> Result<()> {
         Ok(()) // nothing is ever buffered
     }
-    async fn tags(&self) -> Result<std::collections::BTreeMap<String, tags::TagInfo>> {
+    async fn tags(&self) -> Result<std::collections::BTreeMap<String, crate::api::TagInfo>> {
         self.blocking(|t| t.tags_sync()).await
     }
     async fn set_tag(&self, tag: &str, version: u64, replace: bool) -> Result<()> {

@@ -13,7 +13,9 @@ use crate::error::{Error, Result};
 use crate::filter::{Predicate, Resolve};
 use crate::schema::column_list;
 use crate::schema::{align_all, validate_new_schema};
-use crate::traits::{AddMode, Data, Deadline, DeleteResult, OptimizeStats, UpdateResult};
+use crate::api::{AddMode, DeleteResult, OptimizeStats, UpdateResult};
+use crate::data::Data;
+use crate::deadline::Deadline;
 
 impl NativeTable {
     /// Adds rows; returns the new version.

@@ -14,7 +14,7 @@ use crate::error::Result;
 use crate::filter::{Predicate, Resolve};
 use crate::fragment::LoadedFragment;
 use crate::schema::projection;
-use crate::traits::QueryRequest;
+use crate::query::QueryRequest;
 use crate::vector::{self, Ann, RowIds, Tier, VectorPlan, ROW_ID_COLUMN};
 
 /// A filter bound to one snapshot, with the rows a BTREE index narrows it

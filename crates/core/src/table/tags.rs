@@ -5,22 +5,12 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
 
 use super::NativeTable;
+use crate::api::TagInfo;
 use crate::error::{Error, Result};
 use crate::manifest::{manifest_path, read_manifest};
 
-/// What a tag records.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TagInfo {
-    /// The version it names.
-    pub version: u64,
-    /// Size in bytes of that version's manifest (`manifestSize` on the
-    /// wire of `tags/list/`).
-    #[serde(default, alias = "manifestSize")]
-    pub manifest_size: u64,
-}
 
 /// A tag name: the rule of table names (it becomes a file name).
 fn check_tag(tag: &str) -> Result<()> {

@@ -8,13 +8,14 @@ use std::sync::Arc;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use super::{
-    DistanceType, IndexTuning, VectorQuery, DEFAULT_K, DISTANCE_COLUMN, QUERY_INDEX_COLUMN,
+    DEFAULT_K, DISTANCE_COLUMN, QUERY_INDEX_COLUMN,
     ROW_ID_COLUMN,
 };
 use crate::error::{Error, Result};
+use crate::query::{DistanceType, IndexTuning, VectorQuery};
 use crate::filter::{Predicate, Resolve};
 use crate::schema::projection;
-use crate::traits::QueryRequest;
+use crate::query::QueryRequest;
 
 /// Element type of a vector column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

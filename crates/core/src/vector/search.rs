@@ -22,7 +22,7 @@ use arrow::datatypes::{Float16Type, Float32Type, Float64Type};
 use super::kernels::{self, Isa};
 use super::plan::{Element, VectorPlan};
 use super::topk::{Hit, TopK};
-use super::{DistanceType, IndexTuning};
+use crate::query::{DistanceType, IndexTuning};
 use crate::error::{Error, Result};
 
 /// How a tier's row ids are formed.

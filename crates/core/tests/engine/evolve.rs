@@ -8,7 +8,7 @@ use arrow::array::AsArray;
 use arrow::datatypes::Int64Type;
 use arrow_schema::DataType;
 use memwal_core::storage::{FaultyStorage, LocalStorage, Op, Storage};
-use memwal_core::table::evolve::{ColumnAlteration, NewColumns};
+use memwal_core::{ColumnAlteration, NewColumns};
 use memwal_core::{IndexRequest, IndexType, NativeDatabase, QueryRequest};
 
 use crate::support::{dump, new_table, people};

@@ -426,7 +426,7 @@ impl Harness {
                 }
             }
             Step::Evolve => {
-                use memwal_core::table::evolve::{ColumnAlteration, NewColumns};
+                use memwal_core::{ColumnAlteration, NewColumns};
                 let add = NewColumns::Sql(vec![("tmp".into(), "v + 1".into())]);
                 let rename = |from: &str, to: &str| {
                     vec![ColumnAlteration {

@@ -1,53 +1,24 @@
 //! The two traits every kind of database and table implements (native
-//! folder tables here, remote LanceDB-protocol tables in `memwal-remote`),
-//! and the plain data types their methods exchange. The merge-insert
-//! builder, the napi bindings and the tests are written once against these.
+//! folder tables in [`crate::table`] and [`crate::db`], remote
+//! LanceDB-protocol tables in `memwal-remote`, the server's MemWAL tables
+//! in `memwal-server`), and the option and outcome types of their methods.
+//! The napi bindings and the tests are written once against these. What a
+//! read asks for is [`crate::query`]; the rows a write hands over,
+//! [`crate::data::Data`].
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use arrow::array::RecordBatch;
-use arrow_schema::SchemaRef;
+use arrow_schema::{DataType, Field, SchemaRef};
 use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
 
+use crate::data::Data;
 use crate::error::Result;
+use crate::query::QueryRequest;
 use crate::index::{IndexInfo, IndexRequest};
 use crate::merge::{MergeInsertParams, MergeResult};
-
-/// Rows handed to a write: a schema and zero or more batches of it.
-#[derive(Debug, Clone)]
-pub struct Data {
-    /// Schema of every batch.
-    pub schema: SchemaRef,
-    /// The rows.
-    pub batches: Vec<RecordBatch>,
-    /// The Arrow IPC stream the batches were decoded from, when known:
-    /// a remote table sends it as it is instead of encoding it again.
-    pub ipc: Option<bytes::Bytes>,
-}
-
-impl Data {
-    /// Data with the batches' own schema (an error if `batches` is empty).
-    pub fn new(schema: SchemaRef, batches: Vec<RecordBatch>) -> Self {
-        Self {
-            schema,
-            batches,
-            ipc: None,
-        }
-    }
-    /// The rows as an Arrow IPC stream: the one they came from, or encoded.
-    pub fn ipc_stream(&self) -> crate::Result<bytes::Bytes> {
-        match &self.ipc {
-            Some(b) => Ok(b.clone()),
-            None => Ok(crate::ipc::encode_stream(&self.schema, &self.batches)?.into()),
-        }
-    }
-    /// Total rows.
-    pub fn num_rows(&self) -> usize {
-        self.batches.iter().map(RecordBatch::num_rows).sum()
-    }
-}
 
 /// What `create_table` does when the name is taken.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -91,29 +62,6 @@ pub struct VersionInfo {
     pub metadata: BTreeMap<String, String>,
 }
 
-/// A scan (filter, projection, paging) or, with `nearest`, a vector search.
-#[derive(Debug, Clone, Default)]
-pub struct QueryRequest {
-    /// SQL filter over the table's columns.
-    pub filter: Option<String>,
-    /// Columns to return (all when `None`).
-    pub columns: Option<Vec<String>>,
-    /// SQL projections `(alias, expression)` to return instead of
-    /// `columns` (`select({alias: "sql"})`).
-    pub projections: Option<Vec<(String, String)>>,
-    /// Sort order of a plain query's rows, applied before offset and limit.
-    pub order_by: Vec<crate::table::finish::OrderBy>,
-    /// At most this many rows.
-    pub limit: Option<usize>,
-    /// Skip this many matching rows first.
-    pub offset: Option<usize>,
-    /// Add a `_rowid` column (UInt64; stable for a row within a version).
-    pub with_row_id: bool,
-    /// Rank rows by distance to query vectors (a vector query: `limit` is
-    /// `k`, 10 when `None`).
-    pub nearest: Option<crate::vector::VectorQuery>,
-}
-
 /// Outcome of `delete`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct DeleteResult {
@@ -143,6 +91,43 @@ pub struct OptimizeStats {
     pub fragments_added: u64,
     /// Deleted rows dropped from storage.
     pub deleted_rows_purged: u64,
+}
+
+/// Columns to add.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NewColumns {
+    /// `(name, SQL expression over the existing columns)`, each value
+    /// computed from its row.
+    Sql(Vec<(String, String)>),
+    /// Nullable columns of these types, every value null.
+    Nulls(Vec<Field>),
+}
+
+/// One change to an existing column (`alter_columns`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ColumnAlteration {
+    /// The column (a top-level name).
+    pub path: String,
+    /// A new name.
+    pub rename: Option<String>,
+    /// A new nullability (a nullable column cannot become non-nullable).
+    pub nullable: Option<bool>,
+    /// A new type, within the column's kind (integers, floats, strings,
+    /// binaries, float vectors); a value that does not fit is an error
+    /// naming its row.
+    pub data_type: Option<DataType>,
+}
+
+
+/// What a tag records.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TagInfo {
+    /// The version it names.
+    pub version: u64,
+    /// Size in bytes of that version's manifest (`manifestSize` on the
+    /// wire of `tags/list/`).
+    #[serde(default, alias = "manifestSize")]
+    pub manifest_size: u64,
 }
 
 /// A table: native, remote, or a server's MemWAL overlay.
@@ -204,12 +189,12 @@ pub trait Table: Send + Sync + std::fmt::Debug {
     /// Sizes and fragment layout.
     async fn stats(&self) -> Result<crate::stats::TableStats>;
     /// Adds columns (see [`crate::table::evolve`]); returns the new version.
-    async fn add_columns(&self, columns: crate::table::evolve::NewColumns) -> Result<u64>;
+    async fn add_columns(&self, columns: NewColumns) -> Result<u64>;
     /// Renames columns, changes their nullability or type; returns the
     /// new version.
     async fn alter_columns(
         &self,
-        alterations: Vec<crate::table::evolve::ColumnAlteration>,
+        alterations: Vec<ColumnAlteration>,
     ) -> Result<u64>;
     /// Drops columns; returns the new version.
     async fn drop_columns(&self, columns: Vec<String>) -> Result<u64>;
@@ -221,7 +206,7 @@ pub trait Table: Send + Sync + std::fmt::Debug {
     async fn flush_lsm(&self) -> Result<()>;
     /// Tags by name.
     async fn tags(&self)
-        -> Result<std::collections::BTreeMap<String, crate::table::tags::TagInfo>>;
+        -> Result<std::collections::BTreeMap<String, TagInfo>>;
     /// Names `version` `tag` (`replace`: update an existing tag; else
     /// create a new one).
     async fn set_tag(&self, tag: &str, version: u64, replace: bool) -> Result<()>;
@@ -346,34 +331,5 @@ fn root_only(namespace: &[String]) -> Result<()> {
         Err(crate::Error::not_supported(format!(
             "namespace {namespace:?}: local databases have no namespaces (they are a feature of remote databases)"
         )))
-    }
-}
-
-/// Deadline helper shared by the executors.
-#[derive(Debug, Clone, Copy)]
-pub struct Deadline {
-    start: std::time::Instant,
-    limit: Option<Duration>,
-}
-
-impl Deadline {
-    /// Starts a clock with an optional limit.
-    pub fn new(limit: Option<Duration>) -> Self {
-        Self {
-            start: std::time::Instant::now(),
-            limit,
-        }
-    }
-    /// `Err(Timeout)` once the limit has passed.
-    pub fn check(&self) -> Result<()> {
-        if let Some(limit) = self.limit {
-            let el = self.start.elapsed();
-            if el > limit {
-                return Err(crate::Error::Timeout {
-                    elapsed_ms: el.as_millis() as u64,
-                });
-            }
-        }
-        Ok(())
     }
 }
