@@ -9,7 +9,7 @@ import type { Schema } from "apache-arrow";
 import { bool, count } from "./args";
 import { type Data, toBuffer } from "./arrow";
 import { call } from "./errors";
-import { type NativeMergeInsertOptions, type NativeTable, native } from "./native";
+import type { NativeMergeInsertOptions, NativeTable } from "./native";
 
 /** What a merge insert did. */
 export interface MergeResult {
@@ -102,9 +102,10 @@ export class MergeInsertBuilder {
     if (options?.timeoutMs !== undefined) opts.timeoutMs = count("execute(options.timeoutMs)", options.timeoutMs, 2 ** 32 - 1);
     if (options?.useIndex !== undefined) opts.useIndex = bool("execute(options.useIndex)", options.useIndex);
     return call(async () => {
-      native.validateMergeInsert(opts);
+      // Validation happens here, once, before the data is converted.
+      const plan = this.table.prepareMergeInsert(opts);
       const buf = Array.isArray(data) ? toBuffer(data, await this.schema()) : toBuffer(data);
-      return this.table.mergeInsert(opts, buf);
+      return plan.execute(buf);
     });
   }
 }

@@ -10,6 +10,7 @@ import type {
   NativeConnectOptions,
   NativeIndexOptions,
   NativeMergeInsertOptions,
+  NativeMergeInsertPlan,
   NativeQueryOptions,
   NativeServeOptions,
   NativeServer,
@@ -26,7 +27,8 @@ export const addonMatchesNativeTs: [
   Assignable<typeof import("../index"), Pick<NativeAddon, keyof NativeAddon>>,
   Assignable<NativeQueryOptions, Addon.QueryOptions>,
   Assignable<NativeMergeInsertOptions, Addon.MergeInsertOptions>,
+  Assignable<Addon.MergeInsertPlan, NativeMergeInsertPlan>,
   Assignable<NativeConnectOptions, Addon.ConnectOptions>,
   Assignable<NativeServeOptions, Addon.ServeOptions>,
   Assignable<NativeIndexOptions, Addon.IndexOptions>,
-] = [true, true, true, true, true, true, true, true, true];
+] = [true, true, true, true, true, true, true, true, true, true];

@@ -100,7 +100,8 @@ export interface NativeTable {
   explainPlan(options: NativeQueryOptions, verbose?: boolean | null): Promise<string>;
   analyzePlan(options: NativeQueryOptions): Promise<string>;
   optimize(): Promise<{ version: number; fragmentsRemoved: number; fragmentsAdded: number; deletedRowsPurged: number }>;
-  mergeInsert(options: NativeMergeInsertOptions, data: Buffer): Promise<NativeMergeResult>;
+  /** Checks the clause set once (throwing on an invalid one) and binds it to this table. */
+  prepareMergeInsert(options: NativeMergeInsertOptions): NativeMergeInsertPlan;
   createIndex(column: string, options: NativeIndexOptions): Promise<void>;
   listIndices(): Promise<NativeIndexInfo[]>;
   indexStats(name: string): Promise<NativeIndexInfo | null>;
@@ -170,6 +171,11 @@ export interface NativeServer {
   close(): Promise<void>;
 }
 
+/** A checked merge insert bound to its table; each `execute` runs it on new data. */
+export interface NativeMergeInsertPlan {
+  execute(data: Buffer): Promise<NativeMergeResult>;
+}
+
 export interface NativeAddon {
   connect(
     uri: string,
@@ -177,7 +183,6 @@ export interface NativeAddon {
     headerProvider?: (() => Promise<Record<string, string>>) | null,
   ): Promise<NativeConnection>;
   serve?(options: NativeServeOptions): Promise<NativeServer>;
-  validateMergeInsert(options: NativeMergeInsertOptions): void;
   /** The Rust `ErrorCode` list, in order. */
   errorCodes(): string[];
 }

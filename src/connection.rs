@@ -7,9 +7,10 @@ use memwal_core::{CreateMode, CreateOptions, Database, NativeDb};
 use napi::bindgen_prelude::Buffer;
 use napi_derive::napi;
 
+use crate::data::decode;
 use crate::error;
 use crate::headers::{HeaderFn, JsHeaderProvider};
-use crate::table::{decode, Table};
+use crate::table::Table;
 
 /// One page of namespace names.
 #[napi(object)]

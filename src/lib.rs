@@ -7,6 +7,7 @@
 #![cfg_attr(test, allow(dead_code))]
 
 mod connection;
+mod data;
 mod error;
 mod headers;
 mod merge;

@@ -1,10 +1,16 @@
-//! Merge-insert parameters and result as JS objects. The chaining builder
-//! is `lib/merge.ts`; validation (MemWAL rules included) is the core's.
+//! Merge insert at the JS boundary: the options lib/merge.ts's chaining
+//! builder collects, the checked [`MergeInsertPlan`] it turns them into
+//! (validated once, by the core, before any data is converted or sent), and
+//! the result as a JS object.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use memwal_core::{MergeInsertParams, MergeResult};
+use memwal_core::{MergeInsert, MergeInsertParams, MergeResult, Table as CoreTable};
+use napi::bindgen_prelude::Buffer;
 use napi_derive::napi;
+
+use crate::error;
 
 /// The builder's state, as lib/merge.ts collects it.
 #[napi(object)]
@@ -68,9 +74,35 @@ impl From<MergeResult> for MergeInsertResult {
     }
 }
 
-/// Runs the merge-insert validation alone (so JS can fail before it
-/// converts data or sends anything).
-#[napi(catch_unwind)]
-pub fn validate_merge_insert(options: MergeInsertOptions) -> napi::Result<()> {
-    memwal_core::merge::validate(&options.into()).map_err(crate::error::core)
+/// A merge insert whose clause set has been checked, bound to its table
+/// (`Table.prepareMergeInsert` makes one); `execute` may run it any number
+/// of times, each with its own data.
+#[napi]
+pub struct MergeInsertPlan {
+    table: Arc<dyn CoreTable>,
+    merge: MergeInsert,
+}
+
+impl MergeInsertPlan {
+    /// Checks `options` (the MemWAL rules included) for `table`.
+    pub fn prepare(table: Arc<dyn CoreTable>, options: MergeInsertOptions) -> napi::Result<Self> {
+        let params: MergeInsertParams = options.into();
+        let merge = params.validate().map_err(error::core)?;
+        Ok(Self { table, merge })
+    }
+}
+
+#[napi]
+impl MergeInsertPlan {
+    /// Runs the merge with `data` (an Arrow IPC stream or file).
+    #[napi(catch_unwind)]
+    pub async fn execute(&self, data: Buffer) -> napi::Result<MergeInsertResult> {
+        let data = crate::data::decode(&data)?;
+        let r = self
+            .table
+            .merge_insert(self.merge.clone(), data)
+            .await
+            .map_err(error::core)?;
+        Ok(r.into())
+    }
 }

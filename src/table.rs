@@ -5,23 +5,14 @@ use std::sync::Arc;
 
 use memwal_core::protocol::CreateIndexBody;
 use memwal_core::table::scan::answer_schema;
-use memwal_core::vector::IndexTuning;
-use memwal_core::{
-    ipc, merge::validate, AddMode, Data, DistanceType, MergeInsertParams, QueryRequest,
-    Table as CoreTable, VectorQuery,
-};
+use memwal_core::IndexTuning;
+use memwal_core::{ipc, AddMode, DistanceType, QueryRequest, Table as CoreTable, VectorQuery};
 use napi::bindgen_prelude::Buffer;
 use napi_derive::napi;
 
+use crate::data::decode;
 use crate::error;
-use crate::merge::{MergeInsertOptions, MergeInsertResult};
-
-/// Decodes Arrow IPC bytes from JS.
-pub fn decode(buf: &[u8]) -> napi::Result<Data> {
-    // One copy out of the JS heap; the batches then point into it, and a
-    // remote table sends these bytes as they are.
-    ipc::decode_bytes(bytes::Bytes::copy_from_slice(buf)).map_err(error::core)
-}
+use crate::merge::{MergeInsertOptions, MergeInsertPlan};
 
 fn to_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
@@ -72,7 +63,7 @@ pub struct ColumnAlteration {
 }
 
 impl ColumnAlteration {
-    fn into_core(self) -> napi::Result<memwal_core::table::evolve::ColumnAlteration> {
+    fn into_core(self) -> napi::Result<memwal_core::ColumnAlteration> {
         let data_type = match (self.data_type_json, self.data_type_ipc) {
             (Some(j), _) => {
                 let v: serde_json::Value = serde_json::from_str(&j)
@@ -88,7 +79,7 @@ impl ColumnAlteration {
             }
             (None, None) => None,
         };
-        Ok(memwal_core::table::evolve::ColumnAlteration {
+        Ok(memwal_core::ColumnAlteration {
             path: self.path,
             rename: self.rename,
             nullable: self.nullable,
@@ -348,7 +339,7 @@ impl QueryOptions {
                 .order_by
                 .unwrap_or_default()
                 .into_iter()
-                .map(|o| memwal_core::table::finish::OrderBy {
+                .map(|o| memwal_core::OrderBy {
                     column: o.column_name,
                     ascending: o.ascending,
                     nulls_first: o.nulls_first,
@@ -563,7 +554,7 @@ impl Table {
         let cols = columns.into_iter().map(|c| (c.name, c.value_sql)).collect();
         let v = self
             .inner
-            .add_columns(memwal_core::table::evolve::NewColumns::Sql(cols))
+            .add_columns(memwal_core::NewColumns::Sql(cols))
             .await
             .map_err(error::core)?;
         Ok(to_i64(v))
@@ -581,7 +572,7 @@ impl Table {
             .collect();
         let v = self
             .inner
-            .add_columns(memwal_core::table::evolve::NewColumns::Nulls(fields))
+            .add_columns(memwal_core::NewColumns::Nulls(fields))
             .await
             .map_err(error::core)?;
         Ok(to_i64(v))
@@ -736,22 +727,14 @@ impl Table {
         })
     }
 
-    /// Runs a merge insert (validated first: nothing runs if invalid).
+    /// Checks a merge insert's clause set and binds it to this table; the
+    /// plan's `execute` runs it (nothing is converted or sent if invalid).
     #[napi(catch_unwind)]
-    pub async fn merge_insert(
+    pub fn prepare_merge_insert(
         &self,
         options: MergeInsertOptions,
-        data: Buffer,
-    ) -> napi::Result<MergeInsertResult> {
-        let params: MergeInsertParams = options.into();
-        validate(&params).map_err(error::core)?;
-        let data = decode(&data)?;
-        let r = self
-            .inner
-            .merge_insert(params, data)
-            .await
-            .map_err(error::core)?;
-        Ok(r.into())
+    ) -> napi::Result<MergeInsertPlan> {
+        MergeInsertPlan::prepare(self.inner.clone(), options)
     }
 
     /// Builds an index on `column` and commits a version recording it.

@@ -16,9 +16,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::Data;
 use crate::error::Result;
-use crate::query::QueryRequest;
 use crate::index::{IndexInfo, IndexRequest};
-use crate::merge::{MergeInsertParams, MergeResult};
+use crate::merge::{MergeInsert, MergeResult};
+use crate::query::QueryRequest;
 
 /// What `create_table` does when the name is taken.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -118,7 +118,6 @@ pub struct ColumnAlteration {
     pub data_type: Option<DataType>,
 }
 
-
 /// What a tag records.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TagInfo {
@@ -173,8 +172,9 @@ pub trait Table: Send + Sync + std::fmt::Debug {
     }
     /// Compacts fragments and purges deleted rows.
     async fn optimize(&self) -> Result<OptimizeStats>;
-    /// Runs a merge insert whose clauses were validated by the builder.
-    async fn merge_insert(&self, params: MergeInsertParams, data: Data) -> Result<MergeResult>;
+    /// Runs a merge insert; its clause set was checked when the
+    /// [`MergeInsert`] was made, so no table checks it again.
+    async fn merge_insert(&self, m: MergeInsert, data: Data) -> Result<MergeResult>;
     /// Builds an index and commits a version that records it.
     async fn create_index(&self, request: IndexRequest) -> Result<()>;
     /// The indexes, with indexed and unindexed row counts.
@@ -192,10 +192,7 @@ pub trait Table: Send + Sync + std::fmt::Debug {
     async fn add_columns(&self, columns: NewColumns) -> Result<u64>;
     /// Renames columns, changes their nullability or type; returns the
     /// new version.
-    async fn alter_columns(
-        &self,
-        alterations: Vec<ColumnAlteration>,
-    ) -> Result<u64>;
+    async fn alter_columns(&self, alterations: Vec<ColumnAlteration>) -> Result<u64>;
     /// Drops columns; returns the new version.
     async fn drop_columns(&self, columns: Vec<String>) -> Result<u64>;
     /// The MemWAL's state (`None`: this table has no MemWAL, as a local
@@ -205,8 +202,7 @@ pub trait Table: Send + Sync + std::fmt::Debug {
     /// is (a no-op without a MemWAL).
     async fn flush_lsm(&self) -> Result<()>;
     /// Tags by name.
-    async fn tags(&self)
-        -> Result<std::collections::BTreeMap<String, TagInfo>>;
+    async fn tags(&self) -> Result<std::collections::BTreeMap<String, TagInfo>>;
     /// Names `version` `tag` (`replace`: update an existing tag; else
     /// create a new one).
     async fn set_tag(&self, tag: &str, version: u64, replace: bool) -> Result<()>;

@@ -10,8 +10,8 @@ use arrow_ipc::reader::{FileReader, StreamDecoder, StreamReader};
 use arrow_ipc::writer::{FileWriter, StreamWriter};
 use arrow_schema::Schema;
 
-use crate::error::{Error, Result};
 use crate::data::Data;
+use crate::error::{Error, Result};
 
 const FILE_MAGIC: &[u8] = b"ARROW1";
 

@@ -2,12 +2,15 @@
 //!
 //! Layers, bottom up: [`storage`] (files, create-new publish, fault
 //! injection) -> [`manifest`] and [`fragment`] (the on-disk format) ->
-//! [`table`] (versions, snapshots, commits with retry, reads and writes) and
-//! [`merge`] (the builder, validation and the O(k) executor, using
-//! [`keys`] and [`filter`]) -> [`db`] (a folder of tables). [`traits`]
-//! defines what remote tables implement too; [`ipc`] converts Arrow IPC
-//! bytes at the edges; [`vector`] ranks rows of any set of tiers by
-//! distance (exact search, SIMD kernels).
+//! [`table`] (versions, snapshots, commits with retry, reads and writes;
+//! `table::merge` runs a merge insert) using [`merge`] (the checked
+//! parameters and the planning steps, over [`keys`] and [`filter`]) ->
+//! [`db`] (a folder of tables). [`api`] defines the `Table` and `Database`
+//! traits remote and served tables implement too, with [`data`],
+//! [`query`] and [`deadline`] for what crosses them; [`ipc`] converts
+//! Arrow IPC bytes at the edges; [`vector`] ranks rows of any set of tiers
+//! by distance (exact search, SIMD kernels) and [`index`] builds and reads
+//! the indexes.
 
 pub mod api;
 pub mod data;
@@ -39,7 +42,7 @@ pub use data::Data;
 pub use db::{NativeDatabase, NativeDb};
 pub use error::{Error, ErrorCode, Result};
 pub use index::{IndexInfo, IndexRequest, IndexType};
-pub use merge::{MergeInsertBuilder, MergeInsertParams, MergeResult};
+pub use merge::{MergeInsert, MergeInsertParams, MergeResult};
 pub use query::{DistanceType, IndexTuning, OrderBy, QueryRequest, VectorQuery};
 pub use stats::{LsmStats, TableStats};
 pub use table::{NativeTable, Snapshot};

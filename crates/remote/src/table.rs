@@ -8,7 +8,7 @@ use arrow_schema::SchemaRef;
 use async_trait::async_trait;
 use memwal_core::{
     ipc, json_schema, AddMode, CreateOptions, Data, Database, DeleteResult, IndexInfo,
-    IndexRequest, IndexType, MergeInsertParams, MergeResult, OptimizeStats, QueryRequest, Table,
+    IndexRequest, IndexType, MergeInsert, MergeResult, OptimizeStats, QueryRequest, Table,
     UpdateResult, VersionInfo,
 };
 use reqwest::Method;
@@ -631,12 +631,7 @@ impl Table for RemoteTable {
             deleted_rows_purged: r.deleted_rows_purged,
         })
     }
-    async fn merge_insert(
-        &self,
-        p: MergeInsertParams,
-        data: Data,
-    ) -> memwal_core::Result<MergeResult> {
-        memwal_core::merge::validate(&p)?;
+    async fn merge_insert(&self, p: MergeInsert, data: Data) -> memwal_core::Result<MergeResult> {
         self.ensure_writable()?;
         let body = memwal_core::ipc::stream_of(&data)?;
         let q = protocol::merge_query(&p);
@@ -738,8 +733,7 @@ impl Table for RemoteTable {
     }
     async fn tags(
         &self,
-    ) -> memwal_core::Result<std::collections::BTreeMap<String, memwal_core::TagInfo>>
-    {
+    ) -> memwal_core::Result<std::collections::BTreeMap<String, memwal_core::TagInfo>> {
         // The official wire form: {"tag": {"version": N, "manifestSize": M}}.
         let (resp, rid) = self.send_json("tags/list/", None).await?;
         Ok(answer(json_of(resp, &rid).await?)?)

@@ -24,11 +24,11 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use memwal_core::{ColumnAlteration, NewColumns};
 use memwal_core::{
-    AddMode, CreateMode, CreateOptions, Data, Database, DistanceType, MergeInsertBuilder,
+    AddMode, CreateMode, CreateOptions, Data, Database, DistanceType, MergeInsertParams,
     QueryRequest, VectorQuery,
 };
+use memwal_core::{ColumnAlteration, NewColumns};
 use memwal_remote::{ClientConfig, ConnectOptions, RemoteDatabase, StaticHeaders};
 use serde_json::Value;
 
@@ -378,23 +378,42 @@ async fn every_operation_matches_the_official_client_capture() {
     set("list_versions");
     t.list_versions().await.expect("versions");
     set("merge_insert");
-    let mut b = MergeInsertBuilder::new(t.clone(), vec!["id".into()]);
-    b.when_matched_update_all(None)
-        .when_not_matched_insert_all();
-    b.execute(rows(&[(2.0, 20.0, "bb"), (9.0, 9.0, "i")]))
+    let upsert = MergeInsertParams {
+        when_matched_update_all: true,
+        when_not_matched_insert_all: true,
+        ..MergeInsertParams::new(vec!["id".into()])
+    };
+    t.merge_insert(
+        upsert.validate().expect("valid"),
+        rows(&[(2.0, 20.0, "bb"), (9.0, 9.0, "i")]),
+    )
+    .await
+    .expect("merge");
+    set("merge_insert_all_clauses");
+    let all = MergeInsertParams {
+        when_matched_update_all: true,
+        when_matched_update_all_filt: Some("target.a < source.a".into()),
+        when_not_matched_insert_all: true,
+        when_not_matched_by_source_delete: true,
+        when_not_matched_by_source_delete_filt: Some("id < 2".into()),
+        timeout: Some(Duration::from_millis(5000)),
+        ..MergeInsertParams::new(vec!["id".into()])
+    };
+    t.merge_insert(all.validate().expect("valid"), rows(&[(2.0, 30.0, "bb")]))
         .await
         .expect("merge");
-    set("merge_insert_all_clauses");
-    let mut b = MergeInsertBuilder::new(t.clone(), vec!["id".into()]);
-    b.when_matched_update_all(Some("target.a < source.a".into()))
-        .when_not_matched_insert_all()
-        .when_not_matched_by_source_delete(Some("id < 2".into()))
-        .timeout(Duration::from_millis(5000));
-    b.execute(rows(&[(2.0, 30.0, "bb")])).await.expect("merge");
     set("merge_insert_no_index");
-    let mut b = MergeInsertBuilder::new(t.clone(), vec!["id".into()]);
-    b.when_not_matched_insert_all().use_index(false);
-    b.execute(rows(&[(10.0, 10.0, "j")])).await.expect("merge");
+    let no_index = MergeInsertParams {
+        when_not_matched_insert_all: true,
+        use_index: false,
+        ..MergeInsertParams::new(vec!["id".into()])
+    };
+    t.merge_insert(
+        no_index.validate().expect("valid"),
+        rows(&[(10.0, 10.0, "j")]),
+    )
+    .await
+    .expect("merge");
     set("checkout");
     let old = t.checkout(Some(2)).await.expect("checkout");
     set("checkout_version");

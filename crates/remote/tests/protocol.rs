@@ -14,7 +14,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use memwal_core::{Data, Database, MergeInsertBuilder};
+use memwal_core::{Data, Database, MergeInsertParams};
 use memwal_remote::{ClientConfig, ConnectOptions, RemoteDatabase};
 
 #[derive(Debug, Clone)]
@@ -88,6 +88,17 @@ fn data() -> Data {
     Data::new(s, vec![b])
 }
 
+/// `when_matched_update_all().when_not_matched_insert_all()` on `id`.
+fn upsert_by_id() -> memwal_core::MergeInsert {
+    MergeInsertParams {
+        when_matched_update_all: true,
+        when_not_matched_insert_all: true,
+        ..MergeInsertParams::new(vec!["id".into()])
+    }
+    .validate()
+    .expect("valid")
+}
+
 const DESCRIBE: &str = r#"{"version": 1, "schema": {"fields": [{"name": "id", "type": {"type": "int64"}, "nullable": false}]}}"#;
 const MERGED: &str =
     r#"{"version": 2, "num_deleted_rows": 0, "num_inserted_rows": 1, "num_updated_rows": 1}"#;
@@ -98,12 +109,19 @@ async fn merge_insert_request_matches_the_official_client() {
     let d = db(&url, |_| {});
     let t = d.open_table("t").await.expect("open");
     s.lock().expect("l").ok = MERGED.into();
-    let mut b = MergeInsertBuilder::new(t, vec!["id".into()]);
-    b.when_matched_update_all(Some("target.value < source.value".into()))
-        .when_not_matched_insert_all()
-        .when_not_matched_by_source_delete(Some("id < 2".into()))
-        .timeout(Duration::from_millis(5000));
-    let r = b.execute(data()).await.expect("merge");
+    let m = MergeInsertParams {
+        when_matched_update_all: true,
+        when_matched_update_all_filt: Some("target.value < source.value".into()),
+        when_not_matched_insert_all: true,
+        when_not_matched_by_source_delete: true,
+        when_not_matched_by_source_delete_filt: Some("id < 2".into()),
+        timeout: Some(Duration::from_millis(5000)),
+        ..MergeInsertParams::new(vec!["id".into()])
+    };
+    let r = t
+        .merge_insert(m.validate().expect("valid"), data())
+        .await
+        .expect("merge");
     assert_eq!(
         (
             r.version,
@@ -153,21 +171,26 @@ async fn mem_wal_headers_exactly_when_enabled() {
     let d = db(&url, |_| {});
     let t = d.open_table("t").await.expect("open");
     s.lock().expect("l").ok = MERGED.into();
-    let mut b = MergeInsertBuilder::new(t.clone(), vec!["id".into()]);
-    b.when_matched_update_all(None)
-        .when_not_matched_insert_all()
-        .mem_wal(true);
-    b.execute(data()).await.expect("merge");
-    // Validation failures send nothing.
-    let before = s.lock().expect("l").seen.len();
-    let mut bad = MergeInsertBuilder::new(t.clone(), vec!["id".into()]);
-    bad.when_matched_update_all(None).mem_wal(true);
-    let e = bad.execute(data()).await.expect_err("invalid");
+    let upsert = MergeInsertParams {
+        when_matched_update_all: true,
+        when_not_matched_insert_all: true,
+        mem_wal: true,
+        ..MergeInsertParams::new(vec!["id".into()])
+    };
+    t.merge_insert(upsert.validate().expect("valid"), data())
+        .await
+        .expect("merge");
+    // An invalid clause set never becomes a MergeInsert, so nothing is sent.
+    let bad = MergeInsertParams {
+        when_matched_update_all: true,
+        mem_wal: true,
+        ..MergeInsertParams::new(vec!["id".into()])
+    };
+    let e = bad.validate().expect_err("invalid");
     assert_eq!(
         e.to_string(),
         "MemWAL requires when_not_matched_insert_all() to be set"
     );
-    assert_eq!(s.lock().expect("l").seen.len(), before);
     let seen = s.lock().expect("l").seen.clone();
     let m = seen.last().expect("one");
     assert_eq!(m.headers["x-lancedb-mem-wal-enabled"], "true");
@@ -211,10 +234,7 @@ async fn retries_statuses_with_one_request_id_and_honours_retry_after() {
             .push_back((503, vec![("retry-after", "0.3")], "busy".into()));
     }
     let started = Instant::now();
-    let mut b = MergeInsertBuilder::new(t.clone(), vec!["id".into()]);
-    b.when_matched_update_all(None)
-        .when_not_matched_insert_all();
-    let r = b.execute(data()).await.expect("merge");
+    let r = t.merge_insert(upsert_by_id(), data()).await.expect("merge");
     assert_eq!(r.num_attempts, 4);
     assert!(
         started.elapsed() >= Duration::from_millis(300),

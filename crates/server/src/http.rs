@@ -4,9 +4,10 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
+use axum::extract::{DefaultBodyLimit, MatchedPath, Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -34,6 +35,7 @@ pub fn router(state: Arc<AppState>) -> Router {
     let max = state.config.max_body_bytes;
     Router::new()
         .route("/health", get(health))
+        .route("/metrics", get(metrics))
         .route("/v1/table/", get(list_tables))
         .route("/v1/namespace/{ns}/table/list", get(list_namespace_tables))
         .route("/v1/namespace/{ns}/list", get(list_namespaces))
@@ -77,7 +79,28 @@ pub fn router(state: Arc<AppState>) -> Router {
         .layer(middleware::from_fn_with_state(state.clone(), auth))
         .layer(DefaultBodyLimit::max(max))
         .layer(middleware::map_response(advertise))
+        .layer(middleware::from_fn_with_state(state.clone(), track))
         .with_state(state)
+}
+
+/// Counts every request (401s, 413s and unmatched routes included) by its
+/// route template, method and status, with its latency.
+async fn track(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| crate::metrics::UNMATCHED_ROUTE.to_string());
+    let method = req.method().clone();
+    let started = Instant::now();
+    let r = next.run(req).await;
+    state.config.memwal.metrics.request(
+        &route,
+        method.as_str(),
+        r.status().as_u16(),
+        started.elapsed(),
+    );
+    r
 }
 
 /// Every answer carries the protocol level clients may use
@@ -92,11 +115,16 @@ async fn advertise(mut r: Response) -> Response {
 
 async fn auth(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
     if let Some(want) = &state.config.api_key {
-        let got = req
-            .headers()
-            .get("x-api-key")
-            .map(|v| v.as_bytes())
-            .unwrap_or_default();
+        // The protocol's header, or a bearer token (what a Prometheus
+        // scrape config's `authorization` sends).
+        let h = req.headers();
+        let got = match h.get("x-api-key") {
+            Some(v) => v.as_bytes(),
+            None => h
+                .get("authorization")
+                .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "))
+                .unwrap_or_default(),
+        };
         let ok: bool = got.len() == want.len() && bool::from(got.ct_eq(want.as_bytes()));
         if !ok {
             return Error::Unauthorized.into_response();
@@ -191,6 +219,24 @@ async fn not_implemented(method: axum::http::Method, uri: axum::http::Uri) -> Re
 
 async fn health(State(state): State<Arc<AppState>>) -> Result<Json<Value>> {
     Ok(Json(json!({"status": "ok", "tables": state.health()})))
+}
+
+/// `GET /metrics`: the OpenMetrics text Prometheus scrapes.
+async fn metrics(State(state): State<Arc<AppState>>) -> Result<Response> {
+    let text = state
+        .config
+        .memwal
+        .metrics
+        .render(&state.health())
+        .map_err(|e| memwal_core::Error::internal(format!("cannot render the metrics: {e}")))?;
+    Ok((
+        [(
+            axum::http::header::CONTENT_TYPE,
+            crate::metrics::CONTENT_TYPE,
+        )],
+        text,
+    )
+        .into_response())
 }
 
 #[derive(Deserialize)]
@@ -431,8 +477,7 @@ async fn merge_insert(
             .and_then(|v| v.to_str().ok())
             .map(str::to_string)
     };
-    let p = protocol::parse_merge(&q, header)?;
-    memwal_core::merge::validate(&p)?;
+    let p = protocol::parse_merge(&q, header)?.validate()?;
     let mut data = arrow_body(&headers, &body)?;
     // The WAL logs the body as received (no re-encoding).
     data.ipc = Some(body);

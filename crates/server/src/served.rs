@@ -10,12 +10,12 @@ use std::sync::Arc;
 use arrow::array::RecordBatch;
 use arrow_schema::SchemaRef;
 use async_trait::async_trait;
-use memwal_core::{ColumnAlteration, NewColumns};
 use memwal_core::TagInfo;
 use memwal_core::{
-    AddMode, Data, DeleteResult, IndexInfo, IndexRequest, MergeInsertParams, MergeResult,
-    OptimizeStats, QueryRequest, Table, UpdateResult, VersionInfo,
+    AddMode, Data, DeleteResult, IndexInfo, IndexRequest, MergeInsert, MergeResult, OptimizeStats,
+    QueryRequest, Table, UpdateResult, VersionInfo,
 };
+use memwal_core::{ColumnAlteration, NewColumns};
 
 use crate::error::Error;
 use crate::memwal::{MemWalTable, Turn};
@@ -82,8 +82,7 @@ impl ServedTable {
 
     /// A merge insert: through the MemWAL when `params.mem_wal`, otherwise a
     /// native merge in the writer's turn.
-    pub async fn merge(&self, params: MergeInsertParams, data: Data) -> crate::Result<MergeResult> {
-        memwal_core::merge::validate(&params)?;
+    pub async fn merge(&self, params: MergeInsert, data: Data) -> crate::Result<MergeResult> {
         if params.mem_wal {
             let raw = data.ipc.clone();
             return self.mem.upsert(params.on.clone(), data, raw).await;
@@ -234,7 +233,7 @@ impl Table for ServedTable {
     }
     async fn merge_insert(
         &self,
-        params: MergeInsertParams,
+        params: MergeInsert,
         data: Data,
     ) -> memwal_core::Result<MergeResult> {
         self.merge(params, data).await.map_err(core)

@@ -10,9 +10,9 @@ use super::hnsw::{self, Graph, HnswParams, Sq};
 use super::kmeans::{self, par_ranges, Rng};
 use super::pq::Pq;
 use crate::error::{Error, Result};
+use crate::query::{DistanceType, IndexTuning};
 use crate::vector::kernels::{self, Isa};
 use crate::vector::topk::{Hit, TopK};
-use crate::query::{DistanceType, IndexTuning};
 use crate::vector::AnnIndex;
 
 /// Partitions probed when the query does not say (Lance's default).

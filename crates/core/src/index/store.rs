@@ -34,8 +34,8 @@ use super::pq::Pq;
 use crate::error::{Error, Result};
 use crate::fragment::{read_data_file, CrcWriter};
 use crate::manifest::{IndexFile, IndexMeta};
-use crate::storage::Storage;
 use crate::query::DistanceType;
+use crate::storage::Storage;
 
 fn fsl(name: &str, dim: usize) -> Result<Field> {
     let n = i32::try_from(dim).map_err(|_| Error::invalid("vector dimension too large"))?;

@@ -8,9 +8,9 @@ use arrow_schema::DataType;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::api::{ColumnAlteration, NewColumns};
 use crate::error::{Error, Result};
 use crate::json_schema;
-use crate::api::{ColumnAlteration, NewColumns};
 
 /// `add_columns/`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

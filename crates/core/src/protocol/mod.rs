@@ -6,9 +6,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::api::{AddMode, CreateMode, CreateOptions};
 use crate::error::{Error, Result};
 use crate::merge::{MergeInsertParams, MergeResult};
-use crate::api::{AddMode, CreateMode, CreateOptions};
 
 mod evolve;
 mod index;

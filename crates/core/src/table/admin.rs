@@ -3,10 +3,10 @@
 
 use super::commit::Change;
 use super::NativeTable;
+use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::manifest::read_manifest;
 use crate::stats::{FragmentStats, TableStats};
-use crate::deadline::Deadline;
 
 impl NativeTable {
     /// Commits a new version with the rows, schema and indexes of

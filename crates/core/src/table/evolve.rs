@@ -18,12 +18,12 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use super::commit::Change;
 use super::{NativeTable, Snapshot};
 use crate::api::{ColumnAlteration, NewColumns};
+use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::filter::{Predicate, Resolve};
 use crate::fragment::LoadedFragment;
-use crate::schema::column_list;
 use crate::manifest::IndexMeta;
-use crate::deadline::Deadline;
+use crate::schema::column_list;
 
 /// The new columns of one fragment's rows (deleted rows included).
 type ColumnsFn = Box<dyn Fn(&LoadedFragment) -> Result<Vec<ArrayRef>>>;

@@ -5,11 +5,11 @@
 
 use std::fmt::Write;
 
-use crate::query::OrderBy;
 use super::scan::{answer_schema, RowFilter};
 use super::Snapshot;
 use crate::error::Result;
 use crate::index::IndexType;
+use crate::query::OrderBy;
 use crate::query::QueryRequest;
 use crate::vector::plan::VectorPlan;
 

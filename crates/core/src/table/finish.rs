@@ -16,8 +16,8 @@ use arrow_schema::{Field, Schema, SchemaRef};
 
 use crate::error::{Error, Result};
 use crate::filter::{Predicate, Resolve};
-use crate::schema::column_list;
 use crate::query::QueryRequest;
+use crate::schema::column_list;
 use crate::vector::{DISTANCE_COLUMN, QUERY_INDEX_COLUMN, ROW_ID_COLUMN};
 
 /// The position of a row among the live rows of a scan (what

@@ -14,15 +14,15 @@ use serde_json::json;
 
 use super::commit::Change;
 use super::{NativeTable, Snapshot};
+use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::index::btree::{self, BTreeIndex};
 use crate::index::ivf::{self, IvfIndex, Vectors};
 use crate::index::{store, IndexInfo, IndexRequest, IndexType};
-use crate::schema::column_list;
 use crate::manifest::IndexMeta;
-use crate::deadline::Deadline;
-use crate::vector::plan::{vector_type, Element};
 use crate::query::DistanceType;
+use crate::schema::column_list;
+use crate::vector::plan::{vector_type, Element};
 
 /// An index of a snapshot, loaded.
 #[derive(Debug, Clone)]

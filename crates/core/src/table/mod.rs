@@ -11,6 +11,7 @@ pub mod evolve;
 pub mod explain;
 pub mod finish;
 pub mod indices;
+mod merge;
 mod ops;
 pub mod scan;
 pub mod tags;
@@ -23,16 +24,16 @@ use arrow_schema::SchemaRef;
 use async_trait::async_trait;
 use roaring::RoaringBitmap;
 
+use crate::api::{AddMode, DeleteResult, OptimizeStats, Table, UpdateResult, VersionInfo};
+use crate::data::Data;
 use crate::error::{Error, Result};
 use crate::fragment::{read_data_file, read_deletions, LoadedFragment};
 use crate::index::{IndexInfo, IndexRequest};
 use crate::keys::{KeyEncoder, KeyIndex};
 use crate::manifest::{latest_version, list_versions, read_manifest, IndexMeta, Manifest};
-use crate::merge::{MergeInsertParams, MergeResult, MEM_WAL_NATIVE_UNSUPPORTED};
-use crate::storage::Storage;
-use crate::api::{AddMode, DeleteResult, OptimizeStats, Table, UpdateResult, VersionInfo};
-use crate::data::Data;
+use crate::merge::{MergeInsert, MergeResult, MEM_WAL_NATIVE_UNSUPPORTED};
 use crate::query::QueryRequest;
+use crate::storage::Storage;
 
 /// The rows of one version: its manifest and every fragment, loaded.
 #[derive(Debug, Clone)]
@@ -568,11 +569,10 @@ impl Table for NativeTable {
         let n = name.to_string();
         self.blocking(move |t| t.drop_index_sync(&n)).await
     }
-    async fn merge_insert(&self, params: MergeInsertParams, data: Data) -> Result<MergeResult> {
-        if params.mem_wal {
+    async fn merge_insert(&self, m: MergeInsert, data: Data) -> Result<MergeResult> {
+        if m.mem_wal {
             return Err(Error::not_supported(MEM_WAL_NATIVE_UNSUPPORTED));
         }
-        self.blocking(move |t| t.merge_insert_sync(&params, data))
-            .await
+        self.blocking(move |t| t.merge_insert_sync(&m, data)).await
     }
 }

@@ -13,8 +13,8 @@ use super::{NativeTable, Snapshot};
 use crate::error::Result;
 use crate::filter::{Predicate, Resolve};
 use crate::fragment::LoadedFragment;
-use crate::schema::projection;
 use crate::query::QueryRequest;
+use crate::schema::projection;
 use crate::vector::{self, Ann, RowIds, Tier, VectorPlan, ROW_ID_COLUMN};
 
 /// A filter bound to one snapshot, with the rows a BTREE index narrows it

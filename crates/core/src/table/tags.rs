@@ -5,12 +5,10 @@
 
 use std::collections::BTreeMap;
 
-
 use super::NativeTable;
 use crate::api::TagInfo;
 use crate::error::{Error, Result};
 use crate::manifest::{manifest_path, read_manifest};
-
 
 /// A tag name: the rule of table names (it becomes a file name).
 fn check_tag(tag: &str) -> Result<()> {

@@ -22,4 +22,3 @@ pub const ROW_ID_COLUMN: &str = "_rowid";
 pub const QUERY_INDEX_COLUMN: &str = "query_index";
 /// `k` when the query does not say.
 pub const DEFAULT_K: usize = 10;
-

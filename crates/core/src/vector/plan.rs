@@ -7,15 +7,12 @@ use std::sync::Arc;
 
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
-use super::{
-    DEFAULT_K, DISTANCE_COLUMN, QUERY_INDEX_COLUMN,
-    ROW_ID_COLUMN,
-};
+use super::{DEFAULT_K, DISTANCE_COLUMN, QUERY_INDEX_COLUMN, ROW_ID_COLUMN};
 use crate::error::{Error, Result};
-use crate::query::{DistanceType, IndexTuning, VectorQuery};
 use crate::filter::{Predicate, Resolve};
-use crate::schema::projection;
 use crate::query::QueryRequest;
+use crate::query::{DistanceType, IndexTuning, VectorQuery};
+use crate::schema::projection;
 
 /// Element type of a vector column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -22,8 +22,8 @@ use arrow::datatypes::{Float16Type, Float32Type, Float64Type};
 use super::kernels::{self, Isa};
 use super::plan::{Element, VectorPlan};
 use super::topk::{Hit, TopK};
-use crate::query::{DistanceType, IndexTuning};
 use crate::error::{Error, Result};
+use crate::query::{DistanceType, IndexTuning};
 
 /// How a tier's row ids are formed.
 #[derive(Debug, Clone)]

@@ -14,7 +14,7 @@ fn bad_filters_and_names_leave_the_table_unchanged() {
     p.when_matched_update_all = true;
     p.when_matched_update_all_filt = Some("target.nope > 0".into());
     let e = t
-        .merge_insert_sync(&p, people(&[(1, 11)]))
+        .merge_insert_sync(&checked(&p), people(&[(1, 11)]))
         .expect_err("unknown in merge");
     assert!(
         e.to_string().contains("unknown column 'target.nope'"),
@@ -23,7 +23,7 @@ fn bad_filters_and_names_leave_the_table_unchanged() {
     let mut p = MergeInsertParams::new(vec!["nokey".into()]);
     p.when_not_matched_insert_all = true;
     let e = t
-        .merge_insert_sync(&p, people(&[(1, 11)]))
+        .merge_insert_sync(&checked(&p), people(&[(1, 11)]))
         .expect_err("bad key");
     assert!(e.to_string().contains("key column 'nokey'"), "{e}");
     for bad in ["../x", "a/b", "", ".."] {

@@ -2,7 +2,7 @@ use std::sync::Arc;
 
 use arrow::array::{Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
-use memwal_core::{Data, MergeInsertBuilder, MergeInsertParams, MergeResult, Table};
+use memwal_core::{Data, MergeInsertParams, MergeResult, Table};
 
 use crate::support::*;
 
@@ -24,7 +24,7 @@ fn upsert_updates_and_inserts() {
     let dir = tempfile::tempdir().expect("tmp");
     let (_db, t) = new_table(dir.path(), people(&[(1, 10), (2, 20), (3, 30)]));
     let r = t
-        .merge_insert_sync(&upsert(), people(&[(2, 21), (4, 40)]))
+        .merge_insert_sync(&checked(&upsert()), people(&[(2, 21), (4, 40)]))
         .expect("merge");
     assert_eq!(
         r,
@@ -43,7 +43,7 @@ fn upsert_updates_and_inserts() {
     );
     // A second upsert uses the index as updated by the first commit.
     let r = t
-        .merge_insert_sync(&upsert(), people(&[(4, 41), (5, 50), (1, 11)]))
+        .merge_insert_sync(&checked(&upsert()), people(&[(4, 41), (5, 50), (1, 11)]))
         .expect("merge");
     assert_eq!(
         (r.num_inserted_rows, r.num_updated_rows, r.version),
@@ -67,7 +67,7 @@ fn insert_only_leaves_matches_alone() {
     let (_db, t) = new_table(dir.path(), people(&[(1, 10)]));
     let p = params(|p| p.when_not_matched_insert_all = true);
     let r = t
-        .merge_insert_sync(&p, people(&[(1, 99), (2, 20)]))
+        .merge_insert_sync(&checked(&p), people(&[(1, 99), (2, 20)]))
         .expect("merge");
     assert_eq!((r.num_inserted_rows, r.num_updated_rows), (1, 0));
     assert_eq!(ages(&t), vec![(1, Some(10)), (2, Some(20))]);
@@ -82,7 +82,7 @@ fn conditional_update_with_source_and_target_filter() {
         p.when_matched_update_all_filt = Some("target.age > 0 AND source.age > target.age".into());
     });
     let r = t
-        .merge_insert_sync(&p, people(&[(1, 15), (2, 25), (3, 5)]))
+        .merge_insert_sync(&checked(&p), people(&[(1, 15), (2, 25), (3, 5)]))
         .expect("merge");
     assert_eq!(r.num_updated_rows, 1);
     assert_eq!(ages(&t), vec![(1, Some(15)), (2, Some(0)), (3, Some(30))]);
@@ -97,11 +97,15 @@ fn delete_not_matched_by_source_with_and_without_filter() {
         p.when_not_matched_by_source_delete = true;
         p.when_not_matched_by_source_delete_filt = Some("id < 3".into());
     });
-    let r = t.merge_insert_sync(&p, people(&[(2, 22)])).expect("merge");
+    let r = t
+        .merge_insert_sync(&checked(&p), people(&[(2, 22)]))
+        .expect("merge");
     assert_eq!((r.num_updated_rows, r.num_deleted_rows), (1, 1));
     assert_eq!(ages(&t), vec![(2, Some(22)), (3, Some(30)), (4, Some(40))]);
     let p = params(|p| p.when_not_matched_by_source_delete = true);
-    let r = t.merge_insert_sync(&p, people(&[(3, 0)])).expect("merge");
+    let r = t
+        .merge_insert_sync(&checked(&p), people(&[(3, 0)]))
+        .expect("merge");
     assert_eq!(r.num_deleted_rows, 2);
     assert_eq!(ages(&t), vec![(3, Some(30))]);
 }
@@ -121,7 +125,7 @@ fn composite_keys() {
     p.on = vec!["id".into(), "name".into()];
     let r = t
         .merge_insert_sync(
-            &p,
+            &checked(&p),
             rows(
                 &[1, 2, 2],
                 &[Some(20), Some(30), Some(40)],
@@ -174,7 +178,10 @@ fn null_keys_never_match() {
     let mut p = upsert();
     p.on = vec!["k".into()];
     let r = t
-        .merge_insert_sync(&p, mk(vec![None, None, Some("a")], vec![10, 11, 20]))
+        .merge_insert_sync(
+            &checked(&p),
+            mk(vec![None, None, Some("a")], vec![10, 11, 20]),
+        )
         .expect("merge");
     // Both null-key rows are new rows (and are not "duplicates" of each other).
     assert_eq!((r.num_inserted_rows, r.num_updated_rows), (2, 1));
@@ -187,7 +194,7 @@ fn duplicate_source_keys_are_an_error_naming_the_key() {
     let dir = tempfile::tempdir().expect("tmp");
     let (_db, t) = new_table(dir.path(), people(&[(1, 10)]));
     let e = t
-        .merge_insert_sync(&upsert(), people(&[(1, 11), (7, 1), (1, 12)]))
+        .merge_insert_sync(&checked(&upsert()), people(&[(1, 11), (7, 1), (1, 12)]))
         .expect_err("dup");
     assert_eq!(
         e.to_string(),
@@ -213,7 +220,7 @@ fn schema_subset_fills_or_keeps() {
         ],
     )
     .expect("b");
-    t.merge_insert_sync(&upsert(), Data::new(s, vec![b]))
+    t.merge_insert_sync(&checked(&upsert()), Data::new(s, vec![b]))
         .expect("merge");
     assert_eq!(
         dump(&t),
@@ -242,7 +249,7 @@ fn schema_mismatch_names_the_column() {
     )
     .expect("b");
     let e = t
-        .merge_insert_sync(&upsert(), Data::new(s, vec![b]))
+        .merge_insert_sync(&checked(&upsert()), Data::new(s, vec![b]))
         .expect_err("extra");
     assert!(e.to_string().contains("column 'extra'"), "{e}");
     let s = Arc::new(Schema::new(vec![
@@ -258,13 +265,13 @@ fn schema_mismatch_names_the_column() {
     )
     .expect("b");
     let e = t
-        .merge_insert_sync(&upsert(), Data::new(s, vec![b]))
+        .merge_insert_sync(&checked(&upsert()), Data::new(s, vec![b]))
         .expect_err("type");
     assert!(e.to_string().contains("column 'age' has type Utf8"), "{e}");
     let s = Arc::new(Schema::new(vec![Field::new("age", DataType::Int64, true)]));
     let b = RecordBatch::try_new(s.clone(), vec![Arc::new(Int64Array::from(vec![2]))]).expect("b");
     let e = t
-        .merge_insert_sync(&upsert(), Data::new(s, vec![b]))
+        .merge_insert_sync(&checked(&upsert()), Data::new(s, vec![b]))
         .expect_err("missing key");
     assert!(e.to_string().contains("column 'id' is missing"), "{e}");
     assert_eq!(t.version_sync().expect("v"), 1);
@@ -275,15 +282,15 @@ fn empty_source_and_empty_target() {
     let dir = tempfile::tempdir().expect("tmp");
     let (_db, t) = new_table(dir.path(), people(&[]));
     let r = t
-        .merge_insert_sync(&upsert(), people(&[]))
+        .merge_insert_sync(&checked(&upsert()), people(&[]))
         .expect("empty both");
     assert_eq!((r.version, r.num_inserted_rows), (1, 0));
     let r = t
-        .merge_insert_sync(&upsert(), people(&[(1, 1), (2, 2)]))
+        .merge_insert_sync(&checked(&upsert()), people(&[(1, 1), (2, 2)]))
         .expect("into empty");
     assert_eq!((r.version, r.num_inserted_rows), (2, 2));
     let r = t
-        .merge_insert_sync(&upsert(), Data::new(schema(), vec![]))
+        .merge_insert_sync(&checked(&upsert()), Data::new(schema(), vec![]))
         .expect("no batches");
     assert_eq!(
         (r.version, r.num_inserted_rows, r.num_updated_rows),
@@ -298,11 +305,11 @@ fn use_index_false_gives_the_same_answer() {
     let mut p = upsert();
     p.use_index = false;
     let r = t
-        .merge_insert_sync(&p, people(&[(2, 21), (3, 30)]))
+        .merge_insert_sync(&checked(&p), people(&[(2, 21), (3, 30)]))
         .expect("merge");
     assert_eq!((r.num_inserted_rows, r.num_updated_rows), (1, 1));
     let r = t
-        .merge_insert_sync(&upsert(), people(&[(3, 31)]))
+        .merge_insert_sync(&checked(&upsert()), people(&[(3, 31)]))
         .expect("merge");
     assert_eq!(r.num_updated_rows, 1);
     assert_eq!(ages(&t), vec![(1, Some(10)), (2, Some(21)), (3, Some(31))]);
@@ -315,7 +322,7 @@ fn timeout_commits_nothing() {
     let mut p = upsert();
     p.timeout = Some(std::time::Duration::from_nanos(1));
     let e = t
-        .merge_insert_sync(&p, people(&[(1, 11)]))
+        .merge_insert_sync(&checked(&p), people(&[(1, 11)]))
         .expect_err("timeout");
     assert_eq!(e.code(), "Timeout");
     assert_eq!(t.version_sync().expect("v"), 1);
@@ -326,39 +333,54 @@ async fn memwal_rules_in_order_with_exact_messages() {
     let dir = tempfile::tempdir().expect("tmp");
     let (_db, t) = new_table(dir.path(), people(&[(1, 10)]));
     let t: Arc<dyn Table> = Arc::new(t);
-    type Setup = Box<dyn Fn(&mut MergeInsertBuilder)>;
+    type Setup = Box<dyn Fn(&mut MergeInsertParams)>;
     let cases: Vec<(Setup, &str, &str)> = vec![
-        (Box::new(|b| {
-            b.when_not_matched_insert_all();
+        (Box::new(|p| {
+            p.when_not_matched_insert_all = true;
         }), "InvalidInput", "MemWAL requires when_matched_update_all() to be set"),
-        (Box::new(|b| {
-            b.when_matched_update_all(Some("target.age > 0".into())).when_not_matched_insert_all();
+        (Box::new(|p| {
+            p.when_matched_update_all = true;
+            p.when_matched_update_all_filt = Some("target.age > 0".into());
+            p.when_not_matched_insert_all = true;
         }), "InvalidInput", "MemWAL does not support conditional when_matched_update_all (no filter allowed)"),
-        (Box::new(|b| {
-            b.when_matched_update_all(None);
+        (Box::new(|p| {
+            p.when_matched_update_all = true;
         }), "InvalidInput", "MemWAL requires when_not_matched_insert_all() to be set"),
-        (Box::new(|b| {
-            b.when_matched_update_all(None).when_not_matched_insert_all().when_not_matched_by_source_delete(None);
+        (Box::new(|p| {
+            p.when_matched_update_all = true;
+            p.when_not_matched_insert_all = true;
+            p.when_not_matched_by_source_delete = true;
         }), "InvalidInput", "MemWAL does not support when_not_matched_by_source_delete()"),
-        (Box::new(|b| {
-            b.when_matched_update_all(None).when_not_matched_insert_all();
+        (Box::new(|p| {
+            p.when_matched_update_all = true;
+            p.when_not_matched_insert_all = true;
         }), "NotSupported", "MemWAL is not supported for native (local) tables. MemWAL is only available for remote (LanceDB Cloud) tables."),
         // Order: the filter rule wins over the missing insert clause.
-        (Box::new(|b| {
-            b.when_matched_update_all(Some("x".into()));
+        (Box::new(|p| {
+            p.when_matched_update_all = true;
+            p.when_matched_update_all_filt = Some("x".into());
         }), "InvalidInput", "MemWAL does not support conditional when_matched_update_all (no filter allowed)"),
     ];
     for (setup, code, msg) in cases {
-        let mut b = MergeInsertBuilder::new(t.clone(), vec!["id".into()]);
-        setup(&mut b);
-        b.mem_wal(true);
-        let e = b.execute(people(&[(1, 11), (2, 2)])).await.expect_err(msg);
+        let p = params(|p| {
+            setup(p);
+            p.mem_wal = true;
+        });
+        // Clause rules fail validation; the native table refuses MemWAL itself.
+        let e = match p.validate() {
+            Ok(m) => t
+                .merge_insert(m, people(&[(1, 11), (2, 2)]))
+                .await
+                .expect_err(msg),
+            Err(e) => e,
+        };
         assert_eq!(e.to_string(), msg);
         assert_eq!(e.code(), code);
         assert_eq!(t.version().await.expect("v"), 1);
     }
-    let b = MergeInsertBuilder::new(t.clone(), vec!["id".into()]);
-    let e = b.execute(people(&[(1, 1)])).await.expect_err("no clause");
+    let e = MergeInsertParams::new(vec!["id".into()])
+        .validate()
+        .expect_err("no clause");
     assert_eq!(
         e.to_string(),
         "The merge insert job is not configured to change the data in any way"
@@ -375,7 +397,7 @@ fn a_source_row_matching_two_target_rows_updates_both() {
     t.add_sync(people(&[(1, 11)]), memwal_core::AddMode::Append)
         .expect("add a second row with key 1");
     let r = t
-        .merge_insert_sync(&upsert(), people(&[(1, 99), (3, 30)]))
+        .merge_insert_sync(&checked(&upsert()), people(&[(1, 99), (3, 30)]))
         .expect("merge");
     assert_eq!((r.num_updated_rows, r.num_inserted_rows), (2, 1));
     assert_eq!(
@@ -384,7 +406,7 @@ fn a_source_row_matching_two_target_rows_updates_both() {
     );
     // And a plain upsert (one match per key) leaves exactly the source's rows.
     let r = t
-        .merge_insert_sync(&upsert(), people(&[(2, 21), (4, 40)]))
+        .merge_insert_sync(&checked(&upsert()), people(&[(2, 21), (4, 40)]))
         .expect("merge");
     assert_eq!((r.num_updated_rows, r.num_inserted_rows), (1, 1));
     assert_eq!(

@@ -48,7 +48,7 @@ proptest! {
             if s.update {
                 p.when_matched_update_all_filt = s.filter_gt.map(|g| format!("target.age > {g}"));
             }
-            let r = t.merge_insert_sync(&p, people(&s.rows)).expect("merge");
+            let r = t.merge_insert_sync(&checked(&p), people(&s.rows)).expect("merge");
             let keys: BTreeSet<i64> = s.rows.iter().map(|r| r.0).collect();
             let (mut ins, mut upd, mut del) = (0, 0, 0);
             for (k, v) in &s.rows {

@@ -3,7 +3,9 @@ use std::sync::Arc;
 use arrow::array::{Array, AsArray, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{Float64Type, Int64Type};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use memwal_core::{CreateOptions, Data, NativeDatabase, NativeTable, QueryRequest};
+use memwal_core::{
+    CreateOptions, Data, MergeInsert, MergeInsertParams, NativeDatabase, NativeTable, QueryRequest,
+};
 
 pub fn schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
@@ -102,4 +104,9 @@ pub fn float_batch(ids: Vec<i64>, vals: Vec<f64>) -> RecordBatch {
         ],
     )
     .expect("batch")
+}
+
+/// `p` validated, for a test whose clause set is meant to be valid.
+pub fn checked(p: &MergeInsertParams) -> MergeInsert {
+    p.clone().validate().expect("a valid clause set")
 }

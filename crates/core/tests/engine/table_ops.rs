@@ -116,7 +116,9 @@ fn delete_update_query_optimize() {
     // Merge after compaction uses a rebuilt index correctly.
     let mut p = memwal_core::MergeInsertParams::new(vec!["id".into()]);
     p.when_matched_update_all = true;
-    let r = t.merge_insert_sync(&p, people(&[(5, 55)])).expect("merge");
+    let r = t
+        .merge_insert_sync(&checked(&p), people(&[(5, 55)]))
+        .expect("merge");
     assert_eq!(r.num_updated_rows, 1);
     t.add_sync(people(&[(7, 7)]), AddMode::Overwrite)
         .expect("overwrite");
@@ -163,7 +165,8 @@ fn restore_makes_an_old_version_the_latest() {
         let mut p = MergeInsertParams::new(vec!["id".into()]);
         p.when_matched_update_all = true;
         p.when_not_matched_insert_all = true;
-        t.merge_insert_sync(&p, people(rows)).expect("merge")
+        t.merge_insert_sync(&checked(&p), people(rows))
+            .expect("merge")
     };
     // The key index learns id 3 here.
     upsert(&t, &[(3, 30), (1, 11)]);

@@ -48,7 +48,9 @@ pub(crate) fn flush_front(shared: &Shared) -> Result<bool> {
     let Some(mt) = shared.read().frozen.front().cloned() else {
         return Ok(false);
     };
+    let started = Instant::now();
     if let Err(e) = flush_memtable(&shared.name, &shared.base, &mt) {
+        shared.cfg.metrics.flush_failed();
         let n = shared.flush_failures.fetch_add(1, Ordering::SeqCst) + 1;
         tracing::error!(table = %shared.name, error = %e, failures = n, "MemWAL flush failed");
         if n >= shared.cfg.poison_after_failed_flushes {
@@ -60,6 +62,10 @@ pub(crate) fn flush_front(shared: &Shared) -> Result<bool> {
         });
     }
     shared.flush_failures.store(0, Ordering::SeqCst);
+    shared
+        .cfg
+        .metrics
+        .flushed(mt.len() as u64, started.elapsed());
     shared.write().frozen.pop_front();
     shared.flushes.fetch_add(1, Ordering::Relaxed);
     shared.flushed_seq.store(mt.max_seq, Ordering::SeqCst);
@@ -112,6 +118,7 @@ pub(crate) fn flush_memtable(name: &str, base: &NativeTable, mt: &Memtable) -> R
     p.when_matched_update_all = true;
     p.when_not_matched_insert_all = true;
     p.commit_metadata = BTreeMap::from([(FLUSHED_SEQ_KEY.to_string(), mt.max_seq.to_string())]);
+    let p = p.validate()?;
     let rows = mt.rows()?;
     let started = Instant::now();
     let r = base.merge_insert_sync(&p, Data::new(mt.schema.clone(), vec![rows]))?;

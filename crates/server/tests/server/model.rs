@@ -16,8 +16,8 @@ use arrow::array::{
 use arrow::datatypes::{Float32Type, Int64Type, UInt64Type};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use memwal_core::{
-    AddMode, CreateMode, CreateOptions, Data, IndexRequest, IndexType, MergeInsertParams,
-    NativeDatabase, NativeTable, QueryRequest, Table, VectorQuery,
+    AddMode, CreateMode, CreateOptions, Data, IndexRequest, IndexType, MergeInsert,
+    MergeInsertParams, NativeDatabase, NativeTable, QueryRequest, Table, VectorQuery,
 };
 use memwal_server::memwal::PersistMode;
 use memwal_server::state::AppState;
@@ -231,12 +231,12 @@ struct Harness {
     _dirs: (tempfile::TempDir, tempfile::TempDir),
 }
 
-fn upsert_params(on: &[String], mem_wal: bool) -> MergeInsertParams {
+fn upsert_params(on: &[String], mem_wal: bool) -> MergeInsert {
     let mut p = MergeInsertParams::new(on.to_vec());
     p.when_matched_update_all = true;
     p.when_not_matched_insert_all = true;
     p.mem_wal = mem_wal;
-    p
+    p.validate().expect("a valid upsert")
 }
 
 impl Harness {

@@ -566,7 +566,7 @@ async fn every_key_type_matches_on_both_paths() {
             p.when_not_matched_insert_all = true;
             p.mem_wal = memwal;
             let r = t
-                .merge(p.clone(), batch(&[1, 0, 3], true))
+                .merge(p.validate().expect("valid"), batch(&[1, 0, 3], true))
                 .await
                 .expect("merge");
             assert_eq!(

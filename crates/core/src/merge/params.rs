@@ -1,19 +1,21 @@
-//! The merge-insert builder and the validation that runs before any data
-//! is touched or any request is sent.
+//! What a merge insert is asked to do ([`MergeInsertParams`], plain and
+//! mutable, as a builder or a request body fills it), the checked form every
+//! table takes ([`MergeInsert`]: validated once, when it is made), and what
+//! it did ([`MergeResult`]). Validation runs before any data is touched or
+//! any request is sent; nothing downstream checks the clause set again.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::ops::Deref;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::api::Table;
-use crate::data::Data;
 
 /// Message of the NotSupported error for MemWAL on a native table.
 pub const MEM_WAL_NATIVE_UNSUPPORTED: &str =
     "MemWAL is not supported for native (local) tables. MemWAL is only available for remote (LanceDB Cloud) tables.";
 
-/// What a merge insert should do; built by [`MergeInsertBuilder`].
+/// What a merge insert should do; [`MergeInsertParams::validate`] turns it
+/// into the [`MergeInsert`] a table runs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MergeInsertParams {
     /// Key columns rows are matched on.
@@ -56,6 +58,34 @@ impl MergeInsertParams {
             commit_metadata: BTreeMap::new(),
         }
     }
+
+    /// Checks the clause set (see [`validate`]) and returns the form a
+    /// table runs.
+    pub fn validate(self) -> Result<MergeInsert> {
+        validate(&self)?;
+        Ok(MergeInsert(self))
+    }
+}
+
+/// A merge insert whose clause set has been checked: only
+/// [`MergeInsertParams::validate`] makes one, so a table that receives one
+/// does not check again. Reads as its parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MergeInsert(MergeInsertParams);
+
+impl MergeInsert {
+    /// The parameters, for a caller that needs to change them (they must be
+    /// validated again).
+    pub fn into_params(self) -> MergeInsertParams {
+        self.0
+    }
+}
+
+impl Deref for MergeInsert {
+    type Target = MergeInsertParams;
+    fn deref(&self) -> &MergeInsertParams {
+        &self.0
+    }
 }
 
 /// What a merge insert did.
@@ -78,7 +108,7 @@ pub struct MergeResult {
 
 /// Checks the clause set, then the MemWAL rules in the order the protocol
 /// fixes (messages word for word). Runs before anything is sent or written.
-pub fn validate(p: &MergeInsertParams) -> Result<()> {
+fn validate(p: &MergeInsertParams) -> Result<()> {
     if p.on.is_empty() {
         return Err(Error::invalid(
             "merge insert needs at least one key column in `on`",
@@ -115,62 +145,4 @@ pub fn validate(p: &MergeInsertParams) -> Result<()> {
         ));
     }
     Ok(())
-}
-
-/// Builds and runs a merge insert against any [`Table`].
-#[derive(Debug, Clone)]
-pub struct MergeInsertBuilder {
-    table: Arc<dyn Table>,
-    params: MergeInsertParams,
-}
-
-impl MergeInsertBuilder {
-    /// A builder matching rows of `table` on `on`.
-    pub fn new(table: Arc<dyn Table>, on: Vec<String>) -> Self {
-        Self {
-            table,
-            params: MergeInsertParams::new(on),
-        }
-    }
-    /// Update matched rows (only where `filter` holds, if given).
-    pub fn when_matched_update_all(&mut self, filter: Option<String>) -> &mut Self {
-        self.params.when_matched_update_all = true;
-        self.params.when_matched_update_all_filt = filter;
-        self
-    }
-    /// Insert unmatched source rows.
-    pub fn when_not_matched_insert_all(&mut self) -> &mut Self {
-        self.params.when_not_matched_insert_all = true;
-        self
-    }
-    /// Delete target rows no source row matches (only where `filter` holds).
-    pub fn when_not_matched_by_source_delete(&mut self, filter: Option<String>) -> &mut Self {
-        self.params.when_not_matched_by_source_delete = true;
-        self.params.when_not_matched_by_source_delete_filt = filter;
-        self
-    }
-    /// Use the key index (default true).
-    pub fn use_index(&mut self, use_index: bool) -> &mut Self {
-        self.params.use_index = use_index;
-        self
-    }
-    /// Give up after `timeout`.
-    pub fn timeout(&mut self, timeout: Duration) -> &mut Self {
-        self.params.timeout = Some(timeout);
-        self
-    }
-    /// Route through the MemWAL write path.
-    pub fn mem_wal(&mut self, enabled: bool) -> &mut Self {
-        self.params.mem_wal = enabled;
-        self
-    }
-    /// The parameters so far.
-    pub fn params(&self) -> &MergeInsertParams {
-        &self.params
-    }
-    /// Validates, then runs the merge.
-    pub async fn execute(&self, data: Data) -> Result<MergeResult> {
-        validate(&self.params)?;
-        self.table.merge_insert(self.params.clone(), data).await
-    }
 }
