@@ -6,16 +6,14 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
+use crate::api::{AddMode, CreateMode, CreateOptions, Database, Table};
+use crate::data::Data;
 use crate::error::{Error, Result};
-use crate::manifest::{
-    latest_version, now_ms, publish_manifest, FragmentMeta, Manifest, FORMAT_VERSION,
-};
+use crate::manifest::latest_version;
 use crate::name::validate_table_name;
 use crate::schema::{align_all, validate_new_schema};
 use crate::storage::{LocalStorage, MemoryStorage, Storage};
 use crate::table::{lock, Inner, NativeTable};
-use crate::api::{AddMode, CreateMode, CreateOptions, Database, Table};
-use crate::data::Data;
 
 /// Tables in one folder or in memory.
 #[derive(Debug)]
@@ -123,47 +121,16 @@ impl NativeDatabase {
             };
         }
         let rows = align_all(&data.batches, &schema)?;
-        let mut fragments = Vec::new();
-        let mut written = None;
-        if rows.num_rows() > 0 {
-            let rel = format!("data/{}.arrow", uuid::Uuid::new_v4().simple());
-            let path = format!("{name}/{rel}");
-            let mut crc = 0;
-            self.storage.put_with(&path, &mut |w| {
-                let mut w = crate::fragment::CrcWriter::new(w);
-                crate::ipc::write_file(&mut w, &schema, std::slice::from_ref(&rows))?;
-                crc = w.crc;
-                Ok(())
-            })?;
-            written = Some(path);
-            fragments.push(FragmentMeta::new_file(0, rel, rows.num_rows() as u64, crc));
+        let t = self.handle(name);
+        if t.commit_first_version(&schema, rows)? {
+            return Ok(t);
         }
-        let m = Manifest {
-            format: FORMAT_VERSION,
-            version: 1,
-            timestamp_ms: now_ms(),
-            operation: "create".into(),
-            schema: schema.as_ref().clone(),
-            next_fragment_id: fragments.len() as u64,
-            fragments,
-            metadata: Default::default(),
-            indices: Vec::new(),
-        };
-        if written.is_some() {
-            self.storage.sync(&format!("{name}/data"))?;
+        if opts.exist_ok {
+            return self.open_table_sync(name);
         }
-        if !publish_manifest(self.storage.as_ref(), name, &m)? {
-            if let Some(p) = written {
-                let _ = self.storage.delete(&p);
-            }
-            if opts.exist_ok {
-                return self.open_table_sync(name);
-            }
-            return Err(Error::TableAlreadyExists {
-                name: name.to_string(),
-            });
-        }
-        Ok(self.handle(name))
+        Err(Error::TableAlreadyExists {
+            name: name.to_string(),
+        })
     }
 
     /// Renames a table: its folder moves in one step, with every version,

@@ -11,13 +11,13 @@ use arrow_schema::SchemaRef;
 use roaring::RoaringBitmap;
 
 use super::{lock, NativeTable, Snapshot, State};
+use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::fragment::encode_deletions;
 use crate::keys::KeyIndex;
 use crate::manifest::{
     now_ms, publish_manifest, FragmentMeta, IndexMeta, Manifest, FORMAT_VERSION,
 };
-use crate::deadline::Deadline;
 
 /// Most commit attempts before giving up with `CommitConflict`.
 pub const MAX_COMMIT_ATTEMPTS: u32 = 50;
@@ -74,6 +74,43 @@ impl NativeTable {
             }
         }
         result
+    }
+
+    /// Commits version 1 of a new table: `rows` (already in `schema`) as
+    /// its first fragments, through the same path as every later version
+    /// (planned on an empty version 0 that is never written). `Ok(false)`
+    /// when version 1 already exists: another creator won.
+    pub(crate) fn commit_first_version(
+        &self,
+        schema: &SchemaRef,
+        rows: RecordBatch,
+    ) -> Result<bool> {
+        let _writer = lock(&self.inner.write_lock);
+        let genesis = Snapshot {
+            manifest: Arc::new(Manifest {
+                format: FORMAT_VERSION,
+                version: 0,
+                timestamp_ms: now_ms(),
+                operation: String::new(),
+                schema: schema.as_ref().clone(),
+                fragments: Vec::new(),
+                next_fragment_id: 0,
+                metadata: BTreeMap::new(),
+                indices: Vec::new(),
+            }),
+            fragments: Vec::new(),
+            indices: Vec::new(),
+        };
+        let change = Change {
+            new_rows: Some(rows),
+            operation: "create",
+            ..Default::default()
+        };
+        let Some(c) = self.try_commit(&genesis, &change)? else {
+            return Ok(false);
+        };
+        self.install(&mut lock(&self.inner.state), &c);
+        Ok(true)
     }
 
     /// Writes the files of `change` (recording their paths in `written`)

@@ -3,19 +3,19 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, RecordBatch};
+use arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch};
+use arrow_schema::SchemaRef;
 use roaring::RoaringBitmap;
 
 use super::commit::{Change, MAX_ROWS_PER_FRAGMENT};
 use super::scan::{apply, row_mask, RowFilter};
-use super::NativeTable;
-use crate::error::{Error, Result};
-use crate::filter::{Predicate, Resolve};
-use crate::schema::column_list;
-use crate::schema::{align_all, validate_new_schema};
+use super::{NativeTable, Snapshot};
 use crate::api::{AddMode, DeleteResult, OptimizeStats, UpdateResult};
 use crate::data::Data;
 use crate::deadline::Deadline;
+use crate::error::{Error, Result};
+use crate::filter::{Predicate, Resolve};
+use crate::schema::{align_all, column_list, strict_cast, validate_new_schema};
 
 impl NativeTable {
     /// Adds rows; returns the new version.
@@ -76,12 +76,7 @@ impl NativeTable {
                     let Some(mask) = row_mask(f, Some(&filter))? else {
                         continue;
                     };
-                    let mut bm = RoaringBitmap::new();
-                    for (i, v) in mask.iter().enumerate() {
-                        if v == Some(true) {
-                            bm.insert(i as u32);
-                        }
-                    }
+                    let bm = selected(Some(&mask), f.batch.num_rows());
                     if !bm.is_empty() {
                         n += bm.len();
                         deletions.insert(f.id, bm);
@@ -97,10 +92,7 @@ impl NativeTable {
             |_, _, _| {},
         )?;
         Ok(DeleteResult {
-            version: match version {
-                Some(v) => v,
-                None => self.version_sync()?,
-            },
+            version: self.committed_or_current(version)?,
             num_deleted_rows: n,
         })
     }
@@ -116,84 +108,22 @@ impl NativeTable {
         }
         let (version, n, _) = self.write_with_retry(
             Deadline::new(None),
-            |snap| {
-                let schema = snap.schema();
-                let filter = RowFilter::new(snap, predicate_sql)?;
-                let mut exprs: Vec<(usize, Predicate)> = Vec::new();
-                for (col, sql) in values {
-                    let i = schema.index_of(col).map_err(|_| {
-                        Error::invalid(format!(
-                            "unknown column '{col}' in update (available: {})",
-                            column_list(&schema)
-                        ))
-                    })?;
-                    exprs.push((i, Predicate::parse(sql, &schema, Resolve::Plain)?));
-                }
-                let mut deletions = HashMap::new();
-                let mut parts = Vec::new();
-                for f in &snap.fragments {
-                    let mask = row_mask(f, filter.as_ref())?;
-                    let rows = apply(&f.batch, mask.as_ref())?;
-                    if rows.num_rows() == 0 {
-                        continue;
-                    }
-                    let mut cols: Vec<ArrayRef> = rows.columns().to_vec();
-                    for (i, e) in &exprs {
-                        let field = schema.field(*i);
-                        let v = crate::schema::strict_cast(&e.values(&rows)?, field.data_type())
-                            .map_err(|err| {
-                                Error::invalid(format!(
-                                    "cannot set column '{}' to \"{}\": {err}",
-                                    field.name(),
-                                    e.sql()
-                                ))
-                            })?;
-                        if !field.is_nullable() && v.null_count() > 0 {
-                            return Err(Error::invalid(format!(
-                                "column '{}' is not nullable but \"{}\" gives null",
-                                field.name(),
-                                e.sql()
-                            )));
-                        }
-                        cols[*i] = v;
-                    }
-                    parts.push(RecordBatch::try_new(schema.clone(), cols)?);
-                    let mut bm = RoaringBitmap::new();
-                    match &mask {
-                        Some(m) => {
-                            for (i, v) in m.iter().enumerate() {
-                                if v == Some(true) {
-                                    bm.insert(i as u32);
-                                }
-                            }
-                        }
-                        None => {
-                            bm.insert_range(0..f.batch.num_rows() as u32);
-                        }
-                    }
-                    deletions.insert(f.id, bm);
-                }
-                let n: u64 = parts.iter().map(|p| p.num_rows() as u64).sum();
-                if n == 0 {
-                    return Ok((None, 0));
-                }
-                let change = Change {
-                    new_rows: Some(arrow::compute::concat_batches(&schema, &parts)?),
-                    deletions,
-                    operation: "update",
-                    ..Default::default()
-                };
-                Ok((Some(change), n))
-            },
+            |snap| plan_update(snap, predicate_sql, values),
             |_, _, _| {},
         )?;
         Ok(UpdateResult {
-            version: match version {
-                Some(v) => v,
-                None => self.version_sync()?,
-            },
+            version: self.committed_or_current(version)?,
             rows_updated: n,
         })
+    }
+
+    /// The version a write committed, or the current one when it changed
+    /// nothing.
+    pub(super) fn committed_or_current(&self, committed: Option<u64>) -> Result<u64> {
+        match committed {
+            Some(v) => Ok(v),
+            None => self.version_sync(),
+        }
     }
 
     /// Rewrites all live rows into as few fragments as possible (at most
@@ -234,11 +164,110 @@ impl NativeTable {
             |_, _, _| {},
         )?;
         Ok(OptimizeStats {
-            version: match version {
-                Some(v) => v,
-                None => self.version_sync()?,
-            },
+            version: self.committed_or_current(version)?,
             ..stats
         })
     }
+}
+
+/// An update's change on `snap`: each fragment's matching rows rewritten
+/// with the assignments applied, the originals deleted. `None` when no row
+/// matches.
+fn plan_update(
+    snap: &Snapshot,
+    predicate_sql: Option<&str>,
+    values: &[(String, String)],
+) -> Result<(Option<Change>, u64)> {
+    let schema = snap.schema();
+    let filter = RowFilter::new(snap, predicate_sql)?;
+    let exprs = parse_assignments(&schema, values)?;
+    let mut deletions = HashMap::new();
+    let mut parts = Vec::new();
+    for f in &snap.fragments {
+        let mask = row_mask(f, filter.as_ref())?;
+        let rows = apply(&f.batch, mask.as_ref())?;
+        if rows.num_rows() == 0 {
+            continue;
+        }
+        parts.push(assign(&rows, &schema, &exprs)?);
+        deletions.insert(f.id, selected(mask.as_ref(), f.batch.num_rows()));
+    }
+    let n: u64 = parts.iter().map(|p| p.num_rows() as u64).sum();
+    if n == 0 {
+        return Ok((None, 0));
+    }
+    let change = Change {
+        new_rows: Some(arrow::compute::concat_batches(&schema, &parts)?),
+        deletions,
+        operation: "update",
+        ..Default::default()
+    };
+    Ok((Some(change), n))
+}
+
+/// `column = sql` pairs bound to `schema`: the column's index and its
+/// expression.
+fn parse_assignments(
+    schema: &SchemaRef,
+    values: &[(String, String)],
+) -> Result<Vec<(usize, Predicate)>> {
+    values
+        .iter()
+        .map(|(col, sql)| {
+            let i = schema.index_of(col).map_err(|_| {
+                Error::invalid(format!(
+                    "unknown column '{col}' in update (available: {})",
+                    column_list(schema)
+                ))
+            })?;
+            Ok((i, Predicate::parse(sql, schema, Resolve::Plain)?))
+        })
+        .collect()
+}
+
+/// `rows` with each assigned column replaced by its expression's values,
+/// cast strictly to the column's type; a null into a non-nullable column is
+/// refused.
+fn assign(
+    rows: &RecordBatch,
+    schema: &SchemaRef,
+    exprs: &[(usize, Predicate)],
+) -> Result<RecordBatch> {
+    let mut cols: Vec<ArrayRef> = rows.columns().to_vec();
+    for (i, e) in exprs {
+        let field = schema.field(*i);
+        let v = strict_cast(&e.values(rows)?, field.data_type()).map_err(|err| {
+            Error::invalid(format!(
+                "cannot set column '{}' to \"{}\": {err}",
+                field.name(),
+                e.sql()
+            ))
+        })?;
+        if !field.is_nullable() && v.null_count() > 0 {
+            return Err(Error::invalid(format!(
+                "column '{}' is not nullable but \"{}\" gives null",
+                field.name(),
+                e.sql()
+            )));
+        }
+        cols[*i] = v;
+    }
+    Ok(RecordBatch::try_new(schema.clone(), cols)?)
+}
+
+/// The rows a mask selects (every row of `num_rows` without one).
+fn selected(mask: Option<&BooleanArray>, num_rows: usize) -> RoaringBitmap {
+    let mut bm = RoaringBitmap::new();
+    match mask {
+        Some(m) => bm.extend(
+            m.iter()
+                .enumerate()
+                .filter(|(_, v)| *v == Some(true))
+                .map(|(i, _)| i as u32),
+        ),
+        None => {
+            bm.insert_range(0..num_rows as u32);
+        }
+    }
+    bm
 }

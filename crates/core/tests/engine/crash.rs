@@ -28,7 +28,7 @@ fn failed_manifest_publish_leaves_previous_version_intact() {
         .expect("create");
     crash.store(true, Ordering::SeqCst);
     let e = t
-        .merge_insert_sync(&upsert(), people(&[(2, 99), (3, 30)]))
+        .merge_insert_sync(&checked(&upsert()), people(&[(2, 99), (3, 30)]))
         .expect_err("crash");
     assert!(e.to_string().contains("injected fault"), "{e}");
     // The data file written before the failed publish was cleaned up, and a
@@ -47,7 +47,7 @@ fn failed_manifest_publish_leaves_previous_version_intact() {
     // After the "restart" writes work again.
     crash.store(false, Ordering::SeqCst);
     let r = t
-        .merge_insert_sync(&upsert(), people(&[(2, 21)]))
+        .merge_insert_sync(&checked(&upsert()), people(&[(2, 21)]))
         .expect("merge");
     assert_eq!(r.version, 2);
 }
@@ -98,7 +98,7 @@ fn crash_after_data_files_before_manifest() {
         Arc::new(NoDelete(LocalStorage::new(dir.path()).expect("l"))),
     );
     let t = crashing.open_table_sync("t").expect("open");
-    t.merge_insert_sync(&upsert(), people(&[(1, 11), (2, 2)]))
+    t.merge_insert_sync(&checked(&upsert()), people(&[(1, 11), (2, 2)]))
         .expect_err("power cut");
     assert_eq!(
         std::fs::read_dir(dir.path().join("t/data"))
@@ -133,7 +133,10 @@ fn concurrent_writers_both_land_with_retries() {
                     // Each writer inserts its own keys and both upsert key 0:
                     // the shared new key must never appear twice.
                     let res = t
-                        .merge_insert_sync(&upsert(), people(&[(0, w), (1000 * (w + 1) + r, r)]))
+                        .merge_insert_sync(
+                            &checked(&upsert()),
+                            people(&[(0, w), (1000 * (w + 1) + r, r)]),
+                        )
                         .expect("merge");
                     attempts = attempts.max(res.num_attempts);
                 }
@@ -176,7 +179,7 @@ fn a_writer_that_loses_the_publish_race_retries_on_the_new_version() {
     let faulty: Arc<dyn Storage> = Arc::new(FaultyStorage::new(local, move |op, path| {
         if op == Op::PutNew && path.contains("_versions") && a2.swap(false, Ordering::SeqCst) {
             let t = other.open_table_sync("t").expect("other open");
-            t.merge_insert_sync(&upsert(), people(&[(2, 20)]))
+            t.merge_insert_sync(&checked(&upsert()), people(&[(2, 20)]))
                 .expect("the other writer commits first");
         }
         false
@@ -185,10 +188,50 @@ fn a_writer_that_loses_the_publish_race_retries_on_the_new_version() {
     let t = db.open_table_sync("t").expect("open");
     armed.store(true, Ordering::SeqCst);
     let r = t
-        .merge_insert_sync(&upsert(), people(&[(1, 11), (3, 30)]))
+        .merge_insert_sync(&checked(&upsert()), people(&[(1, 11), (3, 30)]))
         .expect("merge after a lost race");
     assert_eq!(r.num_attempts, 2, "one lost publish, one retry");
     assert_eq!((r.num_inserted_rows, r.num_updated_rows), (1, 1));
     assert_eq!(r.version, 3);
     assert_eq!(ages(&t), vec![(1, Some(11)), (2, Some(20)), (3, Some(30))]);
+}
+
+#[test]
+fn a_creator_that_loses_the_race_leaves_no_file_and_says_so() {
+    // Table creation goes through the one commit path: a creator whose
+    // version 1 is published first by another removes its own data file and
+    // answers TableAlreadyExists (or, with exist_ok, opens the winner's).
+    for exist_ok in [false, true] {
+        let dir = tempfile::tempdir().expect("tmp");
+        let local: Arc<dyn Storage> = Arc::new(LocalStorage::new(dir.path()).expect("local"));
+        let other = NativeDatabase::with_storage("other", local.clone());
+        let armed = Arc::new(AtomicBool::new(true));
+        let a2 = armed.clone();
+        let faulty: Arc<dyn Storage> = Arc::new(FaultyStorage::new(local, move |op, path| {
+            if op == Op::PutNew && path.contains("_versions") && a2.swap(false, Ordering::SeqCst) {
+                other
+                    .create_table_sync("t", people(&[(9, 90)]), CreateOptions::default())
+                    .expect("the other creator wins");
+            }
+            false
+        }));
+        let db = NativeDatabase::with_storage("ours", faulty);
+        let opts = CreateOptions {
+            exist_ok,
+            ..Default::default()
+        };
+        let r = db.create_table_sync("t", people(&[(1, 10), (2, 20)]), opts);
+        assert!(!armed.load(Ordering::SeqCst), "the race happened");
+        if exist_ok {
+            let t = r.expect("exist_ok opens the winner's table");
+            assert_eq!(ages(&t), vec![(9, Some(90))]);
+        } else {
+            let e = r.expect_err("lost the race");
+            assert_eq!(e.code(), "TableAlreadyExists", "{e}");
+        }
+        let data = std::fs::read_dir(dir.path().join("t").join("data"))
+            .expect("data folder")
+            .count();
+        assert_eq!(data, 1, "only the winner's data file remains");
+    }
 }
