@@ -75,19 +75,51 @@ fn errors_name_the_problem() {
 }
 
 #[test]
-fn merge_resolution() {
-    let schema = Schema::new(vec![
+fn merge_resolution_tells_target_from_source() {
+    let schema = Arc::new(Schema::new(vec![
         Field::new("source.age", DataType::Int64, true),
         Field::new("target.age", DataType::Int64, true),
         Field::new("target.id", DataType::Int64, true),
-    ]);
-    Predicate::parse(
-        "target.age > 0 AND source.age > target.age",
-        &schema,
-        Resolve::Merge,
+    ]));
+    // Row 0: the source is newer; row 1: the target is. A swap of
+    // `source.` and `target.` (or bare names read from the source) flips
+    // every mask below.
+    let joined = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(Int64Array::from(vec![5, 1])),
+            Arc::new(Int64Array::from(vec![3, 3])),
+            Arc::new(Int64Array::from(vec![1, 7])),
+        ],
     )
-    .expect("ok");
-    Predicate::parse("id < 3", &schema, Resolve::Merge).expect("bare means target");
+    .expect("batch");
+    let mask = |sql: &str| -> Vec<Option<bool>> {
+        Predicate::parse(sql, &schema, Resolve::Merge)
+            .expect(sql)
+            .mask(&joined)
+            .expect(sql)
+            .iter()
+            .collect()
+    };
+    assert_eq!(
+        mask("target.age > 0 AND source.age > target.age"),
+        vec![Some(true), Some(false)]
+    );
+    assert_eq!(
+        mask("target.age < source.age"),
+        vec![Some(true), Some(false)]
+    );
+    assert_eq!(mask("source.age = 1"), vec![Some(false), Some(true)]);
+    assert_eq!(
+        mask("id < 3"),
+        vec![Some(true), Some(false)],
+        "bare means target"
+    );
+    assert_eq!(
+        mask("age = 3"),
+        vec![Some(true), Some(true)],
+        "bare means target"
+    );
     let e = Predicate::parse("source.id = 1", &schema, Resolve::Merge).expect_err("missing");
     assert!(e.to_string().contains("unknown column 'source.id'"), "{e}");
 }
