@@ -7,6 +7,7 @@ bash scripts/setup.sh
 # TypeScript held to the Rust bar: biome's linter (recommended rules, no `any`, no `!`) and formatter
 # over lib/, the tests, examples and scripts (biome.json); `npm run format` fixes what it can.
 npx biome check
+python3 scripts/house.py
 # The official client, for the compatibility suite: a failed install fails the run.
 # `npm install`, not `npm ci`: @lancedb/lancedb 0.39.0 lists optional platform packages with no
 # published version, which npm ci reports as missing from any lock file.
