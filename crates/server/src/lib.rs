@@ -4,12 +4,13 @@
 //!
 //! Modules: [`http`] (endpoints), [`state`] (the tables and the data
 //! folder's layout), [`served`] (the served table: one type, one order of
-//! writes), [`memwal`] (WAL, memtables, flush, overlay reads), [`error`]
-//! (the one HTTP mapping).
+//! writes), [`memwal`] (WAL, memtables, flush, overlay reads), [`metrics`]
+//! (what `GET /metrics` reports), [`error`] (the one HTTP mapping).
 
 pub mod error;
 pub mod http;
 pub mod memwal;
+pub mod metrics;
 pub mod namespace;
 pub mod served;
 pub mod state;

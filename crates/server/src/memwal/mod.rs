@@ -79,6 +79,8 @@ pub struct MemWalConfig {
     pub poison_after_failed_flushes: u32,
     /// How segment files are opened (tests inject faults here).
     pub io: Arc<dyn WalIo>,
+    /// Where WAL group commits and flushes are counted (one per server).
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl Default for MemWalConfig {
@@ -93,6 +95,7 @@ impl Default for MemWalConfig {
             recovery: RecoveryMode::Strict,
             poison_after_failed_flushes: 5,
             io: Arc::new(OsWalIo),
+            metrics: Arc::default(),
         }
     }
 }

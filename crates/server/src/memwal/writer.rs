@@ -275,20 +275,21 @@ fn commit_group(shared: &Shared, segment: &mut Segment, group: Vec<Pending>) {
         .enumerate()
         .map(|(i, p)| (first + i as u64, [&p.prefix[..], &p.payload[..]]))
         .collect();
-    if let Err(e) = segment.append_records(&records) {
-        // Not durable: nothing is acknowledged, and the table refuses
-        // writes from now on rather than guess what the disk kept
-        // (fsync failures may drop dirty pages).
-        shared.poison(format!("WAL append failed: {e}"));
-        drop(records);
-        for p in accepted {
-            let _ = p.reply.send(Err(Error::Poisoned {
-                table: shared.name.clone(),
-                message: format!("WAL append failed: {e}"),
-            }));
+    let written = match segment.append_records(&records) {
+        Ok(n) => n,
+        Err(e) => {
+            // Not durable: nothing is acknowledged, and the table refuses
+            // writes from now on rather than guess what the disk kept
+            // (fsync failures may drop dirty pages).
+            drop(records);
+            return refuse_group(shared, accepted, &e);
         }
-        return;
-    }
+    };
+    shared.cfg.metrics.wal_group(
+        records.len() as u64,
+        written,
+        shared.cfg.persist == super::wal::PersistMode::SyncData,
+    );
     drop(records);
     shared
         .last_seq
@@ -316,6 +317,18 @@ fn commit_group(shared: &Shared, segment: &mut Segment, group: Vec<Pending>) {
             shared.poison(format!("applying WAL record {seq} failed: {e}"));
         }
         let _ = p.reply.send(r.map(|(i, u)| (i, u, version)));
+    }
+}
+
+/// A group whose WAL append failed: the table is poisoned and every
+/// request of the group answers so.
+fn refuse_group(shared: &Shared, accepted: Vec<Pending>, e: &std::io::Error) {
+    shared.poison(format!("WAL append failed: {e}"));
+    for p in accepted {
+        let _ = p.reply.send(Err(Error::Poisoned {
+            table: shared.name.clone(),
+            message: format!("WAL append failed: {e}"),
+        }));
     }
 }
 

@@ -7,5 +7,6 @@ mod bad_input;
 mod durability;
 mod fuzz;
 mod memwal;
+mod metrics;
 mod model;
 mod served;
