@@ -260,8 +260,7 @@ pub fn build(s: &dyn Space, dim: usize, p: HnswParams, seed: u64) -> Graph {
     let mut sc = Scratch::new(dim);
     let mut scratch = vec![0f32; dim];
     let mut x = vec![0f32; dim];
-    let mut x2 = vec![0f32; dim];
-    let mut x3 = vec![0f32; dim];
+    let mut bufs = LinkBuffers::new(dim);
     for i in 0..n as u32 {
         let u = ((rng.next_u64() >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
         let level = ((-u.ln() * ml).floor() as usize).min(16);
@@ -280,7 +279,7 @@ pub fn build(s: &dyn Space, dim: usize, p: HnswParams, seed: u64) -> Graph {
             let cap = if l == 0 { 2 * m } else { m };
             let chosen = select(s, &found, cap, &mut scratch, dim);
             for &nb in &chosen {
-                link(&mut g, s, nb, i, l, cap, &mut x2, &mut x3, &mut scratch);
+                link(&mut g, s, (nb, i), l, cap, &mut bufs);
             }
             g.links[i as usize][l] = chosen;
             ep = found;
@@ -324,6 +323,24 @@ fn select(
     kept
 }
 
+/// The vectors [`link`] reads into: the node's, the new neighbour's, and
+/// the distance kernels' scratch.
+struct LinkBuffers {
+    v: Vec<f32>,
+    w: Vec<f32>,
+    scratch: Vec<f32>,
+}
+
+impl LinkBuffers {
+    fn new(dim: usize) -> Self {
+        Self {
+            v: vec![0f32; dim],
+            w: vec![0f32; dim],
+            scratch: vec![0f32; dim],
+        }
+    }
+}
+
 /// Adds `new` to `node`'s links on `level`. Past `cap` links, applies the
 /// heuristic incrementally (the list was pruned before `new` came): `new`
 /// is dropped if a nearer neighbour of `node` is nearer to it than `node`
@@ -331,18 +348,15 @@ fn select(
 /// the farthest of all). That is 2 `cap` distances instead of `cap^2` for a
 /// full re-run, with the islands that keeping only the nearest would make
 /// avoided (recall 0.76 in the tests with nearest-only).
-#[allow(clippy::too_many_arguments)]
 fn link(
     g: &mut Graph,
     s: &dyn Space,
-    node: u32,
-    new: u32,
+    (node, new): (u32, u32),
     level: usize,
     cap: usize,
-    v: &mut [f32],
-    w: &mut [f32],
-    scratch: &mut [f32],
+    bufs: &mut LinkBuffers,
 ) {
+    let LinkBuffers { v, w, scratch } = bufs;
     let Some(list) = g
         .links
         .get_mut(node as usize)

@@ -44,13 +44,9 @@ pub fn sample(n: usize, want: usize, rng: &mut Rng) -> Vec<usize> {
     idx
 }
 
-/// Worker threads for `n` rows of work.
+/// Worker threads for `n` rows of work (serial below 8k rows).
 pub fn threads_for(n: usize) -> usize {
-    if n < 8 * 1024 {
-        1
-    } else {
-        std::thread::available_parallelism().map_or(1, |t| t.get().min(8))
-    }
+    crate::vector::worker_threads(n, 8 * 1024)
 }
 
 /// Runs `f` over `0..n` split into one contiguous range per thread; the

@@ -22,3 +22,17 @@ pub const ROW_ID_COLUMN: &str = "_rowid";
 pub const QUERY_INDEX_COLUMN: &str = "query_index";
 /// `k` when the query does not say.
 pub const DEFAULT_K: usize = 10;
+
+/// Most worker threads one search or index build uses.
+const MAX_THREADS: usize = 8;
+
+/// Worker threads for `work` units: one below `serial_below` (threads
+/// would cost more than they save), else one per core up to
+/// [`MAX_THREADS`]. The one rule for searches and index builds.
+pub(crate) fn worker_threads(work: usize, serial_below: usize) -> usize {
+    if work < serial_below {
+        1
+    } else {
+        std::thread::available_parallelism().map_or(1, |t| t.get().min(MAX_THREADS))
+    }
+}

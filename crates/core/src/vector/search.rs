@@ -191,11 +191,7 @@ fn rank(
         })
         .collect();
     let rows: usize = units.iter().map(|(_, r)| r.len()).sum();
-    let threads = if rows < PARALLEL_MIN {
-        1
-    } else {
-        std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
-    };
+    let threads = super::worker_threads(rows, PARALLEL_MIN);
     let next = AtomicUsize::new(0);
     let fresh = || -> Vec<TopK> { plan.vectors.iter().map(|_| TopK::new(cap)).collect() };
     let work = || -> Result<Vec<TopK>> {
