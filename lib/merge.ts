@@ -9,23 +9,10 @@ import type { Schema } from "apache-arrow";
 import { bool, count } from "./args";
 import { type Data, toBuffer } from "./arrow";
 import { call } from "./errors";
-import type { NativeMergeInsertOptions, NativeTable } from "./native";
+import type { NativeMergeInsertOptions, NativeMergeResult, NativeTable } from "./native";
 
-/** What a merge insert did. */
-export interface MergeResult {
-  /** Table version after the merge (unchanged if nothing changed). */
-  version: number;
-  /** Source rows inserted as new rows. */
-  numInsertedRows: number;
-  /** Target rows replaced by their source row. */
-  numUpdatedRows: number;
-  /** Target rows deleted because no source row matched them. */
-  numDeletedRows: number;
-  /** Commit attempts (or requests, remotely): 1 unless a race was retried. */
-  numAttempts: number;
-  /** Source rows read. */
-  numRows: number;
-}
+/** What a merge insert did: version and row counts. */
+export type MergeResult = NativeMergeResult;
 
 export interface ExecuteOptions {
   /** Give up after this many ms (nothing is committed). */

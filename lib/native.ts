@@ -18,12 +18,19 @@ export interface NativeMergeInsertOptions {
   memWal?: boolean;
 }
 
+/** What a merge insert did (re-exported as `MergeResult`). */
 export interface NativeMergeResult {
+  /** Table version after the merge (unchanged if nothing changed). */
   version: number;
+  /** Source rows inserted as new rows. */
   numInsertedRows: number;
+  /** Target rows replaced by their source row. */
   numUpdatedRows: number;
+  /** Target rows deleted because no source row matched them. */
   numDeletedRows: number;
+  /** Commit attempts (or requests, remotely): 1 unless a race was retried. */
   numAttempts: number;
+  /** Source rows read. */
   numRows: number;
 }
 
@@ -155,13 +162,21 @@ export interface NativeConnectOptions {
   clientConfigJson?: string;
 }
 
+/** How `serve()` runs the bundled server (re-exported as `ServeOptions`). */
 export interface NativeServeOptions {
+  /** Folder holding the tables and their WALs. */
   dataDir: string;
+  /** Default 127.0.0.1. */
   host?: string;
+  /** Default 0: a free port. */
   port?: number;
+  /** Required API key (any key is accepted when omitted). */
   apiKey?: string;
+  /** Largest request body in bytes (default 256 MiB). */
   maxBodyBytes?: number;
+  /** Memtable rows that trigger a flush into the base table. */
   flushRows?: number;
+  /** Longest a memtable waits before it is flushed, ms. */
   flushIntervalMs?: number;
 }
 

@@ -3,24 +3,10 @@
  * the MemWAL write path) in this process, on loopback by default.
  */
 import { call, MemwalError } from "./errors";
-import { native } from "./native";
+import { type NativeServeOptions, native } from "./native";
 
-export interface ServeOptions {
-  /** Folder holding the tables and their WALs. */
-  dataDir: string;
-  /** Default 127.0.0.1. */
-  host?: string;
-  /** Default 0: a free port. */
-  port?: number;
-  /** Required API key (any key is accepted when omitted). */
-  apiKey?: string;
-  /** Largest request body in bytes (default 256 MiB). */
-  maxBodyBytes?: number;
-  /** Memtable rows that trigger a flush into the base table. */
-  flushRows?: number;
-  /** Longest a memtable waits before it is flushed, ms. */
-  flushIntervalMs?: number;
-}
+/** How `serve()` runs the server: folder, address, key, limits, flush policy. */
+export type ServeOptions = NativeServeOptions;
 
 export interface Server {
   /** e.g. http://127.0.0.1:41234 */
