@@ -125,17 +125,20 @@ describe("remote tables on the bundled server", () => {
     );
     await t.add(people([[3, 30]]));
     await t.delete("id = 1");
-    const v1 = await t.checkout(1);
-    expect(await v1.version()).toBe(1);
-    expect(await v1.countRows()).toBe(2);
-    expect(await ages(v1)).toEqual([
+    await t.checkout(1);
+    expect(await t.version()).toBe(1);
+    expect(await t.countRows()).toBe(2);
+    expect(await ages(t)).toEqual([
       [1, 10],
       [2, 20],
     ]);
-    await expect(v1.add(people([[9, 9]]))).rejects.toMatchObject({ code: "InvalidInput", message: expect.stringContaining("read-only") });
+    await expect(t.add(people([[9, 9]]))).rejects.toMatchObject({
+      code: "InvalidInput",
+      message: expect.stringContaining("table cannot be modified when a specific version is checked out"),
+    });
     await expect(t.checkout(99)).rejects.toMatchObject({ code: "VersionNotFound" });
-    const latest = await v1.checkoutLatest();
-    expect(await ages(latest)).toEqual([
+    await t.checkoutLatest();
+    expect(await ages(t)).toEqual([
       [2, 20],
       [3, 30],
     ]);
@@ -220,13 +223,26 @@ describe("headerProvider", () => {
     await t.countRows();
     expect(calls).toBe(3);
 
-    // The official client's forms: a fourth argument, an object with getHeaders(), a synchronous function.
+    // The official client's forms: a third argument, an object with getHeaders(), a synchronous function.
     const viaArg = await connect(
       "db://test",
       { apiKey: "wrong", hostOverride: server.url },
       { getHeaders: () => ({ "x-api-key": "secret" }) },
     );
     expect(await (await viaArg.openTable("mw")).countRows()).toBeGreaterThan(0);
+    // 0.39's signature connect(uri, options, session, headerProvider): the fourth argument is the provider.
+    const viaFourth = await connect("db://test", { apiKey: "wrong", hostOverride: server.url }, undefined, () => ({
+      "x-api-key": "secret",
+    }));
+    expect(await (await viaFourth.openTable("mw")).countRows()).toBeGreaterThan(0);
+    // connect({ uri, ...options }), 0.39's other form.
+    const viaObject = await connect({ uri: "db://test", apiKey: "secret", hostOverride: server.url });
+    expect(await viaObject.tableNames()).toEqual(expect.arrayContaining(["mw"]));
+    // A session (cache sizes) is refused by name, not ignored.
+    await expect(connect("db://test", { apiKey: "secret", hostOverride: server.url }, { inner: {} } as never)).rejects.toMatchObject({
+      code: "NotSupported",
+      message: expect.stringContaining("session"),
+    });
 
     // Without it the same connection is refused.
     const none = await connect("db://test", { apiKey: "wrong", hostOverride: server.url, clientConfig: { retryConfig: { retries: 0 } } });

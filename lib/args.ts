@@ -4,7 +4,7 @@
  * InvalidInputError naming the argument, never a napi conversion error
  * or a silently different call.
  */
-import { invalid } from "./errors";
+import { invalid, notSupported } from "./errors";
 
 function show(v: unknown): string {
   if (typeof v === "bigint") return `${v}n`;
@@ -45,4 +45,19 @@ export function count(name: string, v: unknown, max = Number.MAX_SAFE_INTEGER): 
 export function bool(name: string, v: unknown): boolean {
   if (typeof v !== "boolean") throw invalid(`${name} must be true or false, got ${show(v)}`);
   return v;
+}
+
+/**
+ * An options object: undefined, or an object whose keys are all `known`. A key in `unsupported` (an option of
+ * @lancedb/lancedb that memwal does not honour) is a NotSupportedError saying so, an unknown key an
+ * InvalidInputError naming it: an option is never silently ignored. Keys whose value is undefined are absent.
+ */
+export function checkOptions(name: string, v: unknown, known: readonly string[], unsupported: Readonly<Record<string, string>> = {}): void {
+  if (v === undefined || v === null) return;
+  if (typeof v !== "object" || Array.isArray(v)) throw invalid(`${name} must be an object of options, got ${show(v)}`);
+  for (const [k, x] of Object.entries(v)) {
+    if (x === undefined) continue;
+    if (k in unsupported) throw notSupported(`${name}.${k} is not supported by memwal: ${unsupported[k]}`);
+    if (!known.includes(k)) throw invalid(`${name} has an unknown option '${k}' (known: ${known.join(", ")})`);
+  }
 }

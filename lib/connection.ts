@@ -4,7 +4,7 @@
  */
 import type { Schema } from "apache-arrow";
 import { Table as ArrowTable } from "apache-arrow";
-import { count, optStr, str, strList } from "./args";
+import { checkOptions, count, optStr, str, strList } from "./args";
 
 import { type Data, toBuffer } from "./arrow";
 import { call, invalid, notSupported } from "./errors";
@@ -76,6 +76,8 @@ export interface ConnectionOptions {
   clientConfig?: ClientConfig;
   /** Key/value options, e.g. `{ remote_database_mem_wal_enabled: "true" }`. */
   storageOptions?: Record<string, string>;
+  /** Accepted for @lancedb/lancedb code: memwal reads always see the latest version (an interval of 0). */
+  readConsistencyInterval?: number;
 }
 
 export interface CreateTableOptions {
@@ -96,6 +98,20 @@ export interface RenameTableOptions {
   /** Namespace to move it to (only the root so far). */
   newNamespacePath?: string[];
 }
+
+/**
+ * connect()'s options. `readConsistencyInterval` is honoured by being exceeded: every read of a memwal table
+ * checks for newer versions first (as an interval of 0 does).
+ */
+const CONNECT_OPTIONS = ["apiKey", "region", "hostOverride", "clientConfig", "storageOptions", "readConsistencyInterval"] as const;
+const CREATE_TABLE_OPTIONS = ["mode", "existOk", "schema", "namespace"] as const;
+/** @lancedb/lancedb 0.39's createTable options memwal does not honour, and why. */
+const CREATE_TABLE_UNSUPPORTED: Record<string, string> = {
+  embeddingFunction: "embedding functions are not implemented yet; compute the vectors and pass them as a column",
+  storageOptions: "per-table storage options are not implemented (connect() takes the database's)",
+  dataStorageVersion: "memwal has one storage format",
+  enableV2ManifestPaths: "memwal has one manifest layout",
+};
 
 export class Connection {
   /** @internal */
@@ -186,15 +202,16 @@ export class Connection {
 
   /** Creates a table from rows. */
   async createTable(name: string, data: Data, options?: CreateTableOptions): Promise<Table> {
-    const t = await call(async () =>
-      this.inner.createTable(
+    const t = await call(async () => {
+      checkOptions("createTable(options)", options, CREATE_TABLE_OPTIONS, CREATE_TABLE_UNSUPPORTED);
+      return this.inner.createTable(
         name,
         toBuffer(data, options?.schema),
         options?.mode ?? "create",
         options?.existOk ?? false,
         options?.namespace,
-      ),
-    );
+      );
+    });
     return new Table(t);
   }
 
@@ -244,16 +261,69 @@ function providerFn(p: HeaderProvider | undefined): (() => Promise<Record<string
   };
 }
 
+/** Whether `x` is a header provider (a function, or an object with `getHeaders`). */
+function isProvider(x: unknown): x is HeaderProvider {
+  return typeof x === "function" || (typeof x === "object" && x !== null && "getHeaders" in x);
+}
+
 /**
- * Opens a database: a folder path, `memory://`, or `db://name`.
- * `headerProvider` (as in the official client's fourth argument) may also be
- * given here instead of in `clientConfig`.
+ * The arguments of `connect`, read as @lancedb/lancedb 0.39 reads them: `connect(uri, options?, session?,
+ * headerProvider?)`, `connect(uri, options?, headerProvider)` or `connect({ uri, ...options })`. A session
+ * (cache sizes) is refused: memwal has no such setting to honour.
  */
-export async function connect(uri: string, options?: ConnectionOptions, headerProvider?: HeaderProvider): Promise<Connection> {
+function connectArgs(
+  uriOrOptions: unknown,
+  optionsOrSession: unknown,
+  sessionOrProvider: unknown,
+  provider: unknown,
+): { uri: string; options?: ConnectionOptions; headerProvider?: HeaderProvider } {
+  const isSession = (x: unknown) => typeof x === "object" && x !== null && "inner" in x;
+  if (typeof uriOrOptions === "object" && uriOrOptions !== null && !Array.isArray(uriOrOptions)) {
+    const { uri, session, ...options } = uriOrOptions as ConnectionOptions & { uri?: unknown; session?: unknown };
+    if (session !== undefined) throw notSupported("connect({ session }) is not supported by memwal: it has no cache settings");
+    if (optionsOrSession !== undefined || sessionOrProvider !== undefined || provider !== undefined)
+      throw invalid("connect({ uri, ...options }) takes no further arguments");
+    return { uri: str("connect(options.uri)", uri), options };
+  }
+  if (isSession(optionsOrSession) || isSession(sessionOrProvider))
+    throw notSupported("connect(uri, options, session) is not supported by memwal: it has no cache settings");
+  if (sessionOrProvider !== undefined && sessionOrProvider !== null && !isProvider(sessionOrProvider))
+    throw invalid("connect(uri, options, headerProvider): headerProvider must be a function or an object with getHeaders()");
+  if (provider !== undefined && provider !== null && !isProvider(provider))
+    throw invalid("connect(uri, options, session, headerProvider): headerProvider must be a function or an object with getHeaders()");
+  const third = isProvider(sessionOrProvider) ? sessionOrProvider : undefined;
+  if (third !== undefined && provider !== undefined && provider !== null)
+    throw invalid("connect() got two header providers (third and fourth arguments)");
+  return {
+    uri: str("connect(uri)", uriOrOptions),
+    options: (optionsOrSession ?? undefined) as ConnectionOptions | undefined,
+    headerProvider: third ?? ((provider ?? undefined) as HeaderProvider | undefined),
+  };
+}
+
+/**
+ * Opens a database: a folder path, `memory://`, or `db://name`. The arguments are those of
+ * @lancedb/lancedb 0.39: `connect(uri, options?, session?, headerProvider?)` (the header provider may also
+ * come third, or as `options.clientConfig.headerProvider`), or `connect({ uri, ...options })`.
+ */
+export async function connect(
+  uri: string | (ConnectionOptions & { uri: string }),
+  options?: ConnectionOptions,
+  sessionOrHeaderProvider?: HeaderProvider | null,
+  headerProvider?: HeaderProvider,
+): Promise<Connection> {
+  const args = await call(async () => connectArgs(uri, options, sessionOrHeaderProvider, headerProvider));
+  return open(args.uri, args.options, args.headerProvider);
+}
+
+async function open(uri: string, options?: ConnectionOptions, headerProvider?: HeaderProvider): Promise<Connection> {
   const { headerProvider: fromConfig, ...clientConfig } = options?.clientConfig ?? {};
   const provider = providerFn(headerProvider ?? fromConfig);
   const c = await call(async () => {
     str("connect(uri)", uri);
+    checkOptions("connect(options)", options, CONNECT_OPTIONS, {
+      session: "memwal has no cache settings",
+    });
     const host = optStr("connect(options.hostOverride)", options?.hostOverride);
     if (host !== undefined) {
       let ok = false;

@@ -55,9 +55,10 @@ abstract class QueryBase<Self> {
     return this as unknown as Self;
   }
 
-  /** Only rows matching this SQL filter. */
+  /** Only rows matching this SQL filter; called again, rows matching every filter given (as @lancedb/lancedb, AND). */
   where(filter: string): Self {
-    this.opts.filter = str("where(filter)", filter);
+    const f = str("where(filter)", filter);
+    this.opts.filter = this.opts.filter === undefined ? f : `(${this.opts.filter}) AND (${f})`;
     return this.self();
   }
   /** Alias of `where`. */

@@ -2,8 +2,8 @@
  * `Table` and its `Query`: the user-facing face of a native or remote table.
  */
 import { Table as ArrowTable, DataType, Field, Schema } from "apache-arrow";
-import { count, optStr, str, strList } from "./args";
-import { type Data, schemaFromBuffer, toBuffer } from "./arrow";
+import { checkOptions, count, optStr, str, strList } from "./args";
+import { type Data, fromBuffer, schemaFromBuffer, toBuffer } from "./arrow";
 import { call, invalid, notSupported, TimeoutError } from "./errors";
 import { type IndexConfig, type IndexOptions, type IndexStatistics, indexOptions } from "./indices";
 import { MergeInsertBuilder } from "./merge";
@@ -18,9 +18,33 @@ export interface VersionInfo {
   metadata: Record<string, string>;
 }
 
+/** What `add(.., { progress })` reports, as @lancedb/lancedb 0.39's `WriteProgress`. */
+export interface WriteProgress {
+  /** Rows written so far. */
+  outputRows: number;
+  /** Bytes written so far (of the Arrow IPC the rows were sent as). */
+  outputBytes: number;
+  /** Rows expected. */
+  totalRows?: number;
+  /** Seconds since the write started. */
+  elapsedSeconds: number;
+  /** Write tasks in flight. */
+  activeTasks: number;
+  /** Write tasks in all (memwal writes one file per add). */
+  totalTasks: number;
+  /** True on the last call. */
+  done: boolean;
+}
+
 export interface AddOptions {
   /** "append" (default) keeps the rows; "overwrite" replaces rows and schema. */
   mode?: "append" | "overwrite";
+  /**
+   * Called once the rows are committed, with `done: true` (memwal writes an add as one file in one commit, so
+   * there is no earlier progress to report). An error it throws is logged with `console.warn`, as
+   * @lancedb/lancedb does, and does not fail the add.
+   */
+  progress?: (progress: WriteProgress) => void;
 }
 
 export interface UpdateOptions {
@@ -129,7 +153,7 @@ export type DropColumnsResult = SchemaChangeResult;
 
 export class Table {
   /** @internal */
-  constructor(private readonly inner: NativeTable) {}
+  constructor(private inner: NativeTable) {}
 
   /** The table name. */
   get name(): string {
@@ -153,13 +177,15 @@ export class Table {
   }
 
   /**
-   * Commits a new latest version equal to an old one: `restore()` on a handle from `checkout(v)` restores `v` (as
-   * @lancedb/lancedb does), `restore(v)` names it. Returns the new version; this handle is not moved (use
-   * `checkoutLatest()` on a checked-out one).
+   * Commits a new latest version equal to an old one: `restore()` after `checkout(v)` restores `v` (as
+   * @lancedb/lancedb does), `restore(v)` names it. Returns the new version; this handle then reads and writes the
+   * latest version again (as @lancedb/lancedb's does).
    */
   async restore(version?: number): Promise<number> {
     const v = version === undefined ? null : await call(async () => count("restore(version)", version));
-    return call(() => this.inner.restore(v));
+    const committed = await call(() => this.inner.restore(v));
+    this.inner = await call(() => this.inner.checkout(null));
+    return committed;
   }
 
   /**
@@ -248,13 +274,17 @@ export class Table {
     return this.flushLsm();
   }
 
-  /** A read-only view of `version`, or of the version a tag names. */
-  async checkout(version: number | string): Promise<Table> {
+  /**
+   * Moves this handle to `version`, or to the version a tag names, as @lancedb/lancedb 0.39 does: reads see that
+   * version and writes are refused ("table cannot be modified when a specific version is checked out") until
+   * `checkoutLatest()` or `restore()`. Queries built before keep the version they were built on.
+   */
+  async checkout(version: number | string): Promise<void> {
     const v =
       typeof version === "string"
         ? await this.tags().then((t) => t.getVersion(version))
         : await call(async () => count("checkout(version)", version));
-    return new Table(await call(() => this.inner.checkout(v)));
+    this.inner = await call(() => this.inner.checkout(v));
   }
 
   /** Names for versions, as @lancedb/lancedb 0.39's `tags()`. */
@@ -262,9 +292,9 @@ export class Table {
     return new Tags(this.inner);
   }
 
-  /** The latest version, writable. */
-  async checkoutLatest(): Promise<Table> {
-    return new Table(await call(() => this.inner.checkout(null)));
+  /** Moves this handle back to the latest version, writable (as @lancedb/lancedb 0.39). */
+  async checkoutLatest(): Promise<void> {
+    this.inner = await call(() => this.inner.checkout(null));
   }
 
   /** Rows, optionally only those matching `filter`. */
@@ -274,14 +304,36 @@ export class Table {
 
   /** Adds rows; returns the new version. */
   async add(data: Data, options?: AddOptions): Promise<number> {
-    return call(async () => {
+    const started = Date.now();
+    const { version, rows, bytes } = await call(async () => {
+      checkOptions("add(options)", options, ["mode", "progress"]);
       const mode = options?.mode ?? "append";
       if (mode !== "append" && mode !== "overwrite") {
         throw invalid(`add(options.mode) must be "append" or "overwrite", got ${JSON.stringify(mode)}`);
       }
+      if (options?.progress !== undefined && typeof options.progress !== "function")
+        throw invalid("add(options.progress) must be a function");
       const buf = Array.isArray(data) && mode !== "overwrite" ? toBuffer(data, await this.schema()) : toBuffer(data);
-      return this.inner.add(buf, mode);
+      const version = await this.inner.add(buf, mode);
+      return { version, rows: options?.progress ? fromBuffer(buf).numRows : 0, bytes: buf.length };
     });
+    if (options?.progress) {
+      const p: WriteProgress = {
+        outputRows: rows,
+        outputBytes: bytes,
+        totalRows: rows,
+        elapsedSeconds: (Date.now() - started) / 1000,
+        activeTasks: 0,
+        totalTasks: 1,
+        done: true,
+      };
+      try {
+        options.progress(p);
+      } catch (e) {
+        console.warn("add(options.progress) threw; the add is committed:", e);
+      }
+    }
+    return version;
   }
 
   /** Deletes rows matching `predicate`. */

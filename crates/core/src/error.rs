@@ -211,6 +211,14 @@ impl Error {
             message: message.into(),
         }
     }
+    /// The refusal of a write on a handle checked out at `version`, in
+    /// @lancedb/lancedb 0.39's words (its callers match on them).
+    pub fn checked_out(table: &str, version: u64) -> Self {
+        Error::invalid(format!(
+            "table cannot be modified when a specific version is checked out \
+             (table '{table}' is at version {version}; call checkoutLatest() to write)"
+        ))
+    }
     /// An [`Error::NotSupported`] with the given message.
     pub fn not_supported(message: impl Into<String>) -> Self {
         Error::NotSupported {

@@ -138,6 +138,18 @@ pub fn align_all(batches: &[RecordBatch], target: &SchemaRef) -> Result<RecordBa
     Ok(arrow::compute::concat_batches(target, &aligned)?)
 }
 
+/// Names the engine gives columns of its answers (row ids and offsets,
+/// distances, scores, the query vector's index): a table column so named
+/// would be shadowed by them, so none may be.
+pub const RESERVED_COLUMNS: &[&str] = &[
+    "_rowid",
+    "_rowoffset",
+    "_distance",
+    "_score",
+    "_relevance_score",
+    "query_index",
+];
+
 /// A schema as the table stores it: the data's own, with a check that the
 /// column names are unique and non-empty.
 pub fn validate_new_schema(schema: &Schema) -> Result<SchemaRef> {
@@ -148,6 +160,13 @@ pub fn validate_new_schema(schema: &Schema) -> Result<SchemaRef> {
     for f in schema.fields() {
         if f.name().is_empty() {
             return Err(Error::invalid("column names may not be empty"));
+        }
+        if RESERVED_COLUMNS.contains(&f.name().as_str()) {
+            return Err(Error::invalid(format!(
+                "column name '{}' is reserved (answers and take queries use {}); rename the column",
+                f.name(),
+                RESERVED_COLUMNS.join(", ")
+            )));
         }
         if !seen.insert(f.name().as_str()) {
             return Err(Error::invalid(format!(

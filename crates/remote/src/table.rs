@@ -390,10 +390,7 @@ impl RemoteTable {
     /// Refuses writes on a checked-out version, as native tables do.
     fn ensure_writable(&self) -> memwal_core::Result<()> {
         match self.version {
-            Some(v) => Err(memwal_core::Error::invalid(format!(
-                "table '{}' is checked out at version {v}, which is read-only; check out the latest version to write",
-                self.name
-            ))),
+            Some(v) => Err(memwal_core::Error::checked_out(&self.name, v)),
             None => Ok(()),
         }
     }

@@ -218,7 +218,11 @@ async fn not_implemented(method: axum::http::Method, uri: axum::http::Uri) -> Re
 }
 
 async fn health(State(state): State<Arc<AppState>>) -> Result<Json<Value>> {
-    Ok(Json(json!({"status": "ok", "tables": state.health()})))
+    Ok(Json(json!({
+        "status": "ok",
+        "tables": state.health(),
+        "startup_problems": state.startup_problems,
+    })))
 }
 
 /// `GET /metrics`: the OpenMetrics text Prometheus scrapes.

@@ -24,13 +24,26 @@ const PROPERTIES: &str = ".properties.json";
 /// Separates the parts of a table id or namespace path on the wire.
 pub const DELIMITER: char = '$';
 
+/// Deepest namespace nesting: each level is a folder (`.namespaces/{name}`),
+/// so the depth bounds the length of every path under the data folder.
+pub const MAX_DEPTH: usize = 8;
+
+/// Longest table id (`a$b$t`, in bytes): a served table's WAL folder is
+/// named by its id, and a file name holds at most 255 bytes (an S3 key,
+/// 1,024, holds the whole path easily at this bound).
+pub const MAX_ID_BYTES: usize = 255;
+
 /// A namespace path and a table name, from a table id (`a$b$t`).
 pub fn split_id(id: &str) -> Result<(Vec<String>, String)> {
+    if id.len() > MAX_ID_BYTES {
+        return Err(bad(&format!(
+            "table id of {} bytes is too long: namespace path and table name together take at most {MAX_ID_BYTES}",
+            id.len()
+        )));
+    }
     let mut parts: Vec<String> = id.split(DELIMITER).map(str::to_string).collect();
     let name = parts.pop().unwrap_or_default();
-    for p in &parts {
-        validate_name("namespace name", p)?;
-    }
+    check_path(&parts)?;
     memwal_core::name::validate_table_name(&name)?;
     Ok((parts, name))
 }
@@ -41,10 +54,30 @@ pub fn parse_path(ns: &str) -> Result<Vec<String>> {
         return Ok(Vec::new());
     }
     let parts: Vec<String> = ns.split(DELIMITER).map(str::to_string).collect();
-    for p in &parts {
-        validate_name("namespace name", p)?;
+    check_path(&parts)?;
+    // Room for `$` and a table name of one character: a namespace that could
+    // hold no table is refused when it is created.
+    if ns.len() + 2 > MAX_ID_BYTES {
+        return Err(bad(&format!(
+            "namespace path of {} bytes is too long: its table ids would pass {MAX_ID_BYTES} bytes",
+            ns.len()
+        )));
     }
     Ok(parts)
+}
+
+/// Each name valid, at most [`MAX_DEPTH`] of them.
+fn check_path(parts: &[String]) -> Result<()> {
+    if parts.len() > MAX_DEPTH {
+        return Err(bad(&format!(
+            "namespaces nest at most {MAX_DEPTH} deep; this path has {}",
+            parts.len()
+        )));
+    }
+    for p in parts {
+        validate_name("namespace name", p)?;
+    }
+    Ok(())
 }
 
 /// The namespaces of one data folder, and a database per namespace.
@@ -191,20 +224,35 @@ impl Namespaces {
         Ok(())
     }
 
-    /// Every namespace path, the root first (for recovery at start).
-    pub fn all(&self) -> Result<Vec<Vec<String>>> {
+    /// Every namespace path, the root first (for recovery at start). A
+    /// folder that cannot be listed, or lies past the bounds of ids, is
+    /// skipped and described in `problems`: one bad folder never stops the
+    /// server from starting.
+    pub fn all(&self, problems: &mut Vec<String>) -> Vec<Vec<String>> {
         let mut out = vec![Vec::new()];
         let mut i = 0;
         while i < out.len() {
             let p = out[i].clone();
-            for c in self.children(&p)? {
-                let mut q = p.clone();
-                q.push(c);
-                out.push(q);
+            match self.children(&p) {
+                Ok(children) => {
+                    for c in children {
+                        let mut q = p.clone();
+                        q.push(c);
+                        match parse_path(&q.join("$")) {
+                            Ok(_) => out.push(q),
+                            Err(e) => {
+                                problems.push(format!("namespace {:?} skipped: {e}", q.join("$")))
+                            }
+                        }
+                    }
+                }
+                Err(e) => {
+                    problems.push(format!("namespace {:?} cannot be listed: {e}", p.join("$")))
+                }
             }
             i += 1;
         }
-        Ok(out)
+        out
     }
 }
 

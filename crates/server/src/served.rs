@@ -140,12 +140,10 @@ impl ServedTable {
     }
 
     /// Restores `version` after merging the memtables (so the rows they
-    /// hold are history, as on a local table).
+    /// hold are history, as on a local table); the version's schema may
+    /// differ, so the next memtable takes the restored one (a reshape).
     pub async fn restore_version(&self, version: u64) -> crate::Result<u64> {
-        self.mem
-            .direct(Turn::Drain, move |c| {
-                Ok(c.base.restore_sync(Some(version))?)
-            })
+        self.reshape(move |base| base.restore_sync(Some(version)))
             .await
     }
 

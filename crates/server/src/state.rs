@@ -27,6 +27,8 @@ pub struct AppState {
     /// Settings.
     pub config: ServerConfig,
     tables: Mutex<HashMap<String, ServedTable>>,
+    /// What could not be opened at start (skipped, served without), for `/health`.
+    pub startup_problems: Vec<String>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -78,23 +80,48 @@ impl AppState {
             Some(s) => NativeDatabase::with_storage(uri, s.clone()),
             None => NativeDatabase::open(uri)?,
         });
-        let state = Self {
+        let mut state = Self {
             namespaces: Namespaces::new(config.data_dir.clone(), db.clone()),
             db,
             config,
             tables: Mutex::new(HashMap::new()),
+            startup_problems: Vec::new(),
         };
-        // Recover every table's WAL at start, not at first use: acknowledged
-        // writes must be readable (and flushing) right after a restart.
-        for ns in state.namespaces.all()? {
-            for name in state.namespaces.db(&ns)?.table_names_sync()? {
+        state.startup_problems = state.open_all();
+        for p in &state.startup_problems {
+            tracing::error!(problem = %p, "skipped at start");
+        }
+        Ok(state)
+    }
+
+    /// Recovers every table's WAL at start, not at first use: acknowledged
+    /// writes must be readable (and flushing) right after a restart. What
+    /// cannot be opened is skipped and returned (never stops the start).
+    fn open_all(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        for ns in self.namespaces.all(&mut problems) {
+            let names = self
+                .namespaces
+                .db(&ns)
+                .and_then(|db| Ok(db.table_names_sync()?));
+            let names = match names {
+                Ok(n) => n,
+                Err(e) => {
+                    problems.push(format!(
+                        "namespace {:?} cannot be opened: {e}",
+                        ns.join("$")
+                    ));
+                    continue;
+                }
+            };
+            for name in names {
                 let id = table_id(&ns, &name);
-                if let Err(e) = state.table(&id) {
-                    tracing::error!(table = %id, error = %e, "cannot open table at start");
+                if let Err(e) = self.table(&id) {
+                    problems.push(format!("table {id:?} cannot be opened: {e}"));
                 }
             }
         }
-        Ok(state)
+        problems
     }
 
     /// The database of a namespace (only the root with a custom storage).

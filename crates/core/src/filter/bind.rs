@@ -57,6 +57,30 @@ pub enum PhysExpr {
     Func(Func, Vec<PhysExpr>),
 }
 
+impl PhysExpr {
+    /// Whether the expression may be null on some row of `schema`, as
+    /// DataFusion types it (a non-null literal, a non-nullable column and
+    /// arithmetic over them are never null; `/` and `%` may be).
+    pub fn maybe_null(&self, schema: &Schema) -> bool {
+        let any = |xs: &[&PhysExpr]| xs.iter().any(|x| x.maybe_null(schema));
+        match self {
+            PhysExpr::Column(i) => schema.fields().get(*i).is_none_or(|f| f.is_nullable()),
+            PhysExpr::Field(..) => true,
+            PhysExpr::Literal(a) => a.logical_null_count() > 0 || a.is_empty(),
+            PhysExpr::Binary(_, BinOp::Div | BinOp::Mod, _) => true,
+            PhysExpr::Binary(a, _, b) | PhysExpr::Like(a, b, ..) => any(&[a, b]),
+            PhysExpr::Not(x) | PhysExpr::Neg(x) | PhysExpr::Cast(x, _) => x.maybe_null(schema),
+            PhysExpr::IsNull(..) | PhysExpr::IsBool(..) => false,
+            PhysExpr::InList(x, list, _) => {
+                x.maybe_null(schema) || list.iter().any(|e| e.maybe_null(schema))
+            }
+            PhysExpr::Between(a, b, c, _) => any(&[a, b, c]),
+            PhysExpr::Func(Func::Coalesce, args) => args.iter().all(|e| e.maybe_null(schema)),
+            PhysExpr::Func(_, args) => args.iter().any(|e| e.maybe_null(schema)),
+        }
+    }
+}
+
 /// Scalar functions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Func {
@@ -306,22 +330,50 @@ impl Binder<'_> {
         Ok(PhysExpr::Func(func, args))
     }
 
+    /// A CAST's type, read as Lance's planner reads it (so `FLOAT` is Float32 and
+    /// `REAL`, `VARCHAR` or `TEXT` are refused as @lancedb/lancedb refuses them).
     fn sql_type(&self, t: &sql::DataType) -> Result<DataType> {
+        use arrow_schema::TimeUnit;
         use sql::DataType as T;
+        let unit = |r: &Option<u64>| match r {
+            None | Some(6) => Ok(TimeUnit::Microsecond),
+            Some(0) => Ok(TimeUnit::Second),
+            Some(3) => Ok(TimeUnit::Millisecond),
+            Some(9) => Ok(TimeUnit::Nanosecond),
+            Some(p) => Err(self.unsupported(format!("datetime resolution {p} (0, 3, 6 or 9)"))),
+        };
         Ok(match t {
+            T::String(_) => DataType::Utf8,
+            T::Binary(_) => DataType::Binary,
+            T::Float(_) => DataType::Float32,
+            T::Double(_) => DataType::Float64,
+            T::Boolean => DataType::Boolean,
             T::TinyInt(_) => DataType::Int8,
             T::SmallInt(_) => DataType::Int16,
             T::Int(_) | T::Integer(_) => DataType::Int32,
-            T::BigInt(_) | T::Int64 => DataType::Int64,
-            T::Real | T::Float4 => DataType::Float32,
-            T::Float(_) | T::Double(_) | T::Float8 | T::Float64 | T::DoublePrecision => {
-                DataType::Float64
-            }
-            T::Boolean | T::Bool => DataType::Boolean,
-            T::Varchar(_) | T::Text | T::String(_) | T::Char(_) => DataType::Utf8,
+            T::BigInt(_) => DataType::Int64,
+            T::TinyIntUnsigned(_) => DataType::UInt8,
+            T::SmallIntUnsigned(_) => DataType::UInt16,
+            T::IntUnsigned(_) | T::IntegerUnsigned(_) => DataType::UInt32,
+            T::BigIntUnsigned(_) => DataType::UInt64,
             T::Date => DataType::Date32,
-            T::Timestamp(_, _) => DataType::Timestamp(arrow_schema::TimeUnit::Microsecond, None),
-            other => return Err(self.unsupported(format!("type {other}"))),
+            T::Timestamp(r, sql::TimezoneInfo::None) => DataType::Timestamp(unit(r)?, None),
+            T::Datetime(r) => DataType::Timestamp(unit(r)?, None),
+            T::Decimal(sql::ExactNumberInfo::PrecisionAndScale(p, s)) => {
+                let p = u8::try_from(*p).ok().filter(|p| (1..=38).contains(p));
+                let s = i8::try_from(*s).ok();
+                match (p, s) {
+                    (Some(p), Some(s)) if i16::from(s) <= i16::from(p) => DataType::Decimal128(p, s),
+                    _ => return Err(self.unsupported(format!("type {t} (precision 1 to 38, scale at most the precision)"))),
+                }
+            }
+            other => {
+                return Err(self.unsupported(format!(
+                    "type {other} (supported: int [unsigned], tinyint [unsigned], smallint [unsigned], \
+                     bigint [unsigned], float, double, string, binary, date, timestamp(precision), \
+                     datetime(precision), decimal(precision,scale), boolean)"
+                )))
+            }
         })
     }
 }

@@ -58,6 +58,13 @@ impl Predicate {
         sarg::extract(&self.expr, col, dt)
     }
 
+    /// Whether the expression may be null on some row of `schema` (the
+    /// schema it was parsed against): a column computed from it is
+    /// nullable only then, as in Lance.
+    pub fn maybe_null(&self, schema: &Schema) -> bool {
+        self.expr.maybe_null(schema)
+    }
+
     /// The SQL text.
     pub fn sql(&self) -> &str {
         &self.sql

@@ -226,3 +226,56 @@ fn struct_fields_are_columns_null_where_the_struct_is() {
     assert!(v.values(&b).expect("values").is_null(1));
     assert!(Predicate::parse("st.nope = 1", &schema, Resolve::Plain).is_err());
 }
+
+/// A column computed from SQL is nullable exactly when the expression may be
+/// null, as Lance types it (a regression: every computed column was nullable).
+#[test]
+fn nullability_of_expressions() {
+    let s = batch().schema().as_ref().clone();
+    let non_null = Schema::new(vec![Field::new("n", DataType::Int64, false)]);
+    for (sql, on, want) in [
+        ("5", &non_null, false),
+        ("'x'", &non_null, false),
+        ("n + 1", &non_null, false),
+        ("n / 2", &non_null, true),
+        ("NULL", &non_null, true),
+        ("CAST(NULL AS BIGINT)", &non_null, true),
+        ("CAST(n AS FLOAT)", &non_null, false),
+        ("age IS NULL", &s, false),
+        ("coalesce(score, 0)", &s, false),
+        ("score + 1", &s, true),
+    ] {
+        let p = Predicate::parse(sql, on, Resolve::Plain).expect(sql);
+        assert_eq!(p.maybe_null(on), want, "{sql}");
+    }
+}
+
+/// CAST types as Lance's planner reads them: FLOAT is Float32, DOUBLE
+/// Float64; REAL, VARCHAR and TEXT are refused, naming the supported types.
+#[test]
+fn cast_types_are_lances() {
+    let s = batch().schema().as_ref().clone();
+    let ty = |sql: &str| {
+        Predicate::parse(sql, &s, Resolve::Plain)
+            .and_then(|p| p.values(&RecordBatch::new_empty(Arc::new(s.clone()))))
+            .map(|v| v.data_type().clone())
+    };
+    assert_eq!(
+        ty("CAST(score AS FLOAT)").expect("float"),
+        DataType::Float32
+    );
+    assert_eq!(
+        ty("CAST(score AS DOUBLE)").expect("double"),
+        DataType::Float64
+    );
+    assert_eq!(
+        ty("CAST(score AS BIGINT UNSIGNED)").expect("u64"),
+        DataType::UInt64
+    );
+    for bad in ["REAL", "VARCHAR", "TEXT", "DECIMAL"] {
+        let e = ty(&format!("CAST(score AS {bad})"))
+            .expect_err(bad)
+            .to_string();
+        assert!(e.contains("supported: int [unsigned]"), "{bad}: {e}");
+    }
+}

@@ -92,10 +92,15 @@ fn sql_type(dt: &DataType) -> Result<&'static str> {
         DataType::Int16 => "SMALLINT",
         DataType::Int32 => "INT",
         DataType::Int64 => "BIGINT",
-        DataType::Float32 => "REAL",
+        DataType::UInt8 => "TINYINT UNSIGNED",
+        DataType::UInt16 => "SMALLINT UNSIGNED",
+        DataType::UInt32 => "INT UNSIGNED",
+        DataType::UInt64 => "BIGINT UNSIGNED",
+        DataType::Float32 => "FLOAT",
         DataType::Float64 => "DOUBLE",
         DataType::Boolean => "BOOLEAN",
-        DataType::Utf8 => "VARCHAR",
+        DataType::Utf8 => "STRING",
+        DataType::Binary => "BINARY",
         DataType::Date32 => "DATE",
         DataType::Timestamp(arrow_schema::TimeUnit::Microsecond, None) => "TIMESTAMP",
         other => {
@@ -216,7 +221,7 @@ mod tests {
         let body = AddColumnsBody::from_new_columns(&nulls).expect("nulls");
         assert_eq!(
             body.new_columns[0].expression.as_deref(),
-            Some("CAST(NULL AS REAL)")
+            Some("CAST(NULL AS FLOAT)")
         );
     }
 }

@@ -144,7 +144,9 @@ fn plan_add(schema: &SchemaRef, indices: &[IndexMeta], cols: &NewColumns) -> Res
                         "column '{name}' = \"{sql}\" has no type (give it one: CAST(NULL AS BIGINT))"
                     )));
                 }
-                fields.push(Field::new(name, dt.clone(), true));
+                // Non-nullable when the expression cannot be null (a literal,
+                // arithmetic on non-nullable columns), as Lance types it.
+                fields.push(Field::new(name, dt.clone(), p.maybe_null(schema)));
                 added.push((Some(p), dt));
             }
         }
@@ -231,6 +233,8 @@ fn plan_alter(
     let mut casts: Vec<Option<DataType>> = vec![None; fields.len()];
     let mut indices = indices.to_vec();
     let mut seen = HashSet::new();
+    let mut renames = std::collections::HashMap::new();
+    let mut retyped = HashSet::new();
     for a in alterations {
         let i = column_index(schema, &a.path, "alter_columns")?;
         if !seen.insert(i) {
@@ -259,20 +263,15 @@ fn plan_alter(
             check_cast(&a.path, f.data_type(), dt)?;
             nf = nf.with_data_type(dt.clone());
             casts[i] = Some(dt.clone());
-            indices.retain(|ix| !ix.columns.contains(&a.path));
+            retyped.insert(a.path.clone());
         }
         if let Some(n) = &a.rename {
-            for ix in &mut indices {
-                for c in &mut ix.columns {
-                    if c == &a.path {
-                        *c = n.clone();
-                    }
-                }
-            }
+            renames.insert(a.path.clone(), n.clone());
             nf = nf.with_name(n.clone());
         }
         fields[i] = nf;
     }
+    follow_renames(&mut indices, &renames, &retyped);
     let new_schema = with_metadata(fields, schema)?;
     let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
     Ok(Reshape {
@@ -291,6 +290,23 @@ fn plan_alter(
                 .collect()
         }),
     })
+}
+
+/// Indexes follow their column, all renames at once, by the names before the
+/// call (so `a -> b, b -> a` swaps them); an index on a retyped column goes.
+fn follow_renames(
+    indices: &mut Vec<IndexMeta>,
+    renames: &std::collections::HashMap<String, String>,
+    retyped: &HashSet<String>,
+) {
+    indices.retain(|ix| !ix.columns.iter().any(|c| retyped.contains(c)));
+    for ix in indices {
+        for c in &mut ix.columns {
+            if let Some(n) = renames.get(c) {
+                c.clone_from(n);
+            }
+        }
+    }
 }
 
 /// The kind of a type, for `alter_columns` casts (only within a kind).

@@ -79,6 +79,10 @@ fn inner_request(req: &QueryRequest) -> QueryRequest {
     inner.columns = None;
     inner.projections = None;
     inner.order_by = Vec::new();
+    if lists(req, ROW_ID_COLUMN) {
+        // select(["_rowid"]) answers the row ids, as with_row_id does.
+        inner.with_row_id = true;
+    }
     let offsets = virtual_filter(req) || lists(req, ROW_OFFSET_COLUMN);
     if offsets {
         inner.filter = None;

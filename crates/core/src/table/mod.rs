@@ -144,10 +144,7 @@ impl NativeTable {
 
     pub(crate) fn ensure_writable(&self) -> Result<()> {
         match &self.pinned {
-            Some(m) => Err(Error::invalid(format!(
-                "table '{}' is checked out at version {}, which is read-only; check out the latest version to write",
-                self.inner.name, m.version
-            ))),
+            Some(m) => Err(Error::checked_out(&self.inner.name, m.version)),
             None => Ok(()),
         }
     }

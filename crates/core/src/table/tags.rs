@@ -9,6 +9,7 @@ use super::NativeTable;
 use crate::api::TagInfo;
 use crate::error::{Error, Result};
 use crate::manifest::{manifest_path, read_manifest};
+use crate::storage::PutNew;
 
 /// A tag name: the rule of table names (it becomes a file name).
 fn check_tag(tag: &str) -> Result<()> {
@@ -71,19 +72,20 @@ impl NativeTable {
             version,
         })?;
         let path = self.tag_path(tag);
-        let exists = self.storage().exists(&path)?;
-        if replace && !exists {
-            return Err(self.no_tag(tag));
-        }
-        if !replace && exists {
+        let body = serde_json::to_vec(&self.tag_info(version)?)
+            .map_err(|e| Error::internal(e.to_string()))?;
+        if replace {
+            if !self.storage().exists(&path)? {
+                return Err(self.no_tag(tag));
+            }
+            self.storage().put(&path, &body)?;
+        } else if self.storage().put_new(&path, &body)? == PutNew::AlreadyExists {
+            // Create-only: of two concurrent creates, exactly one wins.
             return Err(Error::invalid(format!(
                 "table '{}' already has the tag '{tag}'; update it instead",
                 self.table_name()
             )));
         }
-        let body = serde_json::to_vec(&self.tag_info(version)?)
-            .map_err(|e| Error::internal(e.to_string()))?;
-        self.storage().put(&path, &body)?;
         self.storage().sync(&format!("{}/_refs/tags", self.dir()))
     }
 

@@ -132,6 +132,11 @@ fn find_column(schema: &Schema, name: Option<&str>, dim: usize) -> Result<(usize
     }
 }
 
+/// Most rows a query of several vectors may answer (vectors x (k +
+/// offset)): an answer is built in memory, so a small request must not ask
+/// for one of tens of gigabytes.
+pub const MAX_ANSWER_ROWS: usize = 1_000_000;
+
 fn check_vectors(q: &VectorQuery) -> Result<usize> {
     let first = q
         .vectors
@@ -185,6 +190,19 @@ impl VectorPlan {
             return Err(Error::invalid(
                 "k (limit) must be at least 1 for a vector query",
             ));
+        }
+        let answer = q
+            .vectors
+            .len()
+            .saturating_mul(k.saturating_add(req.offset.unwrap_or(0)));
+        // One vector answers at most the table's rows; several multiply it.
+        if q.vectors.len() > 1 && answer > MAX_ANSWER_ROWS {
+            return Err(Error::invalid(format!(
+                "a vector query may answer at most {MAX_ANSWER_ROWS} rows (query vectors x (k + offset)); \
+                 {} vectors x {} asks for {answer}: search in smaller batches",
+                q.vectors.len(),
+                k.saturating_add(req.offset.unwrap_or(0))
+            )));
         }
         let filter = req
             .filter

@@ -134,3 +134,61 @@ fn a_schema_change_that_fails_to_write_changes_nothing() {
     assert!(e.to_string().contains("cannot change type"), "{e}");
     assert_eq!((t.version_sync().expect("v"), dump(&t)), (v, rows));
 }
+
+/// Swapping two indexed columns' names in one call: each index follows its
+/// column's values (it was left on the name, so `id = 3` found nothing), and
+/// so does every later reader.
+#[test]
+fn a_rename_swap_moves_each_index_with_its_column() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let (db, t) = new_table(dir.path(), people(&[(1, 10), (2, 20), (3, 30), (4, 40)]));
+    for col in ["id", "age"] {
+        t.create_index_sync(&IndexRequest {
+            index_type: Some(IndexType::BTree),
+            ..IndexRequest::new(col)
+        })
+        .expect("btree");
+    }
+    let swap = |a: &str, b: &str| ColumnAlteration {
+        path: a.into(),
+        rename: Some(b.into()),
+        ..Default::default()
+    };
+    t.alter_columns_sync(&[swap("id", "age"), swap("age", "id")])
+        .expect("swap");
+    // `age` now holds the ids, `id` the ages; the indexes answer the same.
+    for (filter, want) in [
+        ("age = 3", 1),
+        ("id = 30", 1),
+        ("id = 3", 0),
+        ("age = 30", 0),
+    ] {
+        assert_eq!(
+            t.count_rows_sync(Some(filter)).expect("count"),
+            want,
+            "{filter}"
+        );
+    }
+    let mut idx: Vec<(String, Vec<String>)> = t
+        .list_indices_sync()
+        .expect("indices")
+        .into_iter()
+        .map(|i| (i.name, i.columns))
+        .collect();
+    idx.sort();
+    // Each index keeps its name and now covers the column holding its values.
+    assert_eq!(
+        idx,
+        vec![
+            ("age_idx".to_string(), vec!["id".to_string()]),
+            ("id_idx".to_string(), vec!["age".to_string()]),
+        ]
+    );
+    drop(db);
+    let again = NativeDatabase::open(dir.path().to_str().expect("p"))
+        .expect("db")
+        .open_table_sync("t")
+        .expect("open");
+    assert_eq!(again.count_rows_sync(Some("age = 4")).expect("count"), 1);
+    assert_eq!(again.count_rows_sync(Some("id = 40")).expect("count"), 1);
+}

@@ -62,7 +62,7 @@ fn versions_checkout_and_reopen() {
         .add_sync(people(&[(9, 9)]), AddMode::Append)
         .expect_err("read-only")
         .to_string()
-        .contains("read-only"));
+        .contains("cannot be modified when a specific version is checked out"));
     assert_eq!(
         t.checkout_sync(Some(9)).expect_err("none").code(),
         "VersionNotFound"

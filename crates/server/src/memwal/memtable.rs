@@ -86,6 +86,12 @@ impl Memtable {
         self.map.get(key).map(|e| e.before.max(1))
     }
 
+    /// The latest row of `key` here: its batch and row (`None`: not here).
+    pub fn row_of(&self, key: &Key) -> Option<(&RecordBatch, usize)> {
+        let e = self.map.get(key)?;
+        Some((self.batches.get(e.batch as usize)?, e.row as usize))
+    }
+
     /// Applies one upsert. `before[i]` is how many rows held row i's key
     /// before this memtable; returns (inserted, updated).
     pub fn apply(

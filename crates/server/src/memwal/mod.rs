@@ -23,6 +23,7 @@
 //! last sequence number is at most the base's committed `memwal.flushed_seq`
 //! is already in the base and is skipped, so no reader ever counts a row twice.
 
+mod fill;
 mod flusher;
 pub mod memtable;
 mod overlay;
@@ -340,15 +341,18 @@ impl MemWalTable {
                 ..Default::default()
             });
         }
+        let supplied = supplied_columns(&data);
         let batch = memwal_core::schema::align_all(&data.batches, &schema)?;
         // Key checks before anything is logged: unknown key columns and
         // duplicate keys are the caller's error and must never reach the WAL.
         let enc = KeyEncoder::new(&schema, &on)?;
         let keys = enc.encode(&batch)?;
         check_unique(&enc, &batch, &keys)?;
+        // The log keeps the columns as sent: replay fills the omitted ones
+        // as the writer does (see `fill`).
         let payload = match raw {
             Some(b) => b,
-            None => ipc::encode_stream(&schema, std::slice::from_ref(&batch))?.into(),
+            None => ipc::encode_stream(&data.schema, &data.batches)?.into(),
         };
         let (reply, rx) = oneshot::channel();
         self.send(Job::Upsert(Pending {
@@ -356,6 +360,7 @@ impl MemWalTable {
             on,
             batch,
             keys,
+            supplied,
             payload,
             reply,
         }))?;
@@ -498,21 +503,47 @@ fn check_unique(enc: &KeyEncoder, batch: &RecordBatch, keys: &[Option<Key>]) -> 
     Ok(())
 }
 
-/// Applies one record to `active`: counts come from the memtables and the
-/// base key index, newest first.
+/// The columns an upsert's rows carry, by name.
+pub(crate) fn supplied_columns(data: &Data) -> Vec<String> {
+    data.schema
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect()
+}
+
+/// One WAL record for [`apply_to`]: its rows aligned to the table, their
+/// keys if known, and the columns the sender supplied.
+pub(crate) struct Upsert {
+    pub seq: u64,
+    pub batch: RecordBatch,
+    pub keys: Option<Vec<Option<Key>>>,
+    pub supplied: Vec<String>,
+    pub bytes: usize,
+}
+
+/// Applies one record to `active`: omitted columns keep the key's newest
+/// values (`fill`); counts come from the memtables and the base key index,
+/// newest first.
 pub(crate) fn apply_to(
     base: &NativeTable,
     active: &mut Memtable,
     frozen: &VecDeque<Arc<Memtable>>,
-    seq: u64,
-    batch: RecordBatch,
-    keys: Option<Vec<Option<Key>>>,
-    bytes: usize,
+    rec: Upsert,
 ) -> Result<(u64, u64)> {
+    let Upsert {
+        seq,
+        batch,
+        keys,
+        supplied,
+        bytes,
+    } = rec;
     let keys = match keys {
         Some(k) => k,
         None => KeyEncoder::new(&active.schema, &active.on)?.encode(&batch)?,
     };
+    let omitted = fill::omitted(&active.schema, &supplied);
+    let batch = fill::fill_omitted(base, active, frozen, batch, &keys, &omitted)?;
     let mut before = vec![0u32; keys.len()];
     let mut ask_base = Vec::new();
     for (i, k) in keys.iter().enumerate() {

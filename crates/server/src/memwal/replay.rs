@@ -15,7 +15,9 @@ use super::flusher::{flush_memtable, flusher_loop};
 use super::memtable::Memtable;
 use super::wal::{self, Record, Segment};
 use super::writer::{writer_loop, Job};
-use super::{apply_to, flushed_seq_in, MemWalConfig, MemWalTable, Overlay, Shared};
+use super::{
+    apply_to, flushed_seq_in, supplied_columns, MemWalConfig, MemWalTable, Overlay, Shared,
+};
 use crate::error::Result;
 
 /// What replay rebuilt.
@@ -185,7 +187,14 @@ fn replay(
         }
         active.on = on;
         let b = memwal_core::schema::align_all(&data.batches, &schema).map_err(|e| fail(&e))?;
-        apply_to(base, &mut active, &VecDeque::new(), r.seq, b, None, 0).map_err(|e| fail(&e))?;
+        let rec = super::Upsert {
+            seq: r.seq,
+            batch: b,
+            keys: None,
+            supplied: supplied_columns(&data),
+            bytes: 0,
+        };
+        apply_to(base, &mut active, &VecDeque::new(), rec).map_err(|e| fail(&e))?;
         replayed += 1;
     }
     if replayed > 0 {

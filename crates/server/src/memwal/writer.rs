@@ -18,7 +18,7 @@ use super::flusher::{drain, truncate_wal};
 use super::memtable::Memtable;
 use super::wal::Segment;
 use super::{
-    apply_to, lock, Overlay, RunFn, Shared, Turn, TurnCtx, FLUSHED_SEQ_KEY, SEGMENT_BYTES,
+    apply_to, lock, Overlay, RunFn, Shared, Turn, TurnCtx, Upsert, FLUSHED_SEQ_KEY, SEGMENT_BYTES,
 };
 use crate::error::{Error, Result};
 
@@ -35,6 +35,8 @@ pub(crate) struct Pending {
     pub batch: RecordBatch,
     /// The batch's keys (encoded once, by the request).
     pub keys: Vec<Option<Key>>,
+    /// The columns the sender supplied (the others keep their values).
+    pub supplied: Vec<String>,
     /// The WAL payload: this prefix (key columns), then the rows' IPC.
     pub prefix: Vec<u8>,
     pub payload: bytes::Bytes,
@@ -94,6 +96,10 @@ fn run_jobs(shared: &Shared, segment: &mut Segment, jobs: Vec<Job>) -> (Next, bo
     for job in jobs {
         match job {
             Job::Freeze => force_freeze = true,
+            Job::Upsert(p) if partial_on_duplicates(shared, &p) => {
+                commit_group(shared, segment, std::mem::take(&mut group));
+                native_upsert(shared, p);
+            }
             Job::Upsert(p) => {
                 let key_changes = match group.first() {
                     Some(g) => g.on != p.on,
@@ -118,6 +124,49 @@ fn run_jobs(shared: &Shared, segment: &mut Segment, jobs: Vec<Job>) -> (Next, bo
     }
     commit_group(shared, segment, group);
     (Next::Continue, force_freeze)
+}
+
+/// Whether `p` omits columns and matches a key the base holds on several
+/// rows (see `fill::hits_base_duplicates`); an error says yes (the native
+/// merge then reports it).
+fn partial_on_duplicates(shared: &Shared, p: &Pending) -> bool {
+    let o = shared.read();
+    if super::fill::omitted(&o.active.schema, &p.supplied).is_empty() {
+        return false;
+    }
+    let mems: Vec<&Memtable> = std::iter::once(&o.active)
+        .chain(o.frozen.iter().map(|m| m.as_ref()))
+        .collect();
+    if mems.iter().any(|m| !m.is_empty() && m.on != p.on) {
+        // Rows on other key columns are drained into the base before this
+        // upsert applies and may hold its keys: merge it natively after them.
+        return true;
+    }
+    super::fill::hits_base_duplicates(&shared.base, &p.on, &mems, &p.batch, &p.keys).unwrap_or(true)
+}
+
+/// An upsert merged natively in the writer's turn (after the memtables
+/// are drained), with the columns its sender supplied: durable in the base
+/// commit, exact as a local merge.
+fn native_upsert(shared: &Shared, p: Pending) {
+    let run = || -> Result<(u64, u64, u64)> {
+        drain(shared)?;
+        shared.check_writable()?;
+        let cols: Vec<usize> = p
+            .supplied
+            .iter()
+            .filter_map(|c| p.batch.schema().index_of(c).ok())
+            .collect();
+        let batch = p.batch.project(&cols)?;
+        let mut params = memwal_core::MergeInsertParams::new(p.on.clone());
+        params.when_matched_update_all = true;
+        params.when_not_matched_insert_all = true;
+        let params = params.validate()?;
+        let data = memwal_core::Data::new(batch.schema(), vec![batch]);
+        let r = shared.base.merge_insert_sync(&params, data)?;
+        Ok((r.num_inserted_rows, r.num_updated_rows, r.version))
+    };
+    let _ = p.reply.send(run());
 }
 
 /// The key of the rows the memtables hold, if they hold any.
@@ -303,15 +352,14 @@ fn commit_group(shared: &Shared, segment: &mut Segment, group: Vec<Pending>) {
             active.on = p.on;
         }
         let seq = first + i as u64;
-        let r = apply_to(
-            &shared.base,
-            active,
-            frozen,
+        let rec = Upsert {
             seq,
-            p.batch,
-            Some(p.keys),
-            p.payload.len(),
-        );
+            batch: p.batch,
+            keys: Some(p.keys),
+            supplied: p.supplied,
+            bytes: p.payload.len(),
+        };
+        let r = apply_to(&shared.base, active, frozen, rec);
         if let Err(e) = &r {
             // Durable but not applied: memory no longer matches the log.
             shared.poison(format!("applying WAL record {seq} failed: {e}"));
