@@ -339,8 +339,8 @@ async fn create_namespace(
     }
     state.db_of(&[])?;
     state
-        .namespaces
-        .create(&path, &b.properties.unwrap_or_default(), exist_ok)?;
+        .create_namespace(&path, &b.properties.unwrap_or_default(), exist_ok)
+        .await?;
     Ok(Json(json!({})))
 }
 

@@ -29,6 +29,11 @@ pub struct AppState {
     tables: Mutex<HashMap<String, ServedTable>>,
     /// What could not be opened at start (skipped, served without), for `/health`.
     pub startup_problems: Vec<String>,
+    /// Orders namespace drops against what creates inside a namespace: a
+    /// table or namespace created in a namespace holds it shared, a drop
+    /// holds it alone, so either the creation lands before the drop (and is
+    /// dropped with it) or after (and finds no namespace), never between.
+    ns_gate: tokio::sync::RwLock<()>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -86,6 +91,7 @@ impl AppState {
             config,
             tables: Mutex::new(HashMap::new()),
             startup_problems: Vec::new(),
+            ns_gate: tokio::sync::RwLock::new(()),
         };
         state.startup_problems = state.open_all();
         for p in &state.startup_problems {
@@ -172,6 +178,7 @@ impl AppState {
         data: Data,
         opts: CreateOptions,
     ) -> Result<u64> {
+        let _gate = self.ns_gate.read().await;
         let (db, short) = self.locate(name)?;
         if opts.mode == CreateMode::Overwrite {
             match self.table(name) {
@@ -244,6 +251,7 @@ impl AppState {
             )
             .into());
         }
+        let _gate = self.ns_gate.read().await;
         let db = self.db_of(&ns)?;
         let t = self.table(cur)?;
         if db.table_names_sync()?.contains(&new_short) {
@@ -282,10 +290,33 @@ impl AppState {
         .await
     }
 
+    /// Creates a namespace (see [`Namespaces::create`]), ordered against
+    /// drops (see `ns_gate`).
+    pub async fn create_namespace(
+        self: &Arc<Self>,
+        path: &[String],
+        properties: &BTreeMap<String, String>,
+        exist_ok: bool,
+    ) -> Result<()> {
+        let _gate = self.ns_gate.read().await;
+        self.namespaces.create(path, properties, exist_ok)
+    }
+
     /// Drops a namespace: an empty one, or (`cascade`) with its tables
     /// (each dropped as `drop_table` drops it) and child namespaces. A
-    /// missing one is an error unless `skip_missing`.
+    /// missing one is an error unless `skip_missing`. Nothing is created
+    /// in any namespace while it runs (see `ns_gate`).
     pub async fn drop_namespace(
+        self: &Arc<Self>,
+        path: &[String],
+        cascade: bool,
+        skip_missing: bool,
+    ) -> Result<()> {
+        let _gate = self.ns_gate.write().await;
+        self.drop_namespace_gated(path, cascade, skip_missing).await
+    }
+
+    async fn drop_namespace_gated(
         self: &Arc<Self>,
         path: &[String],
         cascade: bool,
@@ -319,7 +350,7 @@ impl AppState {
         for c in children {
             let mut child = path.to_vec();
             child.push(c);
-            Box::pin(self.drop_namespace(&child, true, true)).await?;
+            Box::pin(self.drop_namespace_gated(&child, true, true)).await?;
         }
         for t in tables {
             self.drop_table(&table_id(path, &t)).await?;

@@ -9,4 +9,5 @@ mod fuzz;
 mod memwal;
 mod metrics;
 mod model;
+mod promise;
 mod served;
