@@ -11,7 +11,7 @@ use crate::data::Data;
 use crate::error::{Error, Result};
 use crate::manifest::latest_version;
 use crate::name::validate_table_name;
-use crate::schema::{align_all, validate_new_schema};
+use crate::schema::{align_new_rows, validate_new_schema};
 use crate::storage::{LocalStorage, MemoryStorage, Storage};
 use crate::table::{lock, Inner, NativeTable};
 
@@ -120,7 +120,7 @@ impl NativeDatabase {
                 }),
             };
         }
-        let rows = align_all(&data.batches, &schema)?;
+        let rows = align_new_rows(&data.batches, &schema)?;
         let t = self.handle(name);
         if t.commit_first_version(&schema, rows)? {
             return Ok(t);

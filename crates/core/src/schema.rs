@@ -129,6 +129,67 @@ pub fn align_batch(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBatc
         .map_err(|e| Error::invalid(format!("data does not fit the table schema: {e}")))
 }
 
+/// Refuses NaN and infinite components in float vector columns (fixed-size
+/// lists of floats) of rows being written: no distance to such a vector
+/// means anything, and one of them among a table's rows used to wreck the
+/// training of its vector indexes. Null vectors are fine.
+pub fn check_finite_vectors(batch: &RecordBatch) -> Result<()> {
+    use arrow::array::AsArray;
+    use arrow::datatypes::{Float16Type, Float32Type, Float64Type};
+    for (f, col) in batch.schema().fields().iter().zip(batch.columns()) {
+        let DataType::FixedSizeList(item, dim) = f.data_type() else {
+            continue;
+        };
+        let list = col.as_fixed_size_list();
+        let values = list.values();
+        let bad: Vec<usize> = match item.data_type() {
+            DataType::Float16 => non_finite(values.as_primitive::<Float16Type>().values(), |x| {
+                x.is_finite()
+            }),
+            DataType::Float32 => non_finite(values.as_primitive::<Float32Type>().values(), |x| {
+                x.is_finite()
+            }),
+            DataType::Float64 => non_finite(values.as_primitive::<Float64Type>().values(), |x| {
+                x.is_finite()
+            }),
+            _ => continue,
+        };
+        let dim = usize::try_from(*dim).unwrap_or(1).max(1);
+        let offset = list.offset() * dim;
+        if let Some(at) = bad
+            .iter()
+            .map(|i| i.saturating_sub(offset))
+            .find(|i| *i / dim < list.len() && list.is_valid(*i / dim))
+        {
+            return Err(Error::invalid(format!(
+                "column '{}' row {} has a non-finite value (NaN or infinity) at position {}: \
+                 vector components must be finite",
+                f.name(),
+                at / dim,
+                at % dim
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Positions of the values `finite` refuses.
+fn non_finite<T: Copy>(v: &[T], finite: impl Fn(T) -> bool) -> Vec<usize> {
+    v.iter()
+        .enumerate()
+        .filter(|(_, x)| !finite(**x))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// Rows being written: aligned and concatenated (see [`align_all`]), their
+/// vectors checked finite (see [`check_finite_vectors`]).
+pub fn align_new_rows(batches: &[RecordBatch], target: &SchemaRef) -> Result<RecordBatch> {
+    let b = align_all(batches, target)?;
+    check_finite_vectors(&b)?;
+    Ok(b)
+}
+
 /// Aligns and concatenates batches into one.
 pub fn align_all(batches: &[RecordBatch], target: &SchemaRef) -> Result<RecordBatch> {
     let aligned = batches

@@ -15,6 +15,9 @@ use std::collections::BinaryHeap;
 use super::kmeans::Rng;
 use crate::vector::kernels::{self, Isa};
 
+/// Rows a scalar quantiser's bounds are taken from, at most.
+pub const SQ_SAMPLE: usize = 1 << 16;
+
 /// Per-dimension scalar quantiser: `x = min + code * step`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sq {
@@ -25,15 +28,34 @@ pub struct Sq {
 }
 
 impl Sq {
-    /// Bounds of `data` (rows of `dim`).
+    /// Bounds of `data` (rows of `dim`): per dimension the 0.1% and 99.9%
+    /// quantiles of the finite values (at least the second smallest and
+    /// largest) (of at most [`SQ_SAMPLE`] rows), so
+    /// that a few extreme values cannot stretch the range until every other
+    /// value shares one code (values outside are clamped; candidates are
+    /// re-ranked with exact distances).
     pub fn train(data: &[f32], dim: usize) -> Self {
+        let n = data.len() / dim.max(1);
+        let rows = super::kmeans::sample(n, SQ_SAMPLE.min(n), &mut Rng::new(0x5351));
         let mut lo = vec![f32::INFINITY; dim];
         let mut hi = vec![f32::NEG_INFINITY; dim];
-        for row in data.chunks_exact(dim) {
-            for (j, x) in row.iter().enumerate() {
-                lo[j] = lo[j].min(*x);
-                hi[j] = hi[j].max(*x);
+        let mut col = Vec::with_capacity(rows.len());
+        for j in 0..dim {
+            col.clear();
+            col.extend(
+                rows.iter()
+                    .map(|r| data[r * dim + j])
+                    .filter(|x| x.is_finite()),
+            );
+            if col.is_empty() {
+                continue;
             }
+            let last = col.len() - 1;
+            // At least one value off each end once there are three.
+            let cut = if last >= 2 { (last / 1000).max(1) } else { 0 };
+            let (a, b) = (cut, last - cut);
+            lo[j] = *col.select_nth_unstable_by(a, f32::total_cmp).1;
+            hi[j] = *col.select_nth_unstable_by(b, f32::total_cmp).1;
         }
         let step = lo
             .iter()

@@ -112,10 +112,13 @@ pub fn train(
     max_iterations: usize,
     seed: u64,
 ) -> Result<Vec<f32>> {
+    let kept = tame_rows(data, dim);
+    let data: &[f32] = kept.as_deref().unwrap_or(data);
     let n = data.len() / dim;
     if k == 0 || n < k {
         return Err(Error::invalid(format!(
-            "k-means needs at least {k} rows to train {k} centroids, got {n}"
+            "k-means needs at least {k} rows to train {k} centroids, got {n} \
+             (rows with a squared norm past f32's range are left out of training)"
         )));
     }
     let isa = kernels::isa();
@@ -134,6 +137,31 @@ pub fn train(
         last = loss;
     }
     Ok(centroids)
+}
+
+/// The rows of `data` whose squared distances stay within f32's range
+/// (squared norm below a quarter of f32::MAX), or `None` when that is all
+/// of them. One row of 1e30s would otherwise make every distance to its
+/// cluster infinite and the training meaningless; such a row is still
+/// assigned (to some partition) and searched exactly.
+fn tame_rows(data: &[f32], dim: usize) -> Option<Vec<f32>> {
+    let limit = f64::from(f32::MAX) / 4.0;
+    let tame = |row: &[f32]| {
+        row.iter()
+            .map(|x| f64::from(*x) * f64::from(*x))
+            .sum::<f64>()
+            < limit
+    };
+    if data.chunks_exact(dim).all(tame) {
+        return None;
+    }
+    Some(
+        data.chunks_exact(dim)
+            .filter(|r| tame(r))
+            .flatten()
+            .copied()
+            .collect(),
+    )
 }
 
 /// The mean of each cluster; an empty cluster gets a random member of the

@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::keys::{KeyIndex, RowAddr};
 use crate::merge::plan::{plan, Planned, Source};
 use crate::merge::{MergeInsert, MergeResult};
-use crate::schema::{align_all, check_source_schema};
+use crate::schema::{align_new_rows, check_source_schema};
 
 /// The source aligned to one schema: the schema, the rows, which columns
 /// the source gave.
@@ -95,7 +95,7 @@ fn align_once<'a>(
     if !fresh {
         let schema = snap.schema();
         let present = check_source_schema(&data.schema, &schema)?;
-        let rows = align_all(&data.batches, &schema)?;
+        let rows = align_new_rows(&data.batches, &schema)?;
         *slot = Some((snap.manifest.schema.clone(), rows, present));
     }
     slot.as_ref().ok_or_else(|| Error::internal("no source"))

@@ -15,7 +15,7 @@ use crate::data::Data;
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::filter::{Predicate, Resolve};
-use crate::schema::{align_all, column_list, strict_cast, validate_new_schema};
+use crate::schema::{align_new_rows, column_list, strict_cast, validate_new_schema};
 
 impl NativeTable {
     /// Adds rows; returns the new version.
@@ -36,7 +36,7 @@ impl NativeTable {
             |snap| {
                 let change = match mode {
                     AddMode::Append => Change {
-                        new_rows: Some(align_all(&data.batches, &snap.schema())?),
+                        new_rows: Some(align_new_rows(&data.batches, &snap.schema())?),
                         operation: "append",
                         metadata: metadata.clone(),
                         ..Default::default()
@@ -44,7 +44,7 @@ impl NativeTable {
                     AddMode::Overwrite => {
                         let schema = validate_new_schema(&data.schema)?;
                         Change {
-                            new_rows: Some(align_all(&data.batches, &schema)?),
+                            new_rows: Some(align_new_rows(&data.batches, &schema)?),
                             replace_all: true,
                             schema: Some(schema),
                             // New rows and perhaps a new schema: no index applies.

@@ -342,7 +342,7 @@ impl MemWalTable {
             });
         }
         let supplied = supplied_columns(&data);
-        let batch = memwal_core::schema::align_all(&data.batches, &schema)?;
+        let batch = memwal_core::schema::align_new_rows(&data.batches, &schema)?;
         // Key checks before anything is logged: unknown key columns and
         // duplicate keys are the caller's error and must never reach the WAL.
         let enc = KeyEncoder::new(&schema, &on)?;
