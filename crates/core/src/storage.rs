@@ -88,14 +88,37 @@ impl LocalStorage {
         self.root.join(path)
     }
 
+    /// How an error names `p`: relative to the storage's folder, so that the
+    /// absolute folders of a server never reach a client (a 500's body).
+    fn shown(&self, p: &Path) -> String {
+        match p.strip_prefix(&self.root) {
+            Ok(rel) if rel.as_os_str().is_empty() => ".".into(),
+            Ok(rel) => rel.display().to_string(),
+            Err(_) => p
+                .file_name()
+                .map_or_else(|| "?".into(), |n| n.to_string_lossy().into_owned()),
+        }
+    }
+
+    /// `e` with its path shown as [`LocalStorage::shown`] shows it.
+    fn relabel(&self, e: Error) -> Error {
+        match e {
+            Error::Io { path, source } => Error::Io {
+                path: self.shown(Path::new(&path)),
+                source,
+            },
+            other => other,
+        }
+    }
+
     fn ensure_parent(&self, full: &Path) -> Result<()> {
         if let Some(parent) = full.parent() {
             if !parent.exists() {
                 fs::create_dir_all(parent)
-                    .map_err(|e| Error::io(parent.display().to_string(), e))?;
+                    .map_err(|e| Error::io(self.shown(parent), e))?;
                 // The new folder's entry must be durable too.
                 if let Some(grand) = parent.parent() {
-                    sync_dir(grand)?;
+                    sync_dir(grand).map_err(|e| self.relabel(e))?;
                 }
             }
         }
@@ -126,7 +149,7 @@ impl Storage for LocalStorage {
     fn put(&self, path: &str, data: &[u8]) -> Result<()> {
         let full = self.full(path);
         self.ensure_parent(&full)?;
-        write_synced(&full, data)
+        write_synced(&full, data).map_err(|e| self.relabel(e))
     }
 
     fn put_with(
@@ -136,7 +159,7 @@ impl Storage for LocalStorage {
     ) -> Result<()> {
         let full = self.full(path);
         self.ensure_parent(&full)?;
-        let io = |e| Error::io(full.display().to_string(), e);
+        let io = |e| Error::io(self.shown(&full), e);
         let f = OpenOptions::new()
             .write(true)
             .create(true)
@@ -159,18 +182,18 @@ impl Storage for LocalStorage {
         // into place: link(2) fails if the target exists, so two writers can
         // never both publish the same name and no reader sees a partial file.
         let tmp = full.with_extension(format!("tmp-{}", uuid::Uuid::new_v4().simple()));
-        write_synced(&tmp, data)?;
+        write_synced(&tmp, data).map_err(|e| self.relabel(e))?;
         let linked = fs::hard_link(&tmp, &full);
         let _ = fs::remove_file(&tmp);
         match linked {
             Ok(()) => {
                 if let Some(parent) = full.parent() {
-                    sync_dir(parent)?;
+                    sync_dir(parent).map_err(|e| self.relabel(e))?;
                 }
                 Ok(PutNew::Created)
             }
             Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(PutNew::AlreadyExists),
-            Err(e) => Err(Error::io(full.display().to_string(), e)),
+            Err(e) => Err(Error::io(self.shown(&full), e)),
         }
     }
 
@@ -179,7 +202,7 @@ impl Storage for LocalStorage {
         match fs::read(&full) {
             Ok(v) => Ok(Some(Bytes::from(v))),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Error::io(full.display().to_string(), e)),
+            Err(e) => Err(Error::io(self.shown(&full), e)),
         }
     }
 
@@ -192,7 +215,7 @@ impl Storage for LocalStorage {
         match fs::metadata(&full) {
             Ok(m) => Ok(Some(m.len())),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Error::io(full.display().to_string(), e)),
+            Err(e) => Err(Error::io(self.shown(&full), e)),
         }
     }
 
@@ -201,11 +224,11 @@ impl Storage for LocalStorage {
         let rd = match fs::read_dir(&full) {
             Ok(rd) => rd,
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(vec![]),
-            Err(e) => return Err(Error::io(full.display().to_string(), e)),
+            Err(e) => return Err(Error::io(self.shown(&full), e)),
         };
         let mut out = Vec::new();
         for entry in rd {
-            let entry = entry.map_err(|e| Error::io(full.display().to_string(), e))?;
+            let entry = entry.map_err(|e| Error::io(self.shown(&full), e))?;
             if let Some(name) = entry.file_name().to_str() {
                 out.push(name.to_string());
             }
@@ -219,16 +242,16 @@ impl Storage for LocalStorage {
         match fs::remove_file(&full) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(Error::io(full.display().to_string(), e)),
+            Err(e) => Err(Error::io(self.shown(&full), e)),
         }
     }
 
     fn delete_dir(&self, dir: &str) -> Result<()> {
         let full = self.full(dir);
         match fs::remove_dir_all(&full) {
-            Ok(()) => sync_dir(&self.root),
+            Ok(()) => sync_dir(&self.root).map_err(|e| self.relabel(e)),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(Error::io(full.display().to_string(), e)),
+            Err(e) => Err(Error::io(self.shown(&full), e)),
         }
     }
 
@@ -236,12 +259,12 @@ impl Storage for LocalStorage {
         let (src, dst) = (self.full(from), self.full(to));
         if dst.exists() {
             return Err(Error::io(
-                dst.display().to_string(),
+                self.shown(&dst),
                 std::io::Error::from(ErrorKind::AlreadyExists),
             ));
         }
-        fs::rename(&src, &dst).map_err(|e| Error::io(src.display().to_string(), e))?;
-        sync_dir(&self.root)
+        fs::rename(&src, &dst).map_err(|e| Error::io(self.shown(&src), e))?;
+        sync_dir(&self.root).map_err(|e| self.relabel(e))
     }
 
     fn local_path(&self, dir: &str) -> Option<PathBuf> {

@@ -181,7 +181,7 @@ impl Namespaces {
         match std::fs::read(self.dir(path).join(PROPERTIES)) {
             Ok(b) => serde_json::from_slice(&b).map_err(|e| {
                 Error::Core(memwal_core::Error::Corrupt {
-                    path: self.dir(path).join(PROPERTIES).display().to_string(),
+                    path: format!("namespace {:?} {PROPERTIES}", path.join("$")),
                     message: e.to_string(),
                 })
             }),

@@ -262,8 +262,24 @@ impl NativeTable {
         let out = self.publish_index(built.meta, wanted);
         if out.is_err() {
             store::remove(self.inner.storage.as_ref(), self.dir(), &files);
+            self.remove_debris();
         }
         out
+    }
+
+    /// After a failed build of a table that has gone meanwhile (renamed or
+    /// dropped): the folders its files were written into hold nothing else
+    /// and would block a later table of this name; they go.
+    fn remove_debris(&self) {
+        let st = self.inner.storage.as_ref();
+        let left = st.list(self.dir()).unwrap_or_default();
+        let indices = format!("{}/_indices", self.dir());
+        let empty = left.iter().all(|n| n == "_indices")
+            && st.list(&indices).map(|l| l.is_empty()).unwrap_or(false);
+        if !left.is_empty() && empty {
+            // Best effort: the build's own error is what the caller hears.
+            let _ = st.delete_dir(self.dir());
+        }
     }
 
     /// Trains and writes a vector index on column `col` of `snap`.

@@ -732,3 +732,34 @@ fn extreme_vectors_do_not_collapse_recall_and_non_finite_ones_are_refused() {
     }
     assert_eq!(t.count_rows_sync(None).expect("count"), 1_000);
 }
+
+/// Issue 30 item 10: renaming a table while an index is being built on it
+/// left an empty folder under the old name (the build's files, written into
+/// it), which blocked a later rename back into that name. Races the rename
+/// against builds at several delays; the name must be free afterwards.
+#[test]
+fn a_rename_during_an_index_build_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let dim = 32;
+    let vecs = Gen(3).mixture(6_000, dim, 8);
+    let db = NativeDatabase::open(dir.path().to_str().expect("utf8")).expect("db");
+    let ids: Vec<i64> = (0..vecs.len() as i64).collect();
+    db.create_table_sync("a", data(dim, &ids, &vecs), CreateOptions::default())
+        .expect("create");
+    for delay_ms in [0u64, 2, 5, 10, 20, 40] {
+        let t = db.open_table_sync("a").expect("open");
+        let build = std::thread::spawn(move || {
+            t.create_index_sync(&IndexRequest {
+                replace: true,
+                ..request(IndexType::IvfFlat, DistanceType::L2, 8)
+            })
+        });
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        db.rename_table_sync("a", "b").expect("rename");
+        let _ = build.join().expect("build thread");
+        // The old name is free: renaming back into it works.
+        db.rename_table_sync("b", "a")
+            .unwrap_or_else(|e| panic!("delay {delay_ms} ms: {e}"));
+        assert_eq!(db.table_names_sync().expect("names"), vec!["a".to_string()]);
+    }
+}

@@ -262,7 +262,16 @@ impl std::fmt::Display for Damage {
         write!(
             f,
             "WAL segment {} is damaged at byte {}: {}",
-            self.segment.display(),
+            // The table's WAL folder and the file, never the server's folders.
+            self.segment
+                .iter()
+                .rev()
+                .take(2)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect::<std::path::PathBuf>()
+                .display(),
             self.offset,
             self.what
         )
