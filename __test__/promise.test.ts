@@ -113,4 +113,20 @@ describe.each(kinds)("the one promise on a %s table", (kind, open) => {
     const [withId] = await t.query().withRowId().toArray();
     expect(r[0]._rowid).toBe(withId._rowid);
   });
+
+  test("non-finite vector components are refused at write; a multi-vector answer is bounded", async () => {
+    const db = await open();
+    const t = await db.createTable(name(kind, "vec"), [{ id: 1, vector: [1, 2] }]);
+    for (const bad of [Number.POSITIVE_INFINITY, Number.NaN]) {
+      await expect(t.add([{ id: 2, vector: [bad, 1] }])).rejects.toThrow(/non-finite value .* at position 0/);
+      await expect(upsert(t, [{ id: 2, vector: [1, bad] }])).rejects.toThrow(/non-finite value .* at position 1/);
+    }
+    expect(await t.countRows()).toBe(1);
+    const many = t.vectorSearch([
+      [1, 2],
+      [2, 1],
+    ]);
+    await expect(many.limit(600_000).toArray()).rejects.toThrow(/at most 1000000 rows/);
+    expect(await many.limit(5).toArray()).toHaveLength(2);
+  });
 });

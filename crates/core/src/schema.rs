@@ -243,8 +243,14 @@ pub fn validate_new_schema(schema: &Schema) -> Result<SchemaRef> {
 pub fn projection(schema: &Schema, columns: Option<&[String]>) -> Result<Option<Vec<usize>>> {
     columns
         .map(|cols| {
+            let mut seen = std::collections::HashSet::new();
             cols.iter()
                 .map(|c| {
+                    if !seen.insert(c.as_str()) {
+                        return Err(Error::invalid(format!(
+                            "select names column '{c}' twice: an answer's columns have distinct names"
+                        )));
+                    }
                     schema.index_of(c).map_err(|_| {
                         Error::invalid(format!(
                             "unknown column '{c}' in select (available: {})",

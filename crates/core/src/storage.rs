@@ -114,8 +114,7 @@ impl LocalStorage {
     fn ensure_parent(&self, full: &Path) -> Result<()> {
         if let Some(parent) = full.parent() {
             if !parent.exists() {
-                fs::create_dir_all(parent)
-                    .map_err(|e| Error::io(self.shown(parent), e))?;
+                fs::create_dir_all(parent).map_err(|e| Error::io(self.shown(parent), e))?;
                 // The new folder's entry must be durable too.
                 if let Some(grand) = parent.parent() {
                     sync_dir(grand).map_err(|e| self.relabel(e))?;

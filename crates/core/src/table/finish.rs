@@ -225,6 +225,11 @@ fn project(b: &RecordBatch, req: &QueryRequest) -> Result<RecordBatch> {
     match (&req.projections, &req.columns) {
         (Some(exprs), _) => {
             for (alias, sql) in exprs {
+                if alias.is_empty() {
+                    return Err(Error::invalid(format!(
+                        "projection \"{sql}\" has an empty alias: name the column"
+                    )));
+                }
                 let p = Predicate::parse(sql, &schema, Resolve::Plain).map_err(|e| {
                     Error::invalid(format!("projection {alias:?} = \"{sql}\": {e}"))
                 })?;

@@ -195,6 +195,14 @@ impl VectorPlan {
             .vectors
             .len()
             .saturating_mul(k.saturating_add(req.offset.unwrap_or(0)));
+        let t = &q.tuning;
+        if let (Some(lo), Some(hi)) = (t.minimum_nprobes, t.maximum_nprobes) {
+            if hi != 0 && lo > hi {
+                return Err(Error::invalid(format!(
+                    "minimum_nprobes ({lo}) is above maximum_nprobes ({hi})"
+                )));
+            }
+        }
         // One vector answers at most the table's rows; several multiply it.
         if q.vectors.len() > 1 && answer > MAX_ANSWER_ROWS {
             return Err(Error::invalid(format!(

@@ -98,3 +98,67 @@ fn regression_a_flipped_bit_in_a_data_file_is_corrupt_not_a_wrong_value() {
         std::fs::write(&file, &good).expect("restore");
     }
 }
+
+/// Issue 30 item 12: query shapes once accepted with a silent answer are
+/// refused naming what is wrong: a column selected twice, an empty SQL
+/// projection alias, minimum_nprobes above maximum_nprobes.
+#[test]
+fn contradictory_query_shapes_are_refused() {
+    use memwal_core::{QueryRequest, VectorQuery};
+    let dir = tempfile::tempdir().expect("tmp");
+    let (_db, t) = new_table(dir.path(), people(&[(1, 10), (2, 20)]));
+    let twice = QueryRequest {
+        columns: Some(vec!["id".into(), "id".into()]),
+        ..Default::default()
+    };
+    let e = t.query_sync(&twice).expect_err("twice").to_string();
+    assert!(e.contains("'id' twice"), "{e}");
+    let empty_alias = QueryRequest {
+        projections: Some(vec![(String::new(), "id * 2".into())]),
+        ..Default::default()
+    };
+    let e = t.query_sync(&empty_alias).expect_err("alias").to_string();
+    assert!(e.contains("empty alias"), "{e}");
+    let v = dir.path().join("v");
+    let db = NativeDatabase::open(v.to_str().expect("p")).expect("db");
+    let schema = std::sync::Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new(
+        "v",
+        arrow_schema::DataType::FixedSizeList(
+            std::sync::Arc::new(arrow_schema::Field::new(
+                "item",
+                arrow_schema::DataType::Float32,
+                true,
+            )),
+            2,
+        ),
+        true,
+    )]));
+    let col = arrow::array::FixedSizeListArray::from_iter_primitive::<
+        arrow::datatypes::Float32Type,
+        _,
+        _,
+    >([Some(vec![Some(1.0), Some(2.0)])], 2);
+    let b = arrow::array::RecordBatch::try_new(schema.clone(), vec![std::sync::Arc::new(col)])
+        .expect("batch");
+    let vt = db
+        .create_table_sync(
+            "v",
+            memwal_core::Data::new(schema, vec![b]),
+            CreateOptions::default(),
+        )
+        .expect("create");
+    let mut q = VectorQuery::new(vec![1.0, 2.0]);
+    q.tuning.minimum_nprobes = Some(8);
+    q.tuning.maximum_nprobes = Some(4);
+    let e = vt
+        .query_sync(&QueryRequest {
+            nearest: Some(q),
+            ..Default::default()
+        })
+        .expect_err("nprobes")
+        .to_string();
+    assert!(
+        e.contains("minimum_nprobes (8) is above maximum_nprobes (4)"),
+        "{e}"
+    );
+}

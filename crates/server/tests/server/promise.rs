@@ -214,7 +214,9 @@ async fn deep_namespaces_and_long_ids_are_refused_and_never_stop_a_start() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_error_never_names_the_servers_folders() {
     let dir = tempfile::tempdir().expect("tmp");
-    let h = memwal_server::start(config(dir.path())).await.expect("start");
+    let h = memwal_server::start(config(dir.path()))
+        .await
+        .expect("start");
     Client::new(&h.url()).create("t", &[(1, 1)]).await;
     h.close().await;
     // A data file that cannot be read (a folder where the file was).
@@ -223,7 +225,9 @@ async fn a_server_error_never_names_the_servers_folders() {
         std::fs::remove_file(f.path()).expect("rm");
         std::fs::create_dir(f.path()).expect("mkdir");
     }
-    let h = memwal_server::start(config(dir.path())).await.expect("start");
+    let h = memwal_server::start(config(dir.path()))
+        .await
+        .expect("start");
     let c = Client::new(&h.url());
     let (s, b) = c
         .post(
@@ -236,6 +240,9 @@ async fn a_server_error_never_names_the_servers_folders() {
     assert!(s >= 500, "{s} {b}");
     let root = dir.path().display().to_string();
     assert!(!b.contains(&root), "the body names the data folder: {b}");
-    assert!(b.contains("t/data/"), "the body names the table's file: {b}");
+    assert!(
+        b.contains("t/data/"),
+        "the body names the table's file: {b}"
+    );
     h.close().await;
 }
