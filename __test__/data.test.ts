@@ -101,7 +101,7 @@ describe("table operations", () => {
     await t.checkoutLatest();
     const before = await ages(t);
     const s = await t.optimize();
-    expect(s.fragmentsRemoved).toBeGreaterThan(1);
+    expect(s.compaction.fragmentsRemoved).toBeGreaterThan(1);
     expect(await ages(t)).toEqual(before);
     // Reopen from disk in a fresh connection.
     const t2 = await (await connect(dir)).openTable("events");

@@ -161,3 +161,33 @@ describe.each(kinds)("restore and stats on a %s table", (kind, open) => {
     await expect(t.checkout("second")).rejects.toThrow("has no tag 'second'");
   });
 });
+
+describe.each(kinds)("optimize({ cleanupOlderThan }) on a %s table", (kind, open) => {
+  test("removes old versions and their files, keeps the latest and tagged ones, says how much", async () => {
+    const db = await open();
+    const t = await db.createTable(`clean_${kind.replace(/\W/g, "_")}`, [{ id: 1, v: 1 }]);
+    for (let i = 2; i <= 5; i++) {
+      await t.add([{ id: i, v: i }]);
+      await t.delete(`id = ${i - 1}`);
+    }
+    const tagged = 3;
+    await (await t.tags()).create("keep", tagged);
+    // The default cutoff (7 days) removes nothing here.
+    const none = await t.optimize();
+    expect(none.prune).toEqual({ bytesRemoved: 0, oldVersionsRemoved: 0 });
+    const before = (await t.listVersions()).length;
+    const latest = await t.version();
+    const s = await t.optimize({ cleanupOlderThan: new Date() });
+    const kept = (await t.listVersions()).map((v) => v.version);
+    expect(kept).toEqual([tagged, latest]);
+    expect(s.prune.oldVersionsRemoved).toBe(before - kept.length);
+    expect(s.prune.bytesRemoved).toBeGreaterThan(0);
+    await expect(t.checkout(2)).rejects.toMatchObject({ code: "VersionNotFound" });
+    await t.checkout("keep");
+    expect(await t.countRows()).toBeGreaterThan(0);
+    await t.checkoutLatest();
+    expect((await t.query().toArray()).map((r) => Number(r.id))).toEqual([5]);
+    await expect(t.optimize({ cleanupOlderThan: -5 })).rejects.toThrow(/cleanupOlderThan/);
+    await expect(t.optimize({ olderThan: 5 } as never)).rejects.toThrow(/unknown option 'olderThan'/);
+  });
+});

@@ -62,7 +62,9 @@ async function main(): Promise<void> {
   await stream("local table, direct merge insert", t, false);
   const v = await t.version();
   const s = await t.optimize();
-  console.log(`local table: at version ${v}; optimize() merged ${s.fragmentsRemoved} fragments into ${s.fragmentsAdded}`);
+  console.log(
+    `local table: at version ${v}; optimize() merged ${s.compaction.fragmentsRemoved} fragments into ${s.compaction.fragmentsAdded}`,
+  );
 
   const server = await serve({ dataDir: path.join(dir, "server"), apiKey: "demo-key" });
   try {

@@ -107,6 +107,7 @@ export interface NativeTable {
   explainPlan(options: NativeQueryOptions, verbose?: boolean | null): Promise<string>;
   analyzePlan(options: NativeQueryOptions): Promise<string>;
   optimize(): Promise<{ version: number; fragmentsRemoved: number; fragmentsAdded: number; deletedRowsPurged: number }>;
+  cleanupOldVersions(olderThanMs: number, deleteUnverified: boolean): Promise<{ bytesRemoved: number; oldVersionsRemoved: number }>;
   /** Checks the clause set once (throwing on an invalid one) and binds it to this table. */
   prepareMergeInsert(options: NativeMergeInsertOptions): NativeMergeInsertPlan;
   createIndex(column: string, options: NativeIndexOptions): Promise<void>;

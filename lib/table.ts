@@ -18,6 +18,22 @@ export interface VersionInfo {
   metadata: Record<string, string>;
 }
 
+/** Options of {@link Table.optimize}, as @lancedb/lancedb 0.39's. */
+export interface OptimizeOptions {
+  /** Versions committed before this Date (or more than this many milliseconds ago) are removed; default 7 days. */
+  cleanupOlderThan?: Date | number;
+  /** Also remove files no version names that are newer than the cutoff. */
+  deleteUnverified?: boolean;
+}
+
+/** What {@link Table.optimize} did, as @lancedb/lancedb 0.39's `OptimizeStats`. */
+export interface OptimizeStats {
+  compaction: { fragmentsRemoved: number; fragmentsAdded: number; filesRemoved: number; filesAdded: number };
+  prune: { bytesRemoved: number; oldVersionsRemoved: number };
+}
+
+const SEVEN_DAYS_MS = 7 * 24 * 3600 * 1000;
+
 /** What `add(.., { progress })` reports, as @lancedb/lancedb 0.39's `WriteProgress`. */
 export interface WriteProgress {
   /** Rows written so far. */
@@ -398,9 +414,39 @@ export class Table {
     return this.query().toArrow();
   }
 
-  /** Compacts fragments and purges deleted rows (row content unchanged). */
-  optimize(): Promise<{ version: number; fragmentsRemoved: number; fragmentsAdded: number; deletedRowsPurged: number }> {
-    return call(() => this.inner.optimize());
+  /**
+   * As @lancedb/lancedb 0.39's `optimize`: compacts fragments and purges deleted rows (row content unchanged),
+   * folds new rows into the indexes, then removes versions older than `cleanupOlderThan` (a Date, or an age in
+   * milliseconds; default 7 days) and every file only they named. The latest version and tagged versions are
+   * always kept. Files no version names (a failed or in-flight commit's) go only when older than the cutoff too,
+   * or with `deleteUnverified` (which can break a commit another process is making at that moment).
+   * `filesRemoved` / `filesAdded` count data files (one per fragment).
+   */
+  async optimize(options?: OptimizeOptions): Promise<OptimizeStats> {
+    const older = await call(async () => {
+      checkOptions("optimize(options)", options, ["cleanupOlderThan", "deleteUnverified"]);
+      const c = options?.cleanupOlderThan;
+      if (options?.deleteUnverified !== undefined && typeof options.deleteUnverified !== "boolean")
+        throw invalid("optimize(options.deleteUnverified) must be a boolean");
+      if (c === undefined) return SEVEN_DAYS_MS;
+      if (c instanceof Date) {
+        const age = Date.now() - c.getTime();
+        if (!Number.isFinite(age)) throw invalid("optimize(options.cleanupOlderThan) is an invalid Date");
+        return Math.max(0, age);
+      }
+      return count("optimize(options.cleanupOlderThan) (milliseconds)", c);
+    });
+    const s = await call(() => this.inner.optimize());
+    const p = await call(() => this.inner.cleanupOldVersions(older, options?.deleteUnverified ?? false));
+    return {
+      compaction: {
+        fragmentsRemoved: s.fragmentsRemoved,
+        fragmentsAdded: s.fragmentsAdded,
+        filesRemoved: s.fragmentsRemoved,
+        filesAdded: s.fragmentsAdded,
+      },
+      prune: { bytesRemoved: p.bytesRemoved, oldVersionsRemoved: p.oldVersionsRemoved },
+    };
   }
 
   /**

@@ -250,6 +250,13 @@ pub struct OptimizeStats {
     pub deleted_rows_purged: i64,
 }
 
+/// Result of `cleanupOldVersions` (0.39's `prune` stats).
+#[napi(object)]
+pub struct PruneStats {
+    pub bytes_removed: i64,
+    pub old_versions_removed: i64,
+}
+
 /// A scan request, or a vector search when `vectors` is set.
 #[napi(object)]
 pub struct QueryOptions {
@@ -724,6 +731,31 @@ impl Table {
             fragments_removed: to_i64(s.fragments_removed),
             fragments_added: to_i64(s.fragments_added),
             deleted_rows_purged: to_i64(s.deleted_rows_purged),
+        })
+    }
+
+    /// Removes versions older than `older_than_ms` (never the latest or a
+    /// tagged one) and the files only they named.
+    #[napi(catch_unwind)]
+    pub async fn cleanup_old_versions(
+        &self,
+        older_than_ms: f64,
+        delete_unverified: bool,
+    ) -> napi::Result<PruneStats> {
+        if !(older_than_ms.is_finite() && older_than_ms >= 0.0) {
+            return Err(error::core(memwal_core::Error::invalid(format!(
+                "cleanupOlderThan must be a time in the past, got {older_than_ms} ms ago"
+            ))));
+        }
+        let older = std::time::Duration::from_millis(older_than_ms as u64);
+        let s = self
+            .inner
+            .cleanup_old_versions(older, delete_unverified)
+            .await
+            .map_err(error::core)?;
+        Ok(PruneStats {
+            bytes_removed: to_i64(s.bytes_removed),
+            old_versions_removed: to_i64(s.old_versions_removed),
         })
     }
 

@@ -93,6 +93,15 @@ pub struct OptimizeStats {
     pub deleted_rows_purged: u64,
 }
 
+/// What a cleanup removed (the `prune` half of LanceDB's `OptimizeStats`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PruneStats {
+    /// Bytes of the files removed (manifests included).
+    pub bytes_removed: u64,
+    /// Versions whose manifest was removed.
+    pub old_versions_removed: u64,
+}
+
 /// Columns to add.
 #[derive(Debug, Clone, PartialEq)]
 pub enum NewColumns {
@@ -172,6 +181,15 @@ pub trait Table: Send + Sync + std::fmt::Debug {
     }
     /// Compacts fragments and purges deleted rows.
     async fn optimize(&self) -> Result<OptimizeStats>;
+    /// Removes versions committed more than `older_than` ago (never the
+    /// latest or a tagged one) and the files only they named; files no
+    /// version names go only when older than that too, or with
+    /// `delete_unverified` (see `table::cleanup`).
+    async fn cleanup_old_versions(
+        &self,
+        older_than: std::time::Duration,
+        delete_unverified: bool,
+    ) -> Result<PruneStats>;
     /// Runs a merge insert; its clause set was checked when the
     /// [`MergeInsert`] was made, so no table checks it again.
     async fn merge_insert(&self, m: MergeInsert, data: Data) -> Result<MergeResult>;

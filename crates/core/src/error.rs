@@ -136,12 +136,14 @@ pub enum Error {
         name: String,
     },
     /// The requested version is not in the table's history.
-    #[error("Version {version} of table '{table}' does not exist")]
+    #[error("Version {version} of table '{table}' does not exist{hint}")]
     VersionNotFound {
         /// The table.
         table: String,
         /// The version asked for.
         version: u64,
+        /// More about it (empty, or e.g. which versions cleanup kept).
+        hint: String,
     },
     /// The table has no index of that name.
     #[error("Index '{name}' of table '{table}' does not exist")]

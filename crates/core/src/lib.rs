@@ -36,7 +36,7 @@ pub mod vector;
 
 pub use api::{
     AddMode, ColumnAlteration, CreateMode, CreateOptions, Database, DeleteResult, NewColumns,
-    OptimizeStats, Table, TagInfo, UpdateResult, VersionInfo,
+    OptimizeStats, PruneStats, Table, TagInfo, UpdateResult, VersionInfo,
 };
 pub use data::Data;
 pub use db::{NativeDatabase, NativeDb};

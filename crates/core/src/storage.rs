@@ -52,6 +52,12 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     fn size(&self, path: &str) -> Result<Option<u64>> {
         Ok(self.get(path)?.map(|b| b.len() as u64))
     }
+    /// When a file was last written; `Ok(None)` if it does not exist or the
+    /// storage keeps no times (cleanup then treats files no version names
+    /// as too new to remove, unless told to remove them).
+    fn modified(&self, _path: &str) -> Result<Option<std::time::SystemTime>> {
+        Ok(None)
+    }
     /// Names (not paths) of the entries directly under `dir`, sorted.
     fn list(&self, dir: &str) -> Result<Vec<String>>;
     /// Removes a file; missing is fine.
@@ -218,6 +224,15 @@ impl Storage for LocalStorage {
         }
     }
 
+    fn modified(&self, path: &str) -> Result<Option<std::time::SystemTime>> {
+        let full = self.full(path);
+        match fs::metadata(&full).and_then(|m| m.modified()) {
+            Ok(t) => Ok(Some(t)),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io(self.shown(&full), e)),
+        }
+    }
+
     fn list(&self, dir: &str) -> Result<Vec<String>> {
         let full = self.full(dir);
         let rd = match fs::read_dir(&full) {
@@ -375,6 +390,8 @@ pub enum Op {
     PutNew,
     /// [`Storage::rename_dir`] (the path is the source)
     Rename,
+    /// [`Storage::delete`] (cleanup's removals)
+    Delete,
 }
 
 /// A fault-injecting wrapper: operations for which the predicate answers
@@ -452,7 +469,11 @@ impl Storage for FaultyStorage {
     fn list(&self, dir: &str) -> Result<Vec<String>> {
         self.inner.list(dir)
     }
+    fn modified(&self, path: &str) -> Result<Option<std::time::SystemTime>> {
+        self.inner.modified(path)
+    }
     fn delete(&self, path: &str) -> Result<()> {
+        self.check(Op::Delete, path)?;
         self.inner.delete(path)
     }
     fn delete_dir(&self, dir: &str) -> Result<()> {

@@ -471,6 +471,7 @@ impl RemoteTable {
                 Err(memwal_core::Error::VersionNotFound {
                     table: self.name.clone(),
                     version: v,
+                    hint: String::new(),
                 })
             }
             other => Ok(other?),
@@ -548,6 +549,7 @@ impl Table for RemoteTable {
             let not_found = || memwal_core::Error::VersionNotFound {
                 table: self.name.clone(),
                 version: version.unwrap_or_default(),
+                hint: String::new(),
             };
             let d = match t.describe().await {
                 Err(Error::TableNotFound { .. }) => return Err(not_found()),
@@ -626,6 +628,23 @@ impl Table for RemoteTable {
             fragments_removed: r.fragments_removed,
             fragments_added: r.fragments_added,
             deleted_rows_purged: r.deleted_rows_purged,
+        })
+    }
+    async fn cleanup_old_versions(
+        &self,
+        older_than: std::time::Duration,
+        delete_unverified: bool,
+    ) -> memwal_core::Result<memwal_core::PruneStats> {
+        self.ensure_writable()?;
+        let body = json!({
+            "older_than_ms": u64::try_from(older_than.as_millis()).unwrap_or(u64::MAX),
+            "delete_unverified": delete_unverified,
+        });
+        let r: memwal_core::protocol::CleanupResponse =
+            answer(self.post_json("cleanup_old_versions/", body).await?)?;
+        Ok(memwal_core::PruneStats {
+            bytes_removed: r.bytes_removed,
+            old_versions_removed: r.old_versions_removed,
         })
     }
     async fn merge_insert(&self, p: MergeInsert, data: Data) -> memwal_core::Result<MergeResult> {

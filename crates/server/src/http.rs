@@ -56,6 +56,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/table/{name}/analyze_plan/", post(analyze_plan))
         .route("/v1/table/{name}/version/list/", post(list_versions))
         .route("/v1/table/{name}/optimize/", post(optimize))
+        .route(
+            "/v1/table/{name}/cleanup_old_versions/",
+            post(cleanup_old_versions),
+        )
         .route("/v1/table/{name}/restore/", post(restore))
         .route("/v1/table/{name}/stats/", post(stats))
         .route("/v1/table/{name}/add_columns/", post(add_columns))
@@ -772,6 +776,25 @@ async fn optimize(
         fragments_removed: s.fragments_removed,
         fragments_added: s.fragments_added,
         deleted_rows_purged: s.deleted_rows_purged,
+    }))
+}
+
+async fn cleanup_old_versions(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Json<memwal_core::protocol::CleanupResponse>> {
+    let b: memwal_core::protocol::CleanupBody = json_body(&body)?;
+    let older = std::time::Duration::from_millis(
+        b.older_than_ms
+            .unwrap_or(memwal_core::protocol::DEFAULT_CLEANUP_OLDER_THAN_MS),
+    );
+    let s =
+        memwal_core::Table::cleanup_old_versions(&state.table(&name)?, older, b.delete_unverified)
+            .await?;
+    Ok(Json(memwal_core::protocol::CleanupResponse {
+        bytes_removed: s.bytes_removed,
+        old_versions_removed: s.old_versions_removed,
     }))
 }
 

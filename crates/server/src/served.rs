@@ -229,6 +229,18 @@ impl Table for ServedTable {
     async fn optimize(&self) -> memwal_core::Result<OptimizeStats> {
         self.compact().await.map_err(core)
     }
+    async fn cleanup_old_versions(
+        &self,
+        older_than: std::time::Duration,
+        delete_unverified: bool,
+    ) -> memwal_core::Result<memwal_core::PruneStats> {
+        // Beside the writer, not in its turn: acknowledged writes never wait
+        // on it (a flush's commit waits at most for the removals).
+        self.mem
+            .base()
+            .cleanup_old_versions(older_than, delete_unverified)
+            .await
+    }
     async fn merge_insert(
         &self,
         params: MergeInsert,

@@ -307,6 +307,31 @@ pub struct OptimizeResponse {
     pub deleted_rows_purged: u64,
 }
 
+/// The body of `cleanup_old_versions/` (ours: the official clients clean up
+/// on the server's side, and memwal-server does too, by its retention).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CleanupBody {
+    /// Versions committed longer ago than this go (default 7 days).
+    pub older_than_ms: Option<u64>,
+    /// Also remove files no version names that are newer than that.
+    #[serde(default)]
+    pub delete_unverified: bool,
+}
+
+/// The answer of `cleanup_old_versions/`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct CleanupResponse {
+    /// Bytes of the files removed.
+    pub bytes_removed: u64,
+    /// Versions removed.
+    pub old_versions_removed: u64,
+}
+
+/// LanceDB's default age of the versions cleanup removes: 7 days.
+pub const DEFAULT_CLEANUP_OLDER_THAN_MS: u64 = 7 * 24 * 3600 * 1000;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -25,6 +25,7 @@ impl NativeTable {
             Error::VersionNotFound {
                 table: self.table_name().into(),
                 version: v,
+                hint: String::new(),
             }
         })?;
         let old = std::sync::Arc::new(old);

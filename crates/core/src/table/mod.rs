@@ -6,6 +6,7 @@
 //! operations through [`ops`]; merge insert through [`crate::merge`].
 
 mod admin;
+pub mod cleanup;
 pub(crate) mod commit;
 pub mod evolve;
 pub mod explain;
@@ -425,12 +426,21 @@ impl NativeTable {
         let Some(v) = version else {
             return Ok(NativeTable::from_inner(self.inner.clone()));
         };
-        let m = read_manifest(self.storage(), self.dir(), v)?.ok_or_else(|| {
-            Error::VersionNotFound {
+        let Some(m) = read_manifest(self.storage(), self.dir(), v)? else {
+            // Cleaned up, or never committed: say which versions there are.
+            let oldest = list_versions(self.storage(), self.dir())?.first().copied();
+            return Err(Error::VersionNotFound {
                 table: self.inner.name.clone(),
                 version: v,
-            }
-        })?;
+                hint: match oldest {
+                    Some(o) if o > v => {
+                        format!(" (removed by cleanup: the oldest version kept is {o})")
+                    }
+                    Some(o) => format!(" (the versions kept start at {o})"),
+                    None => String::new(),
+                },
+            });
+        };
         Ok(NativeTable {
             inner: self.inner.clone(),
             pinned: Some(Arc::new(m)),
@@ -507,6 +517,14 @@ impl Table for NativeTable {
             Ok(stats)
         })
         .await
+    }
+    async fn cleanup_old_versions(
+        &self,
+        older_than: std::time::Duration,
+        delete_unverified: bool,
+    ) -> Result<crate::api::PruneStats> {
+        self.blocking(move |t| t.cleanup_sync(older_than, delete_unverified))
+            .await
     }
     async fn create_index(&self, request: IndexRequest) -> Result<()> {
         self.blocking(move |t| t.create_index_sync(&request)).await

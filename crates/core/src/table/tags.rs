@@ -56,6 +56,7 @@ impl NativeTable {
         let size = self.storage().size(&path)?.ok_or(Error::VersionNotFound {
             table: self.table_name().into(),
             version,
+            hint: String::new(),
         })?;
         Ok(TagInfo {
             version,
@@ -70,6 +71,7 @@ impl NativeTable {
         read_manifest(self.storage(), self.dir(), version)?.ok_or(Error::VersionNotFound {
             table: self.table_name().into(),
             version,
+            hint: String::new(),
         })?;
         let path = self.tag_path(tag);
         let body = serde_json::to_vec(&self.tag_info(version)?)

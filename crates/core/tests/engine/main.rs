@@ -4,6 +4,7 @@
 mod support;
 
 mod bad_input;
+mod cleanup;
 mod crash;
 mod evolve;
 mod fuzz;

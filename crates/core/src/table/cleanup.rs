@@ -1,0 +1,117 @@
+//! Version cleanup, as Lance's `cleanup_old_versions`: the manifests of
+//! versions older than a cutoff go, then every file in `data/`,
+//! `_deletions/` and `_indices/` that no kept version names.
+//!
+//! Kept: the latest version (always), every version committed at or after
+//! the cutoff, and every tagged version. A file no manifest names at all
+//! (written by a commit that failed, or by one still in flight in another
+//! process) is "unverified": it goes only when it is older than the cutoff,
+//! or when the caller says `delete_unverified`. Manifests go first, files
+//! after: a crash in between leaves files that no version names, which the
+//! next run removes; never a kept version missing a file.
+
+use std::collections::HashSet;
+use std::time::{Duration, SystemTime};
+
+use super::NativeTable;
+use crate::api::PruneStats;
+use crate::error::Result;
+use crate::manifest::{list_versions, manifest_path, now_ms, read_manifest, Manifest};
+
+/// The folders of a table that hold files versions name.
+const FILE_DIRS: [&str; 3] = ["data", "_deletions", "_indices"];
+
+/// Every file (relative to the table folder) `m` names.
+fn files_of(m: &Manifest, out: &mut HashSet<String>) {
+    for f in &m.fragments {
+        out.insert(f.file.clone());
+        if let Some(d) = &f.deletion_file {
+            out.insert(d.clone());
+        }
+    }
+    for ix in &m.indices {
+        for f in &ix.files {
+            out.insert(f.path.clone());
+        }
+    }
+}
+
+impl NativeTable {
+    /// Removes the versions committed before `now - older_than` (except the
+    /// latest and tagged ones) and the files only they named; see the
+    /// module doc. Runs beside writers: it never removes what the latest
+    /// version, or a commit racing it, can name.
+    pub fn cleanup_sync(
+        &self,
+        older_than: Duration,
+        delete_unverified: bool,
+    ) -> Result<PruneStats> {
+        self.ensure_writable()?;
+        // This process's writers wait: none publishes a file this run could
+        // take for an orphan (other processes: see `delete_unverified`).
+        let _writers = super::lock(&self.inner.write_lock);
+        let cutoff_ms = now_ms().saturating_sub(older_than.as_millis() as u64);
+        let cutoff = SystemTime::UNIX_EPOCH + Duration::from_millis(cutoff_ms);
+        let st = self.storage();
+        let versions = list_versions(st, self.dir())?;
+        let Some(&latest) = versions.last() else {
+            return Ok(PruneStats::default());
+        };
+        let tagged: HashSet<u64> = self.tags_sync()?.values().map(|t| t.version).collect();
+        let (mut kept_files, mut named_files) = (HashSet::new(), HashSet::new());
+        let mut doomed = Vec::new();
+        for v in versions {
+            let Some(m) = read_manifest(st, self.dir(), v)? else {
+                continue; // removed meanwhile by another cleanup
+            };
+            files_of(&m, &mut named_files);
+            if v == latest || m.timestamp_ms >= cutoff_ms || tagged.contains(&v) {
+                files_of(&m, &mut kept_files);
+            } else {
+                doomed.push(v);
+            }
+        }
+        let mut stats = PruneStats::default();
+        for v in &doomed {
+            let path = manifest_path(self.dir(), *v);
+            stats.bytes_removed += st.size(&path)?.unwrap_or(0);
+            st.delete(&path)?;
+            stats.old_versions_removed += 1;
+        }
+        stats.bytes_removed +=
+            self.remove_unnamed(&kept_files, &named_files, cutoff, delete_unverified)?;
+        if !doomed.is_empty() {
+            st.sync(&format!("{}/_versions", self.dir()))?;
+        }
+        Ok(stats)
+    }
+
+    /// Removes the files of the table's file folders that no kept version
+    /// names: those some version named (verified) always, the others only
+    /// when older than `cutoff` or with `delete_unverified`. Returns bytes.
+    fn remove_unnamed(
+        &self,
+        kept: &HashSet<String>,
+        named: &HashSet<String>,
+        cutoff: SystemTime,
+        delete_unverified: bool,
+    ) -> Result<u64> {
+        let st = self.storage();
+        let mut bytes = 0;
+        for dir in FILE_DIRS {
+            for name in st.list(&format!("{}/{dir}", self.dir()))? {
+                let rel = format!("{dir}/{name}");
+                if kept.contains(&rel) {
+                    continue;
+                }
+                let path = format!("{}/{rel}", self.dir());
+                let old = st.modified(&path)?.is_some_and(|t| t < cutoff);
+                if named.contains(&rel) || old || delete_unverified {
+                    bytes += st.size(&path)?.unwrap_or(0);
+                    st.delete(&path)?;
+                }
+            }
+        }
+        Ok(bytes)
+    }
+}

@@ -1,0 +1,293 @@
+//! Version cleanup against a plain reference of every version: random
+//! appends, deletes, upserts, compactions, index builds, tags and cleanups
+//! at random cutoffs. After each cleanup every kept version reads exactly as
+//! it read when it was committed, every removed one is VersionNotFound
+//! (naming the oldest kept), and the table folder holds exactly the files
+//! the kept versions name (none missing, none left over). A cleanup that
+//! fails half-way (a crash at its n-th removal) loses nothing, and the next
+//! one finishes the job.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use memwal_core::manifest::{list_versions, read_manifest};
+use memwal_core::storage::{FaultyStorage, LocalStorage, Op, Storage};
+use memwal_core::{AddMode, ErrorCode, IndexRequest, IndexType, NativeDatabase, NativeTable};
+use proptest::prelude::*;
+
+use crate::support::{checked, dump, people};
+
+type Rows = Vec<(i64, Option<i64>, Option<String>)>;
+
+#[derive(Debug, Clone)]
+enum Step {
+    Add(Vec<(i64, i64)>),
+    Delete(i64),
+    Upsert(Vec<(i64, i64)>),
+    Compact,
+    Index,
+    Tag,
+    /// Clean up with the cutoff at the commit time of the version this many
+    /// from the latest (0: only the latest and tagged versions stay).
+    Cleanup(usize),
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    let rows = || prop::collection::vec((0i64..12, 0i64..100), 1..5);
+    prop_oneof![
+        3 => rows().prop_map(Step::Add),
+        2 => (0i64..100).prop_map(Step::Delete),
+        3 => rows().prop_map(Step::Upsert),
+        1 => Just(Step::Compact),
+        1 => Just(Step::Index),
+        1 => Just(Step::Tag),
+        2 => (0usize..6).prop_map(Step::Cleanup),
+    ]
+}
+
+/// Every file a version names, relative to the table folder.
+fn named(st: &dyn Storage, versions: &[u64]) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for v in versions {
+        let m = read_manifest(st, "t", *v).expect("read").expect("kept");
+        for f in &m.fragments {
+            out.insert(f.file.clone());
+            out.extend(f.deletion_file.clone());
+        }
+        for ix in &m.indices {
+            out.extend(ix.files.iter().map(|f| f.path.clone()));
+        }
+    }
+    out
+}
+
+/// Every file in the table's file folders.
+fn on_disk(st: &dyn Storage) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for dir in ["data", "_deletions", "_indices"] {
+        for n in st.list(&format!("t/{dir}")).expect("list") {
+            out.insert(format!("{dir}/{n}"));
+        }
+    }
+    out
+}
+
+struct Harness {
+    t: NativeTable,
+    st: Arc<dyn Storage>,
+    /// Every version ever committed, as it read then.
+    seen: BTreeMap<u64, Rows>,
+    tags: HashSet<u64>,
+    _db: NativeDatabase,
+}
+
+impl Harness {
+    fn record(&mut self) {
+        let v = self.t.version_sync().expect("version");
+        self.seen.entry(v).or_insert_with(|| dump(&self.t));
+    }
+
+    fn run(&mut self, s: &Step) -> Result<(), String> {
+        let t = &self.t;
+        match s {
+            Step::Add(r) => {
+                t.add_sync(people(r), AddMode::Append)
+                    .map_err(|e| e.to_string())?;
+            }
+            Step::Delete(x) => {
+                t.delete_sync(&format!("age < {x}"))
+                    .map_err(|e| e.to_string())?;
+            }
+            Step::Upsert(r) => {
+                let mut dedup = BTreeMap::new();
+                dedup.extend(r.iter().copied());
+                let r: Vec<(i64, i64)> = dedup.into_iter().collect();
+                let mut p = memwal_core::MergeInsertParams::new(vec!["id".into()]);
+                p.when_matched_update_all = true;
+                p.when_not_matched_insert_all = true;
+                t.merge_insert_sync(&checked(&p), people(&r))
+                    .map_err(|e| e.to_string())?;
+            }
+            Step::Compact => {
+                t.optimize_sync().map_err(|e| e.to_string())?;
+            }
+            Step::Index => {
+                let req = IndexRequest {
+                    index_type: Some(IndexType::BTree),
+                    replace: true,
+                    ..IndexRequest::new("age")
+                };
+                t.create_index_sync(&req).map_err(|e| e.to_string())?;
+            }
+            Step::Tag => {
+                let v = t.version_sync().map_err(|e| e.to_string())?;
+                if self.tags.insert(v) {
+                    t.set_tag_sync(&format!("v{v}"), v, false)
+                        .map_err(|e| e.to_string())?;
+                }
+            }
+            Step::Cleanup(back) => return self.cleanup(*back),
+        }
+        self.record();
+        Ok(())
+    }
+
+    fn cleanup(&mut self, back: usize) -> Result<(), String> {
+        let versions = list_versions(self.st.as_ref(), "t").map_err(|e| e.to_string())?;
+        let pick = versions[versions.len().saturating_sub(1 + back)];
+        let ts = |v: u64| {
+            read_manifest(self.st.as_ref(), "t", v)
+                .expect("read")
+                .expect("exists")
+                .timestamp_ms
+        };
+        let cutoff = ts(pick);
+        let age = memwal_core::manifest::now_ms().saturating_sub(cutoff);
+        // Versions committed in the same millisecond as `pick` stay too.
+        let want: Vec<u64> = versions
+            .iter()
+            .copied()
+            .filter(|v| ts(*v) >= cutoff || self.tags.contains(v) || Some(v) == versions.last())
+            .collect();
+        let r = self
+            .t
+            .cleanup_sync(Duration::from_millis(age), false)
+            .map_err(|e| e.to_string())?;
+        let kept = list_versions(self.st.as_ref(), "t").map_err(|e| e.to_string())?;
+        // Removal may keep a version whose timestamp equals the cutoff after
+        // rounding; it never removes one the rule keeps.
+        for v in &want {
+            if !kept.contains(v) {
+                return Err(format!("version {v} should be kept (cutoff at {pick})"));
+            }
+        }
+        if r.old_versions_removed as usize != versions.len() - kept.len() {
+            return Err(format!(
+                "{r:?} but {} -> {} versions",
+                versions.len(),
+                kept.len()
+            ));
+        }
+        self.check(&kept)
+    }
+
+    fn check(&self, kept: &[u64]) -> Result<(), String> {
+        for (v, rows) in &self.seen {
+            match self.t.checkout_sync(Some(*v)) {
+                Ok(old) if kept.contains(v) => {
+                    let now = dump(&old);
+                    if &now != rows {
+                        return Err(format!("version {v} reads {now:?}, was {rows:?}"));
+                    }
+                }
+                Ok(_) => return Err(format!("version {v} was removed but checks out")),
+                Err(e) if kept.contains(v) => return Err(format!("kept version {v}: {e}")),
+                Err(e) => {
+                    let oldest = kept[0];
+                    let msg = e.to_string();
+                    if e.code() != ErrorCode::VersionNotFound
+                        || (oldest > *v
+                            && !msg.contains(&format!("oldest version kept is {oldest}")))
+                    {
+                        return Err(format!("removed version {v}: {msg}"));
+                    }
+                }
+            }
+        }
+        let (want, have) = (named(self.st.as_ref(), kept), on_disk(self.st.as_ref()));
+        if want != have {
+            return Err(format!(
+                "files: kept versions name {want:?}, disk holds {have:?}"
+            ));
+        }
+        Ok(())
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, max_shrink_iters: 100, ..ProptestConfig::default() })]
+
+    #[test]
+    fn cleanup_keeps_every_kept_version_exact_and_leaves_no_file_behind(
+        steps in prop::collection::vec(step(), 10..30),
+    ) {
+        let dir = tempfile::tempdir().expect("tmp");
+        let st: Arc<dyn Storage> = Arc::new(LocalStorage::new(dir.path()).expect("storage"));
+        let db = NativeDatabase::with_storage(dir.path().to_str().expect("p"), st.clone());
+        let t = db
+            .create_table_sync("t", people(&[(1, 10), (2, 20)]), Default::default())
+            .expect("create");
+        let mut h = Harness { t, st, seen: BTreeMap::new(), tags: HashSet::new(), _db: db };
+        h.record();
+        for (i, s) in steps.iter().enumerate() {
+            if let Err(e) = h.run(s) {
+                return Err(TestCaseError::fail(format!("step {i} {s:?}: {e}")));
+            }
+        }
+        // Last: a cleanup at "now" keeps only the latest and tagged versions.
+        h.cleanup(0).map_err(|e| TestCaseError::fail(format!("final cleanup: {e}")))?;
+    }
+}
+
+/// A crash at each removal of a cleanup (the storage refuses the n-th delete
+/// as a dead process would not make it): every kept version still reads,
+/// and the next cleanup removes what the broken one left.
+#[test]
+fn a_cleanup_cut_short_loses_nothing_and_the_next_one_finishes() {
+    for fail_at in 0..6u32 {
+        let dir = tempfile::tempdir().expect("tmp");
+        let local: Arc<dyn Storage> = Arc::new(LocalStorage::new(dir.path()).expect("storage"));
+        let count = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let armed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (c, a) = (count.clone(), armed.clone());
+        let st: Arc<dyn Storage> = Arc::new(FaultyStorage::new(local.clone(), move |op, _| {
+            op == Op::Delete
+                && a.load(std::sync::atomic::Ordering::SeqCst)
+                && c.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == fail_at
+        }));
+        let db = NativeDatabase::with_storage(dir.path().to_str().expect("p"), st.clone());
+        let t = db
+            .create_table_sync("t", people(&[(1, 10), (2, 20)]), Default::default())
+            .expect("create");
+        for i in 0..4 {
+            t.add_sync(people(&[(10 + i, i)]), AddMode::Append)
+                .expect("add");
+            t.delete_sync(&format!("id = {}", 10 + i - 1))
+                .expect("delete");
+        }
+        t.optimize_sync().expect("compact");
+        let latest = dump(&t);
+        armed.store(true, std::sync::atomic::Ordering::SeqCst);
+        let first = t.cleanup_sync(Duration::ZERO, false);
+        assert!(
+            first.is_err(),
+            "fault at removal {fail_at} must fail the cleanup"
+        );
+        armed.store(false, std::sync::atomic::Ordering::SeqCst);
+        // Reopened as after a crash: the latest version is intact.
+        let again = NativeDatabase::open(dir.path().to_str().expect("p"))
+            .expect("db")
+            .open_table_sync("t")
+            .expect("open");
+        assert_eq!(dump(&again), latest, "fault at {fail_at}");
+        let kept = list_versions(local.as_ref(), "t").expect("versions");
+        for v in &kept {
+            again
+                .checkout_sync(Some(*v))
+                .map(|o| dump(&o))
+                .unwrap_or_else(|e| panic!("kept {v}: {e}"));
+        }
+        again
+            .cleanup_sync(Duration::ZERO, false)
+            .expect("second cleanup");
+        let kept = list_versions(local.as_ref(), "t").expect("versions");
+        assert_eq!(kept.len(), 1);
+        assert_eq!(
+            named(local.as_ref(), &kept),
+            on_disk(local.as_ref()),
+            "fault at {fail_at}"
+        );
+        assert_eq!(dump(&again), latest);
+    }
+}
