@@ -73,6 +73,13 @@ struct Args {
     /// What recovery does with a damaged WAL.
     #[arg(long, env = "MEMWAL_RECOVERY", value_enum, default_value = "strict")]
     recovery: Recovery,
+    /// Versions of a table older than this many seconds are removed in the background, with the files only
+    /// they name (the latest and tagged versions stay); LanceDB's default is 7 days.
+    #[arg(long, env = "MEMWAL_RETENTION_SECS", default_value_t = 7 * 24 * 3600)]
+    retention_secs: u64,
+    /// Least time between two background cleanups of one table, in seconds.
+    #[arg(long, env = "MEMWAL_CLEANUP_EVERY_SECS", default_value_t = 60)]
+    cleanup_every_secs: u64,
     /// On SIGTERM, time allowed to merge buffered rows before exiting, in ms.
     #[arg(long, env = "MEMWAL_SHUTDOWN_FLUSH_MS", default_value_t = 30_000)]
     shutdown_flush_ms: u64,
@@ -89,6 +96,8 @@ impl Args {
         cfg.memwal.flush_rows = self.flush_rows.max(1);
         cfg.memwal.flush_bytes = self.flush_bytes.max(1);
         cfg.memwal.flush_interval = Duration::from_millis(self.flush_interval_ms.max(1));
+        cfg.memwal.retention = Duration::from_secs(self.retention_secs);
+        cfg.memwal.cleanup_every = Duration::from_secs(self.cleanup_every_secs.max(1));
         cfg.memwal.persist = match self.persist {
             Persist::Sync => PersistMode::SyncData,
             Persist::Buffer => PersistMode::Buffer,

@@ -60,6 +60,11 @@ pub struct Metrics {
     flush_failures: Counter,
     flushed_rows: Counter,
     flush_seconds: Histogram,
+    cleanups: Counter,
+    cleanup_failures: Counter,
+    cleanup_versions: Counter,
+    cleanup_bytes: Counter,
+    cleanup_seconds: Histogram,
     tables_open: Gauge,
     memtable_rows: Gauge,
     frozen_memtables: Gauge,
@@ -89,6 +94,11 @@ impl Metrics {
             flush_failures: Counter::default(),
             flushed_rows: Counter::default(),
             flush_seconds: seconds_histogram(),
+            cleanups: Counter::default(),
+            cleanup_failures: Counter::default(),
+            cleanup_versions: Counter::default(),
+            cleanup_bytes: Counter::default(),
+            cleanup_seconds: seconds_histogram(),
             tables_open: Gauge::default(),
             memtable_rows: Gauge::default(),
             frozen_memtables: Gauge::default(),
@@ -183,6 +193,31 @@ impl Metrics {
             self.tables_poisoned.clone(),
         );
         r.register(
+            "cleanups",
+            "Background cleanups of old versions run (per table, every cleanup interval when idle)",
+            self.cleanups.clone(),
+        );
+        r.register(
+            "cleanup_failures",
+            "Background cleanups that failed (logged, tried again later)",
+            self.cleanup_failures.clone(),
+        );
+        r.register(
+            "cleanup_versions_removed",
+            "Versions removed by background cleanup (older than the retention, untagged)",
+            self.cleanup_versions.clone(),
+        );
+        r.register(
+            "cleanup_bytes_removed",
+            "Bytes of manifests and files removed by background cleanup",
+            self.cleanup_bytes.clone(),
+        );
+        r.register(
+            "cleanup_duration_seconds",
+            "Time one background cleanup took",
+            self.cleanup_seconds.clone(),
+        );
+        r.register(
             "tables_failed",
             "Tables not served because their WAL was damaged at open",
             self.tables_failed.clone(),
@@ -223,6 +258,20 @@ impl Metrics {
         self.flushes.inc();
         self.flushed_rows.inc_by(rows);
         self.flush_seconds.observe(took.as_secs_f64());
+    }
+
+    /// Counts one background cleanup that removed `versions` versions and
+    /// `bytes` bytes.
+    pub fn cleaned(&self, versions: u64, bytes: u64, took: Duration) {
+        self.cleanups.inc();
+        self.cleanup_versions.inc_by(versions);
+        self.cleanup_bytes.inc_by(bytes);
+        self.cleanup_seconds.observe(took.as_secs_f64());
+    }
+
+    /// Counts one failed background cleanup.
+    pub fn cleanup_failed(&self) {
+        self.cleanup_failures.inc();
     }
 
     /// Counts one failed flush.

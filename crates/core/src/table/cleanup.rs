@@ -6,7 +6,8 @@
 //! the cutoff, and every tagged version. A file no manifest names at all
 //! (written by a commit that failed, or by one still in flight in another
 //! process) is "unverified": it goes only when it is older than the cutoff,
-//! or when the caller says `delete_unverified`. Manifests go first, files
+//! or when the caller says `delete_unverified`, and never while an index
+//! build of this process is writing its files. Manifests go first, files
 //! after: a crash in between leaves files that no version names, which the
 //! next run removes; never a kept version missing a file.
 
@@ -46,11 +47,21 @@ impl NativeTable {
         older_than: Duration,
         delete_unverified: bool,
     ) -> Result<PruneStats> {
+        let cutoff_ms = now_ms().saturating_sub(older_than.as_millis() as u64);
+        self.cleanup_before_sync(cutoff_ms, delete_unverified)
+    }
+
+    /// [`NativeTable::cleanup_sync`] with the cutoff as a commit time (ms
+    /// since the Unix epoch): versions committed before it go.
+    pub fn cleanup_before_sync(
+        &self,
+        cutoff_ms: u64,
+        delete_unverified: bool,
+    ) -> Result<PruneStats> {
         self.ensure_writable()?;
         // This process's writers wait: none publishes a file this run could
         // take for an orphan (other processes: see `delete_unverified`).
         let _writers = super::lock(&self.inner.write_lock);
-        let cutoff_ms = now_ms().saturating_sub(older_than.as_millis() as u64);
         let cutoff = SystemTime::UNIX_EPOCH + Duration::from_millis(cutoff_ms);
         let st = self.storage();
         let versions = list_versions(st, self.dir())?;
@@ -97,6 +108,13 @@ impl NativeTable {
         delete_unverified: bool,
     ) -> Result<u64> {
         let st = self.storage();
+        // An index build of this process may be writing files it has not
+        // published yet: unverified files stay while one runs.
+        let building = self
+            .inner
+            .building
+            .load(std::sync::atomic::Ordering::SeqCst)
+            > 0;
         let mut bytes = 0;
         for dir in FILE_DIRS {
             for name in st.list(&format!("{}/{dir}", self.dir()))? {
@@ -105,8 +123,9 @@ impl NativeTable {
                     continue;
                 }
                 let path = format!("{}/{rel}", self.dir());
+                let verified = named.contains(&rel);
                 let old = st.modified(&path)?.is_some_and(|t| t < cutoff);
-                if named.contains(&rel) || old || delete_unverified {
+                if verified || (old || delete_unverified) && !building {
                     bytes += st.size(&path)?.unwrap_or(0);
                     st.delete(&path)?;
                 }

@@ -234,6 +234,7 @@ impl NativeTable {
     /// a version that records it.
     pub fn create_index_sync(&self, req: &IndexRequest) -> Result<()> {
         self.ensure_writable()?;
+        let _building = super::Building::start(&self.inner);
         let name = req.index_name();
         check_name(&name)?;
         let snap = self.snapshot()?;
@@ -427,6 +428,7 @@ impl NativeTable {
     /// and encoded with its trained quantiser: no retraining) and forgets
     /// rows deleted since; `Ok(None)` when every index is up to date.
     pub fn optimize_indices_sync(&self) -> Result<Option<u64>> {
+        let _building = super::Building::start(&self.inner);
         let snap = self.snapshot()?;
         let mut list = Vec::new();
         let mut written = Vec::new();

@@ -90,6 +90,30 @@ pub(crate) struct Inner {
     /// Serialises this process's writers; other processes are fenced by
     /// the create-new manifest publish.
     pub write_lock: Mutex<()>,
+    /// Index builds and folds writing files before they take `write_lock`
+    /// to publish them: while any runs, cleanup leaves files no version
+    /// names alone (they may be theirs).
+    pub building: std::sync::atomic::AtomicUsize,
+}
+
+/// Counts one index build in [`Inner::building`] while it lives.
+pub(crate) struct Building<'a>(&'a Inner);
+
+impl<'a> Building<'a> {
+    pub(crate) fn start(inner: &'a Inner) -> Self {
+        inner
+            .building
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Self(inner)
+    }
+}
+
+impl Drop for Building<'_> {
+    fn drop(&mut self) {
+        self.0
+            .building
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 /// A table stored in a folder (or in memory), readable and writable.
@@ -121,6 +145,7 @@ impl NativeTable {
             state: Mutex::new(State::default()),
             index: RwLock::new(None),
             write_lock: Mutex::new(()),
+            building: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 

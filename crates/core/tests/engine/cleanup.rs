@@ -143,7 +143,6 @@ impl Harness {
                 .timestamp_ms
         };
         let cutoff = ts(pick);
-        let age = memwal_core::manifest::now_ms().saturating_sub(cutoff);
         // Versions committed in the same millisecond as `pick` stay too.
         let want: Vec<u64> = versions
             .iter()
@@ -152,7 +151,7 @@ impl Harness {
             .collect();
         let r = self
             .t
-            .cleanup_sync(Duration::from_millis(age), false)
+            .cleanup_before_sync(cutoff, false)
             .map_err(|e| e.to_string())?;
         let kept = list_versions(self.st.as_ref(), "t").map_err(|e| e.to_string())?;
         // Removal may keep a version whose timestamp equals the cutoff after

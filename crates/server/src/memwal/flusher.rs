@@ -22,6 +22,7 @@ const FOLD_EVERY: Duration = Duration::from_secs(1);
 
 pub(crate) fn flusher_loop(shared: Arc<Shared>) {
     let mut last_fold = Instant::now();
+    let mut last_cleanup = Instant::now();
     loop {
         if shared.stop.load(Ordering::SeqCst) {
             return;
@@ -32,6 +33,10 @@ pub(crate) fn flusher_loop(shared: Arc<Shared>) {
                 if last_fold.elapsed() >= FOLD_EVERY {
                     last_fold = Instant::now();
                     fold_indices(&shared);
+                }
+                if last_cleanup.elapsed() >= shared.cfg.cleanup_every {
+                    last_cleanup = Instant::now();
+                    cleanup(&shared);
                 }
                 shared.wait(Duration::from_millis(100))
             }
@@ -100,6 +105,30 @@ fn fold_indices(shared: &Shared) {
             }
         },
         Err(e) => tracing::warn!(table = %shared.name, error = %e, "could not read the manifest"),
+    }
+}
+
+/// When idle, at most every `cleanup_every`: removes the base's versions
+/// older than the retention and the files only they name (beside the
+/// writer: upserts are never queued behind it; a flush's commit waits at
+/// most for the removals). A failure is logged, counted and tried again at
+/// the next turn; it never poisons the table.
+fn cleanup(shared: &Shared) {
+    let started = Instant::now();
+    match shared.base.cleanup_sync(shared.cfg.retention, false) {
+        Ok(s) => {
+            shared
+                .cfg
+                .metrics
+                .cleaned(s.old_versions_removed, s.bytes_removed, started.elapsed());
+            if s.old_versions_removed > 0 {
+                tracing::info!(table = %shared.name, versions = s.old_versions_removed, bytes = s.bytes_removed, "removed old versions");
+            }
+        }
+        Err(e) => {
+            shared.cfg.metrics.cleanup_failed();
+            tracing::warn!(table = %shared.name, error = %e, "could not remove old versions");
+        }
     }
 }
 

@@ -82,6 +82,11 @@ pub struct MemWalConfig {
     pub io: Arc<dyn WalIo>,
     /// Where WAL group commits and flushes are counted (one per server).
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// Versions of a table older than this are removed in the background
+    /// (with the files only they name), as LanceDB Cloud does; default 7 days.
+    pub retention: Duration,
+    /// Least time between two background cleanups of one table.
+    pub cleanup_every: Duration,
 }
 
 impl Default for MemWalConfig {
@@ -97,6 +102,8 @@ impl Default for MemWalConfig {
             poison_after_failed_flushes: 5,
             io: Arc::new(OsWalIo),
             metrics: Arc::default(),
+            retention: Duration::from_millis(memwal_core::protocol::DEFAULT_CLEANUP_OLDER_THAN_MS),
+            cleanup_every: Duration::from_secs(60),
         }
     }
 }

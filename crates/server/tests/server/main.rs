@@ -11,3 +11,4 @@ mod metrics;
 mod model;
 mod promise;
 mod served;
+mod upkeep;

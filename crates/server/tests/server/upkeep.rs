@@ -1,0 +1,96 @@
+//! The server keeps a streamed table's history bounded by itself: versions
+//! older than the retention (and the files only they name) are removed in
+//! the background while memWal upserts stream in, without losing, hiding or
+//! resurrecting a row, and `/metrics` says what was removed.
+
+use std::time::Duration;
+
+use crate::support::{config, Client};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn background_cleanup_bounds_the_history_of_a_streamed_table() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut cfg = config(dir.path());
+    cfg.memwal.flush_rows = 5;
+    cfg.memwal.flush_interval = Duration::from_millis(20);
+    cfg.memwal.retention = Duration::ZERO;
+    cfg.memwal.cleanup_every = Duration::from_millis(200);
+    let h = memwal_server::start(cfg).await.expect("start");
+    let c = Client::new(&h.url());
+    c.create("t", &[(0, 0)]).await;
+    let mut want = std::collections::BTreeMap::from([(0i64, 0i64)]);
+    for round in 0..40i64 {
+        let rows: Vec<(i64, i64)> = (0..6).map(|i| ((round * 3 + i) % 25, round)).collect();
+        for (k, v) in &rows {
+            want.insert(*k, *v);
+        }
+        c.upsert("t", &rows, true).await;
+        if round % 10 == 9 {
+            // Let flushes and cleanups run between bursts.
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    }
+    let want: Vec<(i64, i64)> = want.into_iter().collect();
+    assert_eq!(c.rows("t", None).await, want);
+    // Wait for the last flush and one more cleanup.
+    let (s, b) = c
+        .post(
+            "/v1/table/t/flush_lsm/",
+            "application/json",
+            b"{}".to_vec(),
+            &[],
+        )
+        .await;
+    assert!(s < 300, "{s} {b}");
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let (s, b) = c
+        .post(
+            "/v1/table/t/version/list/",
+            "application/json",
+            b"{}".to_vec(),
+            &[],
+        )
+        .await;
+    assert_eq!(s, 200, "{b}");
+    let versions: serde_json::Value = serde_json::from_str(&b).expect("json");
+    let n = versions["versions"].as_array().map_or(0, Vec::len);
+    assert!(
+        (1..=3).contains(&n),
+        "history not bounded: {n} versions: {b}"
+    );
+    assert_eq!(c.rows("t", None).await, want, "a row was lost or came back");
+    // Files: exactly what the kept versions name (no leftover data files).
+    let st = memwal_core::storage::LocalStorage::new(dir.path()).expect("storage");
+    let mut named = std::collections::BTreeSet::new();
+    for v in memwal_core::manifest::list_versions(&st, "t").expect("versions") {
+        let m = memwal_core::manifest::read_manifest(&st, "t", v)
+            .expect("read")
+            .expect("kept");
+        named.extend(m.fragments.iter().map(|f| f.file.clone()));
+    }
+    let on_disk: std::collections::BTreeSet<String> =
+        std::fs::read_dir(dir.path().join("t").join("data"))
+            .expect("data")
+            .flatten()
+            .map(|e| format!("data/{}", e.file_name().to_string_lossy()))
+            .collect();
+    assert_eq!(on_disk, named, "{n} versions");
+    let text = c
+        .http
+        .get(format!("{}/metrics", c.base))
+        .bearer_auth(&c.key)
+        .send()
+        .await
+        .expect("scrape")
+        .text()
+        .await
+        .expect("text");
+    let removed: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("memwal_cleanup_versions_removed_total "))
+        .expect("cleanup counter")
+        .parse()
+        .expect("number");
+    assert!(removed >= 5.0, "{text}");
+    h.close().await;
+}
