@@ -114,6 +114,24 @@ describe.each(kinds)("the one promise on a %s table", (kind, open) => {
     expect(r[0]._rowid).toBe(withId._rowid);
   });
 
+  test("orderBy on _rowoffset / _rowid sorts by them; take queries explain themselves", async () => {
+    const db = await open();
+    const t = await db.createTable(
+      name(kind, "ord"),
+      [3, 1, 2].map((id) => ({ id, v: id * 10 })),
+    );
+    const scan = (await t.query().toArray()).map((r) => Number(r.id));
+    const back = await t.query().orderBy({ columnName: "_rowoffset", ascending: false }).toArray();
+    expect(back.map((r) => Number(r.id))).toEqual([...scan].reverse());
+    expect(Object.keys(back[0])).toEqual(["id", "v"]);
+    const byId = await t.query().withRowId().orderBy({ columnName: "_rowid" }).toArray();
+    const ids = byId.map((r) => BigInt(r._rowid as bigint));
+    expect([...ids].sort((a, b) => (a < b ? -1 : 1))).toEqual(ids);
+    const plan = await t.takeOffsets([0, 2]).explainPlan();
+    expect(plan).toMatch(/numbered in scan order/);
+    expect(await t.takeOffsets([0, 2]).analyzePlan()).toMatch(/ran: 2 row/);
+  });
+
   test("non-finite vector components are refused at write; a multi-vector answer is bounded", async () => {
     const db = await open();
     const t = await db.createTable(name(kind, "vec"), [{ id: 1, vector: [1, 2] }]);

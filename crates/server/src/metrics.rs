@@ -60,6 +60,9 @@ pub struct Metrics {
     flush_failures: Counter,
     flushed_rows: Counter,
     flush_seconds: Histogram,
+    compactions: Counter,
+    compaction_failures: Counter,
+    fragments_compacted: Counter,
     cleanups: Counter,
     cleanup_failures: Counter,
     cleanup_versions: Counter,
@@ -94,6 +97,9 @@ impl Metrics {
             flush_failures: Counter::default(),
             flushed_rows: Counter::default(),
             flush_seconds: seconds_histogram(),
+            compactions: Counter::default(),
+            compaction_failures: Counter::default(),
+            fragments_compacted: Counter::default(),
             cleanups: Counter::default(),
             cleanup_failures: Counter::default(),
             cleanup_versions: Counter::default(),
@@ -193,6 +199,21 @@ impl Metrics {
             self.tables_poisoned.clone(),
         );
         r.register(
+            "compactions",
+            "Background compactions that rewrote fragments",
+            self.compactions.clone(),
+        );
+        r.register(
+            "compaction_failures",
+            "Background compactions that failed (logged, tried again later)",
+            self.compaction_failures.clone(),
+        );
+        r.register(
+            "fragments_compacted",
+            "Fragments rewritten (small or deletion-heavy) by background compaction",
+            self.fragments_compacted.clone(),
+        );
+        r.register(
             "cleanups",
             "Background cleanups of old versions run (per table, every cleanup interval when idle)",
             self.cleanups.clone(),
@@ -258,6 +279,17 @@ impl Metrics {
         self.flushes.inc();
         self.flushed_rows.inc_by(rows);
         self.flush_seconds.observe(took.as_secs_f64());
+    }
+
+    /// Counts one background compaction of `removed` fragments into `added`.
+    pub fn compacted(&self, removed: u64, _added: u64, _took: Duration) {
+        self.compactions.inc();
+        self.fragments_compacted.inc_by(removed);
+    }
+
+    /// Counts one failed background compaction.
+    pub fn compaction_failed(&self) {
+        self.compaction_failures.inc();
     }
 
     /// Counts one background cleanup that removed `versions` versions and

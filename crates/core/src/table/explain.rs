@@ -87,6 +87,15 @@ pub fn explain(
 }
 
 fn filter_lines(s: &mut String, snap: &Snapshot, req: &QueryRequest) -> Result<()> {
+    if super::finish::virtual_filter(req) {
+        // A take query (takeRowIds / takeOffsets): see `finish::run`.
+        let sql = req.filter.as_deref().unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "  filter: {sql}\n    every live row is read with its row id and numbered in scan order (_rowoffset), then the filter is tested"
+        );
+        return Ok(());
+    }
     let Some(f) = RowFilter::new(snap, req.filter.as_deref())? else {
         let _ = writeln!(s, "  filter: none (every live row)");
         return Ok(());

@@ -36,10 +36,21 @@ pub fn needed(req: &QueryRequest) -> bool {
 /// Whether the filter may read `_rowid` / `_rowoffset` (then it is
 /// evaluated here, over rows that carry them; a false positive only moves
 /// the work here).
-fn virtual_filter(req: &QueryRequest) -> bool {
+pub(crate) fn virtual_filter(req: &QueryRequest) -> bool {
     req.filter
         .as_deref()
         .is_some_and(|f| f.contains(ROW_ID_COLUMN) || f.contains(ROW_OFFSET_COLUMN))
+}
+
+/// Whether `req` sorts by `col`.
+fn orders_by(req: &QueryRequest, col: &str) -> bool {
+    req.order_by.iter().any(|o| o.column == col)
+}
+
+/// Whether the answer needs `_rowoffset` numbering (a filter, a select or
+/// an ordering reads it).
+fn numbered(req: &QueryRequest) -> bool {
+    virtual_filter(req) || lists(req, ROW_OFFSET_COLUMN) || orders_by(req, ROW_OFFSET_COLUMN)
 }
 
 /// Whether `req.columns` names `col`.
@@ -79,11 +90,11 @@ fn inner_request(req: &QueryRequest) -> QueryRequest {
     inner.columns = None;
     inner.projections = None;
     inner.order_by = Vec::new();
-    if lists(req, ROW_ID_COLUMN) {
+    if lists(req, ROW_ID_COLUMN) || orders_by(req, ROW_ID_COLUMN) {
         // select(["_rowid"]) answers the row ids, as with_row_id does.
         inner.with_row_id = true;
     }
-    let offsets = virtual_filter(req) || lists(req, ROW_OFFSET_COLUMN);
+    let offsets = numbered(req);
     if offsets {
         inner.filter = None;
         inner.with_row_id = true;
@@ -98,7 +109,7 @@ fn inner_request(req: &QueryRequest) -> QueryRequest {
 /// With `_rowoffset` wanted: the rows numbered in scan order, then, with a
 /// filter reading `_rowid` / `_rowoffset`, only those passing it.
 fn take(b: &RecordBatch, req: &QueryRequest) -> Result<RecordBatch> {
-    if !(virtual_filter(req) || lists(req, ROW_OFFSET_COLUMN)) {
+    if !numbered(req) {
         return Ok(b.clone());
     }
     let mut fields: Vec<Field> = b

@@ -8,6 +8,7 @@
 mod admin;
 pub mod cleanup;
 pub(crate) mod commit;
+pub mod compact;
 pub mod evolve;
 pub mod explain;
 pub mod finish;

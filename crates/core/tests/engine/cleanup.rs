@@ -1,6 +1,9 @@
-//! Version cleanup against a plain reference of every version: random
-//! appends, deletes, upserts, compactions, index builds, tags and cleanups
-//! at random cutoffs. After each cleanup every kept version reads exactly as
+//! Version cleanup and compaction against a plain reference: random
+//! appends, deletes, upserts, compactions (whole, or of the small and
+//! deletion-heavy fragments), index builds, tags and cleanups at random
+//! cutoffs. After every step the table holds the reference's rows (a plain
+//! list, so a compaction that loses or duplicates a row, or a stale key
+//! index after one, shows). After each cleanup every kept version reads exactly as
 //! it read when it was committed, every removed one is VersionNotFound
 //! (naming the oldest kept), and the table folder holds exactly the files
 //! the kept versions name (none missing, none left over). A cleanup that
@@ -26,6 +29,9 @@ enum Step {
     Delete(i64),
     Upsert(Vec<(i64, i64)>),
     Compact,
+    /// Compact the fragments under this many rows (and those with over a
+    /// tenth of their rows deleted).
+    CompactSmall(u64),
     Index,
     Tag,
     /// Clean up with the cutoff at the commit time of the version this many
@@ -40,6 +46,7 @@ fn step() -> impl Strategy<Value = Step> {
         2 => (0i64..100).prop_map(Step::Delete),
         3 => rows().prop_map(Step::Upsert),
         1 => Just(Step::Compact),
+        2 => (1u64..8).prop_map(Step::CompactSmall),
         1 => Just(Step::Index),
         1 => Just(Step::Tag),
         2 => (0usize..6).prop_map(Step::Cleanup),
@@ -79,7 +86,14 @@ struct Harness {
     /// Every version ever committed, as it read then.
     seen: BTreeMap<u64, Rows>,
     tags: HashSet<u64>,
+    /// The rows the latest version must hold, by plain list operations.
+    reference: Rows,
     _db: NativeDatabase,
+}
+
+fn sorted(mut r: Rows) -> Rows {
+    r.sort();
+    r
 }
 
 impl Harness {
@@ -90,14 +104,17 @@ impl Harness {
 
     fn run(&mut self, s: &Step) -> Result<(), String> {
         let t = &self.t;
+        let err = |e: memwal_core::Error| e.to_string();
         match s {
             Step::Add(r) => {
-                t.add_sync(people(r), AddMode::Append)
-                    .map_err(|e| e.to_string())?;
+                t.add_sync(people(r), AddMode::Append).map_err(err)?;
+                let named = |id: i64| Some(format!("n{id}"));
+                self.reference
+                    .extend(r.iter().map(|(id, age)| (*id, Some(*age), named(*id))));
             }
             Step::Delete(x) => {
-                t.delete_sync(&format!("age < {x}"))
-                    .map_err(|e| e.to_string())?;
+                t.delete_sync(&format!("age < {x}")).map_err(err)?;
+                self.reference.retain(|r| r.1.is_none_or(|a| a >= *x));
             }
             Step::Upsert(r) => {
                 let mut dedup = BTreeMap::new();
@@ -106,11 +123,28 @@ impl Harness {
                 let mut p = memwal_core::MergeInsertParams::new(vec!["id".into()]);
                 p.when_matched_update_all = true;
                 p.when_not_matched_insert_all = true;
-                t.merge_insert_sync(&checked(&p), people(&r))
-                    .map_err(|e| e.to_string())?;
+                t.merge_insert_sync(&checked(&p), people(&r)).map_err(err)?;
+                for (id, age) in &r {
+                    let mut hit = false;
+                    for row in self.reference.iter_mut().filter(|row| row.0 == *id) {
+                        row.1 = Some(*age);
+                        hit = true;
+                    }
+                    if !hit {
+                        self.reference
+                            .push((*id, Some(*age), Some(format!("n{id}"))));
+                    }
+                }
             }
             Step::Compact => {
-                t.optimize_sync().map_err(|e| e.to_string())?;
+                t.optimize_sync().map_err(err)?;
+            }
+            Step::CompactSmall(target) => {
+                let o = memwal_core::table::compact::CompactOptions {
+                    target_rows_per_fragment: *target,
+                    ..Default::default()
+                };
+                t.compact_sync(&o).map_err(err)?;
             }
             Step::Index => {
                 let req = IndexRequest {
@@ -118,18 +152,21 @@ impl Harness {
                     replace: true,
                     ..IndexRequest::new("age")
                 };
-                t.create_index_sync(&req).map_err(|e| e.to_string())?;
+                t.create_index_sync(&req).map_err(err)?;
             }
             Step::Tag => {
-                let v = t.version_sync().map_err(|e| e.to_string())?;
+                let v = t.version_sync().map_err(err)?;
                 if self.tags.insert(v) {
-                    t.set_tag_sync(&format!("v{v}"), v, false)
-                        .map_err(|e| e.to_string())?;
+                    t.set_tag_sync(&format!("v{v}"), v, false).map_err(err)?;
                 }
             }
             Step::Cleanup(back) => return self.cleanup(*back),
         }
         self.record();
+        let (have, want) = (sorted(dump(&self.t)), sorted(self.reference.clone()));
+        if have != want {
+            return Err(format!("rows {have:?}, the reference holds {want:?}"));
+        }
         Ok(())
     }
 
@@ -217,7 +254,8 @@ proptest! {
         let t = db
             .create_table_sync("t", people(&[(1, 10), (2, 20)]), Default::default())
             .expect("create");
-        let mut h = Harness { t, st, seen: BTreeMap::new(), tags: HashSet::new(), _db: db };
+        let reference = vec![(1, Some(10), Some("n1".into())), (2, Some(20), Some("n2".into()))];
+        let mut h = Harness { t, st, seen: BTreeMap::new(), tags: HashSet::new(), reference, _db: db };
         h.record();
         for (i, s) in steps.iter().enumerate() {
             if let Err(e) = h.run(s) {
@@ -289,4 +327,44 @@ fn a_cleanup_cut_short_loses_nothing_and_the_next_one_finishes() {
         );
         assert_eq!(dump(&again), latest);
     }
+}
+
+/// A merge right after a compaction finds the moved rows through the cached
+/// key index (which the compaction updates with their new addresses).
+#[test]
+fn a_merge_after_a_compaction_finds_the_moved_rows() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = NativeDatabase::open(dir.path().to_str().expect("p")).expect("db");
+    let t = db
+        .create_table_sync("t", people(&[(1, 10), (2, 20)]), Default::default())
+        .expect("create");
+    let mut p = memwal_core::MergeInsertParams::new(vec!["id".into()]);
+    p.when_matched_update_all = true;
+    p.when_not_matched_insert_all = true;
+    let p = checked(&p);
+    t.merge_insert_sync(&p, people(&[(3, 30)])).expect("merge");
+    let o = memwal_core::table::compact::CompactOptions {
+        target_rows_per_fragment: 100,
+        ..Default::default()
+    };
+    let s = t.compact_sync(&o).expect("compact");
+    assert_eq!((s.fragments_removed, s.fragments_added), (2, 1));
+    let r = t
+        .merge_insert_sync(&p, people(&[(1, 11), (3, 33)]))
+        .expect("merge after");
+    assert_eq!((r.num_inserted_rows, r.num_updated_rows), (0, 2));
+    assert_eq!(
+        dump(&t),
+        vec![
+            (1, Some(11), Some("n1".into())),
+            (2, Some(20), Some("n2".into())),
+            (3, Some(33), Some("n3".into()))
+        ]
+    );
+    // The compacted fragment now has 2 of 3 rows deleted: compacted again,
+    // after which nothing qualifies and no version is made.
+    t.compact_sync(&o).expect("again");
+    let v = t.version_sync().expect("v");
+    assert_eq!(t.compact_sync(&o).expect("idle").version, v);
+    assert_eq!(dump(&t).len(), 3);
 }

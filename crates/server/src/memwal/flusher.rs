@@ -36,6 +36,7 @@ pub(crate) fn flusher_loop(shared: Arc<Shared>) {
                 }
                 if last_cleanup.elapsed() >= shared.cfg.cleanup_every {
                     last_cleanup = Instant::now();
+                    compact(&shared);
                     cleanup(&shared);
                 }
                 shared.wait(Duration::from_millis(100))
@@ -105,6 +106,29 @@ fn fold_indices(shared: &Shared) {
             }
         },
         Err(e) => tracing::warn!(table = %shared.name, error = %e, "could not read the manifest"),
+    }
+}
+
+/// When idle, at most every `cleanup_every`: compacts the base's small and
+/// deletion-heavy fragments (`cfg.compaction`), so a stream's one fragment
+/// per flush does not pile up. In the flusher's turn (no flush runs beside
+/// it) and beside the writer: upserts are acknowledged meanwhile. A failure
+/// is logged, counted and tried again later; it never poisons the table.
+fn compact(shared: &Shared) {
+    let started = Instant::now();
+    match shared.base.compact_sync(&shared.cfg.compaction) {
+        Ok(s) if s.fragments_removed > 0 => {
+            shared
+                .cfg
+                .metrics
+                .compacted(s.fragments_removed, s.fragments_added, started.elapsed());
+            tracing::info!(table = %shared.name, removed = s.fragments_removed, added = s.fragments_added, "compacted fragments");
+        }
+        Ok(_) => {}
+        Err(e) => {
+            shared.cfg.metrics.compaction_failed();
+            tracing::warn!(table = %shared.name, error = %e, "could not compact");
+        }
     }
 }
 

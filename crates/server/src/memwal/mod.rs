@@ -87,6 +87,9 @@ pub struct MemWalConfig {
     pub retention: Duration,
     /// Least time between two background cleanups of one table.
     pub cleanup_every: Duration,
+    /// Background compaction (at the cleanup's pace): how small a fragment
+    /// must be, how many must qualify, when deleted rows force a rewrite.
+    pub compaction: memwal_core::table::compact::CompactOptions,
 }
 
 impl Default for MemWalConfig {
@@ -104,6 +107,10 @@ impl Default for MemWalConfig {
             metrics: Arc::default(),
             retention: Duration::from_millis(memwal_core::protocol::DEFAULT_CLEANUP_OLDER_THAN_MS),
             cleanup_every: Duration::from_secs(60),
+            compaction: memwal_core::table::compact::CompactOptions {
+                min_fragments: 8,
+                ..Default::default()
+            },
         }
     }
 }

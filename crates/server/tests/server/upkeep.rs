@@ -1,7 +1,8 @@
-//! The server keeps a streamed table's history bounded by itself: versions
-//! older than the retention (and the files only they name) are removed in
-//! the background while memWal upserts stream in, without losing, hiding or
-//! resurrecting a row, and `/metrics` says what was removed.
+//! The server keeps a streamed table bounded by itself: small fragments are
+//! compacted and versions older than the retention (with the files only
+//! they name) removed in the background while memWal upserts stream in,
+//! without losing, hiding or resurrecting a row; `/metrics` says what was
+//! done.
 
 use std::time::Duration;
 
@@ -15,6 +16,7 @@ async fn background_cleanup_bounds_the_history_of_a_streamed_table() {
     cfg.memwal.flush_interval = Duration::from_millis(20);
     cfg.memwal.retention = Duration::ZERO;
     cfg.memwal.cleanup_every = Duration::from_millis(200);
+    cfg.memwal.compaction.min_fragments = 4;
     let h = memwal_server::start(cfg).await.expect("start");
     let c = Client::new(&h.url());
     c.create("t", &[(0, 0)]).await;
@@ -92,5 +94,15 @@ async fn background_cleanup_bounds_the_history_of_a_streamed_table() {
         .parse()
         .expect("number");
     assert!(removed >= 5.0, "{text}");
+    // Compaction keeps the fragment count bounded (one fragment per flush
+    // otherwise: at least 40 here).
+    let compacted: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("memwal_fragments_compacted_total "))
+        .expect("compaction counter")
+        .parse()
+        .expect("number");
+    assert!(compacted >= 4.0, "{text}");
+    assert!(named.len() <= 8, "{} fragments left", named.len());
     h.close().await;
 }
