@@ -26,6 +26,7 @@ import {
 } from "apache-arrow";
 
 import { invalid } from "./errors";
+import { ourSchema, ourTable } from "./foreign";
 
 /** Rows in any accepted form. */
 export type Data = Buffer | Uint8Array | ArrowTable | RecordBatch | ReadonlyArray<Record<string, unknown>>;
@@ -144,9 +145,9 @@ export function toBuffer(data: Data, schema?: Schema): Buffer {
   const view = (u8: Uint8Array) => Buffer.from(u8.buffer, u8.byteOffset, u8.byteLength);
   if (Buffer.isBuffer(data)) return data;
   if (data instanceof Uint8Array) return view(data);
-  if (isTableLike(data)) return view(tableToIPC(data as ArrowTable, "stream"));
-  if (isBatchLike(data)) return view(tableToIPC(new ArrowTable(data as RecordBatch), "stream"));
-  if (Array.isArray(data)) return view(tableToIPC(rowsToTable(data, schema), "stream"));
+  // A Table or RecordBatch of another apache-arrow copy (15 to 21) is rebuilt as ours first.
+  if (isTableLike(data) || isBatchLike(data)) return view(tableToIPC(ourTable(data), "stream"));
+  if (Array.isArray(data)) return view(tableToIPC(rowsToTable(data, schema === undefined ? undefined : ourSchema(schema)), "stream"));
   throw invalid("data must be an Arrow IPC Buffer/Uint8Array, an apache-arrow Table or RecordBatch, or an array of objects");
 }
 

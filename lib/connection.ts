@@ -8,6 +8,7 @@ import { checkOptions, count, optStr, str, strList } from "./args";
 
 import { type Data, toBuffer } from "./arrow";
 import { call, invalid, notSupported } from "./errors";
+import { ourSchema } from "./foreign";
 import { type NativeConnection, native } from "./native";
 import { Table } from "./table";
 
@@ -217,7 +218,7 @@ export class Connection {
 
   /** Creates an empty table with `schema`. */
   createEmptyTable(name: string, schema: Schema, options?: Omit<CreateTableOptions, "schema">): Promise<Table> {
-    return this.createTable(name, new ArrowTable(schema), options);
+    return this.createTable(name, new ArrowTable(ourSchema(schema)), options);
   }
 
   /**

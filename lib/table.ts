@@ -5,6 +5,7 @@ import { Table as ArrowTable, DataType, Field, Schema } from "apache-arrow";
 import { checkOptions, count, optStr, str, strList } from "./args";
 import { type Data, fromBuffer, schemaFromBuffer, toBuffer } from "./arrow";
 import { call, invalid, notSupported, TimeoutError } from "./errors";
+import { ourField, ourType } from "./foreign";
 import { type IndexConfig, type IndexOptions, type IndexStatistics, indexOptions } from "./indices";
 import { MergeInsertBuilder } from "./merge";
 import type { LsmStats, NativeTable, TableStatistics } from "./native";
@@ -216,7 +217,7 @@ export class Table {
     const t = newColumnTransforms as unknown;
     let version: number;
     if (isSchema(t) || isField(t) || (Array.isArray(t) && t.length > 0 && t.every(isField))) {
-      const fields = isSchema(t) ? t.fields : isField(t) ? [t] : (t as Field[]);
+      const fields = (isSchema(t) ? t.fields : isField(t) ? [t] : (t as Field[])).map(ourField);
       const buf = toBuffer(new ArrowTable(new Schema(fields)));
       version = await call(() => this.inner.addNullColumns(buf));
     } else if (Array.isArray(t)) {
@@ -249,7 +250,7 @@ export class Table {
       }
       const dt = o.dataType;
       if (typeof dt === "string") out.dataTypeJson = JSON.stringify({ type: dt });
-      else if (isDataType(dt)) out.dataTypeIpc = toBuffer(new ArrowTable(new Schema([new Field("type", dt, true)])));
+      else if (isDataType(dt)) out.dataTypeIpc = toBuffer(new ArrowTable(new Schema([new Field("type", ourType(dt), true)])));
       else if (dt !== undefined && dt !== null)
         throw invalid(`alterColumns[${i}].dataType must be a type name or an apache-arrow DataType`);
       return out;
