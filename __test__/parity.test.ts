@@ -80,7 +80,9 @@ describe.each(kinds)("0.39 parity on a %s table", (kind, open) => {
     await expect(db.createTable(name(kind, "emb"), rows, { nope: 1 } as never)).rejects.toThrow(/unknown option 'nope'/);
     const t = await db.createTable(name(kind, "prog"), rows);
     const seen: Array<Record<string, unknown>> = [];
-    await t.add([{ id: 7, score: 7, vector: [7, 1] }], { progress: (p) => seen.push({ ...p }) });
+    const added = await t.add([{ id: 7, score: 7, vector: [7, 1] }], { progress: (p) => seen.push({ ...p }) });
+    // 0.39's AddResult: { version }, the version committed.
+    expect(added).toEqual({ version: await t.version() });
     expect(seen).toHaveLength(1);
     expect(seen[0]).toMatchObject({ outputRows: 1, totalRows: 1, done: true });
     // A throwing callback does not fail the add (as 0.39): it is logged.

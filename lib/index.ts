@@ -62,7 +62,7 @@ export type { DistanceType, IntoVector } from "./query";
 export { type ColumnOrdering, Query, VectorQuery } from "./query";
 export type { ServeOptions, Server } from "./server";
 export { serve } from "./server";
-export type { AddOptions, OptimizeOptions, OptimizeStats, UpdateOptions, VersionInfo, WriteProgress } from "./table";
+export type { AddOptions, AddResult, OptimizeOptions, OptimizeStats, UpdateOptions, VersionInfo, WriteProgress } from "./table";
 export {
   type AddColumnsResult,
   type AddColumnsSql,

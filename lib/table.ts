@@ -35,6 +35,11 @@ export interface OptimizeStats {
 
 const SEVEN_DAYS_MS = 7 * 24 * 3600 * 1000;
 
+/** What `add` answers, as @lancedb/lancedb 0.39's `AddResult`. */
+export interface AddResult {
+  version: number;
+}
+
 /** What `add(.., { progress })` reports, as @lancedb/lancedb 0.39's `WriteProgress`. */
 export interface WriteProgress {
   /** Rows written so far. */
@@ -319,8 +324,8 @@ export class Table {
     return call(async () => this.inner.countRows(optStr("countRows(filter)", filter) ?? null));
   }
 
-  /** Adds rows; returns the new version. */
-  async add(data: Data, options?: AddOptions): Promise<number> {
+  /** Adds rows; answers `{ version }`, the version committed (as @lancedb/lancedb 0.39's `AddResult`). */
+  async add(data: Data, options?: AddOptions): Promise<AddResult> {
     const started = Date.now();
     const { version, rows, bytes } = await call(async () => {
       checkOptions("add(options)", options, ["mode", "progress"]);
@@ -350,7 +355,7 @@ export class Table {
         console.warn("add(options.progress) threw; the add is committed:", e);
       }
     }
-    return version;
+    return { version };
   }
 
   /** Deletes rows matching `predicate`. */
