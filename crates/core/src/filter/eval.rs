@@ -102,6 +102,24 @@ fn coerce(l: Value, r: Value) -> R<(Value, Value)> {
     let c = |v: Value| -> R<Value> {
         if v.array().data_type() == &t {
             Ok(v)
+        } else if matches!(v, Value::Scalar(_))
+            && is_string(v.array().data_type())
+            && !is_string(&t)
+        {
+            // A string literal that is no value of the other side's type is
+            // an error (as DataFusion's cast), never a silent NULL that
+            // matches nothing (`_rowid IN ('x')`).
+            v.map(|a| {
+                let opts = arrow::compute::CastOptions {
+                    safe: false,
+                    ..Default::default()
+                };
+                arrow::compute::cast_with_options(a, &t, &opts).map_err(|e| {
+                    ArrowError::InvalidArgumentError(format!(
+                        "the literal cannot be read as {t}: {e}"
+                    ))
+                })
+            })
         } else {
             v.map(|a| cast(a, &t))
         }

@@ -162,3 +162,29 @@ fn contradictory_query_shapes_are_refused() {
         "{e}"
     );
 }
+
+/// Issue 30 item 12: a string literal that is no value of the column's type
+/// matched nothing (`_rowid IN ('x')` answered no rows); now it is an error
+/// naming the type, as DataFusion's cast is. A string that is one still
+/// compares ('2' with an integer column).
+#[test]
+fn a_literal_of_the_wrong_kind_is_an_error_not_an_empty_answer() {
+    use memwal_core::QueryRequest;
+    let dir = tempfile::tempdir().expect("tmp");
+    let (_db, t) = new_table(dir.path(), people(&[(1, 10), (2, 20)]));
+    assert_eq!(
+        t.count_rows_sync(Some("id = '2'")).expect("numeric string"),
+        1
+    );
+    let e = t
+        .count_rows_sync(Some("id = 'abc'"))
+        .expect_err("not a number")
+        .to_string();
+    assert!(e.contains("cannot be read as Int64"), "{e}");
+    let take = QueryRequest {
+        filter: Some("_rowid IN ('x')".into()),
+        ..Default::default()
+    };
+    let e = t.query_sync(&take).expect_err("take").to_string();
+    assert!(e.contains("cannot be read as"), "{e}");
+}
