@@ -132,3 +132,28 @@ describe("unclear errors", () => {
     ]);
   });
 });
+
+test("argument mistakes on the connection and the merge builder are InvalidInput naming the argument, never Internal", async () => {
+  const { connect, InvalidInputError } = await import("../lib");
+  const db = await connect("memory://");
+  const t = await db.createTable("args", [{ id: 1, v: 2 }]);
+  const bad: Array<[string, () => Promise<unknown>]> = [
+    ["createTable(name)", () => db.createTable(5 as never, [{ id: 1 }])],
+    ["openTable(name)", () => db.openTable(5 as never)],
+    ["openTable(namespace)", () => db.openTable("args", 5 as never)],
+    ["dropTable(name)", () => db.dropTable(5 as never)],
+    ["renameTable(currentName)", () => db.renameTable(5 as never, "x")],
+    ["createEmptyTable(schema)", () => db.createEmptyTable("e", 5 as never)],
+    ["whenMatchedUpdateAll(options)", async () => t.mergeInsert("id").whenMatchedUpdateAll(5 as never)],
+    ["whenMatchedUpdateAll(options.where)", async () => t.mergeInsert("id").whenMatchedUpdateAll({ where: 5 as never })],
+    ["whenNotMatchedBySourceDelete(options)", async () => t.mergeInsert("id").whenNotMatchedBySourceDelete({ nope: 1 } as never)],
+  ];
+  for (const [name, f] of bad) {
+    const e = await f().then(
+      () => undefined,
+      (x: unknown) => x,
+    );
+    expect(e).toBeInstanceOf(InvalidInputError);
+    expect(String((e as Error).message)).toContain(name);
+  }
+});

@@ -206,19 +206,24 @@ export class Connection {
     const t = await call(async () => {
       checkOptions("createTable(options)", options, CREATE_TABLE_OPTIONS, CREATE_TABLE_UNSUPPORTED);
       return this.inner.createTable(
-        name,
+        str("createTable(name)", name),
         toBuffer(data, options?.schema),
         options?.mode ?? "create",
         options?.existOk ?? false,
-        options?.namespace,
+        nsArg("createTable(options.namespace)", options?.namespace),
       );
     });
     return new Table(t);
   }
 
   /** Creates an empty table with `schema`. */
-  createEmptyTable(name: string, schema: Schema, options?: Omit<CreateTableOptions, "schema">): Promise<Table> {
-    return this.createTable(name, new ArrowTable(ourSchema(schema)), options);
+  async createEmptyTable(name: string, schema: Schema, options?: Omit<CreateTableOptions, "schema">): Promise<Table> {
+    const s = await call(async () => {
+      const fields = (schema as { fields?: unknown } | null)?.fields;
+      if (!Array.isArray(fields)) throw invalid("createEmptyTable(schema) must be an apache-arrow Schema");
+      return ourSchema(schema);
+    });
+    return this.createTable(name, new ArrowTable(s), options);
   }
 
   /**
@@ -227,7 +232,7 @@ export class Connection {
    * `clientConfig.idDelimiter` (default `$`).
    */
   async openTable(name: string, namespace?: string[]): Promise<Table> {
-    return new Table(await call(() => this.inner.openTable(name, namespace)));
+    return new Table(await call(async () => this.inner.openTable(str("openTable(name)", name), nsArg("openTable(namespace)", namespace))));
   }
 
   /**
@@ -240,12 +245,12 @@ export class Connection {
       if (ns !== undefined && ns.length > 0)
         return Promise.reject(notSupported(`renameTable across namespaces (${JSON.stringify(ns)}) is not supported by memwal yet`));
     }
-    return call(() => this.inner.renameTable(currentName, newName));
+    return call(async () => this.inner.renameTable(str("renameTable(currentName)", currentName), str("renameTable(newName)", newName)));
   }
 
   /** Drops a table and its data (`namespace` as in {@link openTable}). */
   dropTable(name: string, namespace?: string[]): Promise<void> {
-    return call(() => this.inner.dropTable(name, namespace));
+    return call(async () => this.inner.dropTable(str("dropTable(name)", name), nsArg("dropTable(namespace)", namespace)));
   }
 }
 
@@ -260,6 +265,11 @@ function providerFn(p: HeaderProvider | undefined): (() => Promise<Record<string
       throw new Error(`headerProvider returned ${h === null ? "null" : typeof h}, not an object of headers`);
     return Object.fromEntries(Object.entries(h).map(([k, v]) => [k, String(v)]));
   };
+}
+
+/** An optional namespace path argument: absent, or a list of strings. */
+function nsArg(name: string, v: unknown): string[] | undefined {
+  return v === undefined || v === null ? undefined : strList(name, v);
 }
 
 /** Whether `x` is a header provider (a function, or an object with `getHeaders`). */

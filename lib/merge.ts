@@ -6,7 +6,7 @@
  */
 
 import type { Schema } from "apache-arrow";
-import { bool, count } from "./args";
+import { bool, checkOptions, count, optStr } from "./args";
 import { type Data, toBuffer } from "./arrow";
 import { call } from "./errors";
 import type { NativeMergeInsertOptions, NativeMergeResult, NativeTable } from "./native";
@@ -41,8 +41,9 @@ export class MergeInsertBuilder {
   /** Replace matched target rows with the source row (only where `where` holds,
    * an SQL filter over `source.` and `target.` columns, e.g. `source.ts > target.ts`). */
   whenMatchedUpdateAll(options?: { where?: string }): this {
+    checkOptions("whenMatchedUpdateAll(options)", options, ["where"]);
     this.opts.whenMatchedUpdateAll = true;
-    this.opts.whenMatchedUpdateAllFilt = options?.where;
+    this.opts.whenMatchedUpdateAllFilt = optStr("whenMatchedUpdateAll(options.where)", options?.where);
     return this;
   }
 
@@ -54,8 +55,9 @@ export class MergeInsertBuilder {
 
   /** Delete target rows no source row matches (only where `where` holds, bare target columns: `id < 3`). */
   whenNotMatchedBySourceDelete(options?: { where?: string }): this {
+    checkOptions("whenNotMatchedBySourceDelete(options)", options, ["where"]);
     this.opts.whenNotMatchedBySourceDelete = true;
-    this.opts.whenNotMatchedBySourceDeleteFilt = options?.where;
+    this.opts.whenNotMatchedBySourceDeleteFilt = optStr("whenNotMatchedBySourceDelete(options.where)", options?.where);
     return this;
   }
 
