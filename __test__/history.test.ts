@@ -159,6 +159,8 @@ describe.each(kinds)("restore and stats on a %s table", (kind, open) => {
     await tags.delete("second");
     await expect(tags.getVersion("second")).rejects.toThrow("has no tag 'second'");
     await expect(t.checkout("second")).rejects.toThrow("has no tag 'second'");
+    // A missing tag is TagNotFound (a 404 on the wire), not InvalidInput.
+    await expect(tags.getVersion("second")).rejects.toMatchObject({ code: "TagNotFound" });
   });
 });
 

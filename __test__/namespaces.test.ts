@@ -53,6 +53,7 @@ test("namespaces on the server: create, list, describe, tables inside, drop; the
     expect(await db.listNamespaces()).toEqual({ namespaces: ["dev"] });
     await expect(db.openTable("events", ["prod"])).rejects.toThrow();
     await expect(db.dropNamespace(["prod"])).rejects.toThrow(/does not exist/);
+    await expect(db.dropNamespace(["prod"])).rejects.toMatchObject({ code: "NamespaceNotFound" });
     await db.dropNamespace(["prod"], { mode: "skip" });
     await db.dropNamespace(["dev"]);
     expect(await (await db.openTable("events")).countRows()).toBe(1);

@@ -144,7 +144,7 @@ describe("remote tables on the bundled server", () => {
     ]);
     // The id `ns$tt` reaches the server, which names the missing namespace.
     await expect(db.openTable("tt", ["ns"])).rejects.toMatchObject({
-      code: "InvalidInput",
+      code: "NamespaceNotFound",
       message: expect.stringContaining('namespace "ns" does not exist'),
     });
     await expect(db.openTable("tt", ["../x"])).rejects.toMatchObject({ code: "InvalidInput" });

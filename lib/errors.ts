@@ -12,6 +12,8 @@ export const ERROR_CODES = [
   "TableAlreadyExists",
   "VersionNotFound",
   "IndexNotFound",
+  "NamespaceNotFound",
+  "TagNotFound",
   "CommitConflict",
   "Timeout",
   "Corrupt",
@@ -49,6 +51,8 @@ export class TableAlreadyExistsError extends MemwalError {}
 export class VersionNotFoundError extends MemwalError {}
 /** No index of that name. */
 export class IndexNotFoundError extends MemwalError {}
+export class NamespaceNotFoundError extends MemwalError {}
+export class TagNotFoundError extends MemwalError {}
 /** Another writer won every commit race. */
 export class CommitConflictError extends MemwalError {}
 /** Past the deadline; nothing was committed. */
@@ -82,6 +86,8 @@ export const ERROR_CLASSES: Record<ErrorCode, typeof MemwalError> = {
   TableAlreadyExists: TableAlreadyExistsError,
   VersionNotFound: VersionNotFoundError,
   IndexNotFound: IndexNotFoundError,
+  NamespaceNotFound: NamespaceNotFoundError,
+  TagNotFound: TagNotFoundError,
   CommitConflict: CommitConflictError,
   Timeout: TimeoutError,
   Corrupt: CorruptError,

@@ -21,6 +21,10 @@ pub enum ErrorCode {
     VersionNotFound,
     /// No index of that name.
     IndexNotFound,
+    /// No namespace of that path.
+    NamespaceNotFound,
+    /// No tag of that name.
+    TagNotFound,
     /// Another writer won every commit race.
     CommitConflict,
     /// Past the deadline; nothing committed.
@@ -56,6 +60,8 @@ impl ErrorCode {
         ErrorCode::TableAlreadyExists,
         ErrorCode::VersionNotFound,
         ErrorCode::IndexNotFound,
+        ErrorCode::NamespaceNotFound,
+        ErrorCode::TagNotFound,
         ErrorCode::CommitConflict,
         ErrorCode::Timeout,
         ErrorCode::Corrupt,
@@ -79,6 +85,8 @@ impl ErrorCode {
             ErrorCode::TableAlreadyExists => "TableAlreadyExists",
             ErrorCode::VersionNotFound => "VersionNotFound",
             ErrorCode::IndexNotFound => "IndexNotFound",
+            ErrorCode::NamespaceNotFound => "NamespaceNotFound",
+            ErrorCode::TagNotFound => "TagNotFound",
             ErrorCode::CommitConflict => "CommitConflict",
             ErrorCode::Timeout => "Timeout",
             ErrorCode::Corrupt => "Corrupt",
@@ -152,6 +160,20 @@ pub enum Error {
         table: String,
         /// The index name asked for.
         name: String,
+    },
+    /// The namespace path names no namespace.
+    #[error("namespace {name:?} does not exist")]
+    NamespaceNotFound {
+        /// The path, joined by `$`.
+        name: String,
+    },
+    /// The table has no tag of that name.
+    #[error("table '{table}' has no tag '{tag}'")]
+    TagNotFound {
+        /// The table.
+        table: String,
+        /// The tag asked for.
+        tag: String,
     },
     /// Another writer committed first every time we retried.
     #[error("commit conflict on table '{table}' after {attempts} attempts; retry the operation")]
@@ -249,6 +271,8 @@ impl Error {
             Error::TableAlreadyExists { .. } => ErrorCode::TableAlreadyExists,
             Error::VersionNotFound { .. } => ErrorCode::VersionNotFound,
             Error::IndexNotFound { .. } => ErrorCode::IndexNotFound,
+            Error::NamespaceNotFound { .. } => ErrorCode::NamespaceNotFound,
+            Error::TagNotFound { .. } => ErrorCode::TagNotFound,
             Error::CommitConflict { .. } => ErrorCode::CommitConflict,
             Error::Timeout { .. } => ErrorCode::Timeout,
             Error::Corrupt { .. } => ErrorCode::Corrupt,

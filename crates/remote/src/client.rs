@@ -12,6 +12,7 @@ use reqwest::{Method, RequestBuilder, Response, StatusCode};
 use crate::config::{ClientConfig, ConnectOptions};
 use crate::error::{Error, Result};
 use crate::HeaderProvider;
+use memwal_core::ErrorCode;
 
 /// A configured client for one database.
 #[derive(Debug, Clone)]
@@ -228,7 +229,18 @@ impl RestClient {
         }
         let body = resp.text().await.unwrap_or_default();
         let request_id = request_id.to_string();
+        // Our server names what is missing; a tag or namespace is not the table.
+        let missing = |code| {
+            Error::Core(memwal_core::Error::Remote {
+                code,
+                message: format!("{body} (request_id={request_id})"),
+            })
+        };
         Err(match s.as_u16() {
+            404 if body.contains("has no tag '") => missing(ErrorCode::TagNotFound),
+            404 if body.starts_with("namespace ") && body.contains("does not exist") => {
+                missing(ErrorCode::NamespaceNotFound)
+            }
             404 if table.is_some() => Error::TableNotFound {
                 name: table.unwrap_or_default().to_string(),
                 request_id,

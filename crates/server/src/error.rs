@@ -102,9 +102,11 @@ pub fn status_of(code: ErrorCode) -> StatusCode {
         ErrorCode::InvalidInput | ErrorCode::NotSupported | ErrorCode::TableAlreadyExists => {
             StatusCode::BAD_REQUEST
         }
-        ErrorCode::TableNotFound | ErrorCode::VersionNotFound | ErrorCode::IndexNotFound => {
-            StatusCode::NOT_FOUND
-        }
+        ErrorCode::TableNotFound
+        | ErrorCode::VersionNotFound
+        | ErrorCode::IndexNotFound
+        | ErrorCode::NamespaceNotFound
+        | ErrorCode::TagNotFound => StatusCode::NOT_FOUND,
         ErrorCode::CommitConflict => StatusCode::CONFLICT,
         ErrorCode::Timeout => StatusCode::GATEWAY_TIMEOUT,
         ErrorCode::Auth => StatusCode::UNAUTHORIZED,

@@ -91,10 +91,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 fn not_found(path: &[String]) -> Error {
-    Error::Core(memwal_core::Error::invalid(format!(
-        "namespace {:?} does not exist",
-        path.join("$")
-    )))
+    Error::Core(memwal_core::Error::NamespaceNotFound {
+        name: path.join("$"),
+    })
 }
 
 impl Namespaces {

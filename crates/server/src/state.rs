@@ -328,10 +328,9 @@ impl AppState {
         if !self.namespaces.exists(path) {
             return match skip_missing {
                 true => Ok(()),
-                false => Err(memwal_core::Error::invalid(format!(
-                    "namespace {:?} does not exist",
-                    path.join("$")
-                ))
+                false => Err(memwal_core::Error::NamespaceNotFound {
+                    name: path.join("$"),
+                }
                 .into()),
             };
         }

@@ -22,7 +22,10 @@ impl NativeTable {
     }
 
     fn no_tag(&self, tag: &str) -> Error {
-        Error::invalid(format!("table '{}' has no tag '{tag}'", self.table_name()))
+        Error::TagNotFound {
+            table: self.table_name().into(),
+            tag: tag.into(),
+        }
     }
 
     /// The version `tag` names.
