@@ -247,10 +247,28 @@ async fn metrics(State(state): State<Arc<AppState>>) -> Result<Response> {
         .into_response())
 }
 
+/// The query of the list routes. Unknown parameters are refused, as the
+/// JSON bodies' unknown fields are; `delimiter` (sent by the official
+/// clients when a namespace delimiter is not `$`) is honoured only as `$`.
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct ListParams {
     limit: Option<usize>,
     page_token: Option<String>,
+    delimiter: Option<String>,
+}
+
+impl ListParams {
+    /// Refuses a delimiter this server does not read ids by.
+    fn check(&self) -> Result<()> {
+        match self.delimiter.as_deref() {
+            None | Some("$") => Ok(()),
+            Some(d) => Err(memwal_core::Error::not_supported(format!(
+                "namespace delimiter {d:?}: this server joins namespace ids with '$' only"
+            ))
+            .into()),
+        }
+    }
 }
 
 async fn list_tables(
@@ -269,11 +287,12 @@ async fn list_namespace_tables(
     Query(p): Query<ListParams>,
 ) -> Result<Json<Value>> {
     let db = state.db_of(&namespace::parse_path(&ns)?)?;
-    Ok(Json(page("tables", db.table_names_sync()?, &p)))
+    Ok(Json(page("tables", db.table_names_sync()?, &p)?))
 }
 
 /// One page of sorted names after `page_token`, at most `limit`.
-fn page(key: &str, mut names: Vec<String>, p: &ListParams) -> Value {
+fn page(key: &str, mut names: Vec<String>, p: &ListParams) -> Result<Value> {
+    p.check()?;
     if let Some(t) = &p.page_token {
         names.retain(|n| n > t);
     }
@@ -284,12 +303,12 @@ fn page(key: &str, mut names: Vec<String>, p: &ListParams) -> Value {
     if more {
         out["page_token"] = json!(names.last());
     }
-    out
+    Ok(out)
 }
 
 /// One page of the root's table names.
 fn list_page(state: &AppState, p: &ListParams) -> Result<Json<Value>> {
-    Ok(Json(page("tables", state.db.table_names_sync()?, p)))
+    Ok(Json(page("tables", state.db.table_names_sync()?, p)?))
 }
 
 /// `GET /v1/namespace/{ns}/list`: the child namespaces, paged.
@@ -303,7 +322,7 @@ async fn list_namespaces(
         "namespaces",
         state.namespaces.children(&path)?,
         &p,
-    )))
+    )?))
 }
 
 /// The body of `create` and `drop`: 0.39 sends the modes quoted

@@ -481,11 +481,11 @@ impl IvfIndex {
         self.distances(*isa, q, p, scratch);
         for (d, r) in scratch.iter().zip(rows) {
             let id = self.row_ids[r];
-            if top.worst().is_some_and(|w| *d > w) || !keep(id) {
+            if top.worst().is_some_and(|w| f64::from(*d) > w) || !keep(id) {
                 continue;
             }
             top.push(Hit {
-                dist: *d,
+                dist: f64::from(*d),
                 row_id: id,
                 tier: 0,
                 row: 0,
@@ -568,7 +568,7 @@ impl IvfIndex {
             if kept >= top.cap().min(len) || ef >= len {
                 for n in found.iter().filter(|n| keep(id(n))) {
                     top.push(Hit {
-                        dist: n.0,
+                        dist: f64::from(n.0),
                         row_id: id(n),
                         tier: 0,
                         row: 0,

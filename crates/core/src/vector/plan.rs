@@ -242,8 +242,8 @@ impl VectorPlan {
     }
 
     /// Whether `d` is inside the distance range.
-    pub fn in_range(&self, d: f32) -> bool {
-        self.lower.is_none_or(|l| d >= l) && self.upper.is_none_or(|u| d < u)
+    pub fn in_range(&self, d: f64) -> bool {
+        self.lower.is_none_or(|l| d >= f64::from(l)) && self.upper.is_none_or(|u| d < f64::from(u))
     }
 }
 

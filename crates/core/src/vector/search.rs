@@ -390,7 +390,7 @@ impl<'a> Scanner<'a> {
                 for (qi, top) in tops.iter_mut().enumerate() {
                     self.current = qi;
                     self.distances(rows);
-                    self.offer(ids, tier, top);
+                    self.offer(ids, tier, rows, top);
                 }
                 if let Some(r) = gathered {
                     self.rows = r;
@@ -419,15 +419,26 @@ impl<'a> Scanner<'a> {
             let r = std::mem::take(&mut self.rows);
             self.current = qi;
             self.distances(&r);
+            self.offer(ids, tier, &r, top);
             self.rows = r;
-            self.offer(ids, tier, top);
         }
     }
 
-    /// Offers the picked rows, at the distances in `self.out`, to `top`.
-    fn offer(&self, ids: &RowIds, tier: u32, top: &mut TopK) {
+    /// Offers the picked rows (their vectors `rows`), at the distances in
+    /// `self.out`, to `top`. A distance the f32 kernels could not represent
+    /// (inf, or NaN from inf / inf) is computed again in f64, so finite
+    /// vectors far apart still rank in order.
+    fn offer(&self, ids: &RowIds, tier: u32, rows: &[f32], top: &mut TopK) {
         for (j, &row) in self.picked.iter().enumerate() {
-            let d = self.out[j];
+            let mut d = f64::from(self.out[j]);
+            if !d.is_finite() {
+                let (q, _) = self.queries[self.current];
+                d = wide_distance(
+                    self.plan.distance,
+                    q,
+                    &rows[j * self.dim..(j + 1) * self.dim],
+                );
+            }
             // NaN (the cosine of a zero vector) is never returned, as in Lance.
             if d.is_nan() || !self.plan.in_range(d) || top.worst().is_some_and(|w| d > w) {
                 continue;
@@ -496,6 +507,28 @@ impl<'a> Scanner<'a> {
     }
 }
 
+/// The distance of `row` from `q` computed in f64 (never overflows for f32
+/// inputs; NaN for a cosine with a zero vector, or for non-finite inputs).
+fn wide_distance(distance: DistanceType, q: &[f32], row: &[f32]) -> f64 {
+    let pairs = q
+        .iter()
+        .zip(row)
+        .map(|(a, b)| (f64::from(*a), f64::from(*b)));
+    match distance {
+        DistanceType::L2 => pairs.map(|(a, b)| (a - b) * (a - b)).sum(),
+        DistanceType::Dot => 1.0 - pairs.map(|(a, b)| a * b).sum::<f64>(),
+        DistanceType::Cosine => {
+            let (mut ab, mut aa, mut bb) = (0f64, 0f64, 0f64);
+            for (a, b) in pairs {
+                ab += a * b;
+                aa += a * a;
+                bb += b * b;
+            }
+            1.0 - ab / (aa.sqrt() * bb.sqrt())
+        }
+    }
+}
+
 /// Applies a postfilter (to the ranked hits), then the offset and `k`.
 fn finish(plan: &VectorPlan, tiers: &[Tier], hits: Vec<Hit>) -> Result<Vec<Hit>> {
     let hits = match (&plan.filter, plan.prefilter) {
@@ -548,7 +581,7 @@ fn assemble(plan: &VectorPlan, tiers: &[Tier], hits: &[Hit], qi: usize) -> Resul
         cols.extend(gather(tiers, hits, &plan.projection)?);
     }
     cols.push(Arc::new(Float32Array::from_iter_values(
-        hits.iter().map(|h| h.dist),
+        hits.iter().map(|h| h.dist as f32),
     )));
     if plan.with_row_id {
         cols.push(Arc::new(UInt64Array::from_iter_values(

@@ -8,8 +8,9 @@ use std::collections::BinaryHeap;
 /// One ranked row.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Hit {
-    /// Its distance (NaN sorts after every number).
-    pub dist: f32,
+    /// Its distance (NaN sorts after every number), in f64 so that finite
+    /// vectors whose f32 distances overflow still rank in order.
+    pub dist: f64,
     /// Its row id.
     pub row_id: u64,
     /// The tier it is in.
@@ -56,7 +57,7 @@ impl TopK {
     }
 
     /// The distance a new hit must not exceed to enter, once full.
-    pub fn worst(&self) -> Option<f32> {
+    pub fn worst(&self) -> Option<f64> {
         (self.heap.len() >= self.cap)
             .then(|| self.heap.peek().map(|h| h.dist))
             .flatten()
@@ -103,7 +104,7 @@ mod tests {
     #[test]
     fn keeps_the_smallest_in_order() {
         let mut t = TopK::new(3);
-        for (i, d) in [5.0, 1.0, f32::NAN, 3.0, 1.0, 9.0, 0.5].iter().enumerate() {
+        for (i, d) in [5.0, 1.0, f64::NAN, 3.0, 1.0, 9.0, 0.5].iter().enumerate() {
             t.push(Hit {
                 dist: *d,
                 row_id: i as u64,
@@ -111,7 +112,7 @@ mod tests {
                 row: i as u32,
             });
         }
-        let got: Vec<(f32, u64)> = t.into_sorted().iter().map(|h| (h.dist, h.row_id)).collect();
+        let got: Vec<(f64, u64)> = t.into_sorted().iter().map(|h| (h.dist, h.row_id)).collect();
         assert_eq!(got, vec![(0.5, 6), (1.0, 1), (1.0, 4)]);
     }
 }

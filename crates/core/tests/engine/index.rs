@@ -733,6 +733,34 @@ fn extreme_vectors_do_not_collapse_recall_and_non_finite_ones_are_refused() {
     assert_eq!(t.count_rows_sync(None).expect("count"), 1_000);
 }
 
+/// Issue 30 item 12: finite vectors whose f32 distances overflow ranked as
+/// ties at infinity (in row-id order), and cosine ones, NaN (inf / inf), were
+/// dropped. Rows far out on one axis, stored farthest first: every distance
+/// type must rank them by their true distance, and cosine must return them.
+#[test]
+fn distances_that_overflow_f32_still_rank_in_order() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let dim = 4;
+    // Row i lies at (5 - i) * 1e20 on the first axis, and a little off it.
+    let vecs: Vec<Vec<f32>> = (0..5)
+        .map(|i| vec![(5 - i) as f32 * 1e20, (i as f32 + 1.0) * 1e19, 0.0, 0.0])
+        .collect();
+    let t = table(dir.path(), dim, &vecs);
+    let q = [0.0, 0.0, 0.0, 0.0];
+    // L2 from the origin: the smallest first (row 4 is nearest).
+    let l2 = ids_of(&t, &q, 5, |v| v.tuning.bypass_vector_index = true);
+    assert_eq!(l2, vec![4, 3, 2, 1, 0], "L2 overflowing f32");
+    // Dot with a huge query: the largest product first (row 0).
+    let big = [1e20, 0.0, 0.0, 0.0];
+    let dot = ids_of(&t, &big, 5, |v| v.distance_type = Some(DistanceType::Dot));
+    assert_eq!(dot, vec![0, 1, 2, 3, 4], "dot overflowing f32");
+    // Cosine with a query along the first axis: the smallest angle first.
+    let cos = ids_of(&t, &big, 5, |v| {
+        v.distance_type = Some(DistanceType::Cosine)
+    });
+    assert_eq!(cos, vec![0, 1, 2, 3, 4], "cosine whose norms overflow f32");
+}
+
 /// Issue 30 item 10: renaming a table while an index is being built on it
 /// left an empty folder under the old name (the build's files, written into
 /// it), which blocked a later rename back into that name. Races the rename

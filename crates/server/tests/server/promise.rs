@@ -246,3 +246,40 @@ async fn a_server_error_never_names_the_servers_folders() {
     );
     h.close().await;
 }
+
+/// Issue 30 item 12: the list routes accepted unknown query parameters (the
+/// JSON routes refuse unknown fields) and ignored a namespace delimiter the
+/// server does not read ids by. Now an unknown parameter is a 400 naming it,
+/// and a delimiter other than `$` is refused as not supported.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_routes_refuse_parameters_they_do_not_honour() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let h = memwal_server::start(config(dir.path()))
+        .await
+        .expect("start");
+    let c = Client::new(&h.url());
+    c.create("t", &[(1, 1)]).await;
+    let get = |q: &'static str| {
+        let (http, url) = (c.http.clone(), h.url());
+        async move {
+            let r = http
+                .get(format!("{url}{q}"))
+                .header("x-api-key", "k")
+                .send()
+                .await
+                .expect("get");
+            (r.status().as_u16(), r.text().await.expect("body"))
+        }
+    };
+    let (s, b) = get("/v1/table/?limit=5").await;
+    assert_eq!((s, b.contains("\"t\"")), (200, true), "{b}");
+    let (s, b) = get("/v1/table/?limit=5&delimiter=%24").await;
+    assert_eq!(s, 200, "{b}");
+    let (s, b) = get("/v1/table/?limti=5").await;
+    assert_eq!(s, 400, "{b}");
+    assert!(b.contains("limti"), "{b}");
+    let (s, b) = get("/v1/namespace/%24/list?delimiter=.").await;
+    assert!(s == 400 || s == 501, "{s} {b}");
+    assert!(b.contains("delimiter"), "{b}");
+    h.close().await;
+}
