@@ -10,6 +10,8 @@
 
 export type { Data } from "./arrow";
 export { rowsToTable } from "./arrow";
+export type { DataLike, FieldLike, MultiVector, RecordBatchLike, SchemaLike, TableLike } from "./arrow-api";
+export { MakeArrowTableOptions, makeArrowTable, VectorColumnOptions } from "./arrow-api";
 export type {
   ClientConfig,
   ConnectionOptions,

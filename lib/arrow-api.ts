@@ -1,0 +1,336 @@
+/**
+ * `memwal/arrow`: what `@lancedb/lancedb/arrow` (0.39) exports, so code ported from LanceDB changes only its
+ * import specifiers. All of apache-arrow (our 21) plus LanceDB's helpers: `makeArrowTable` (rows -> Arrow
+ * table, types inferred as 0.39 documents, or from a schema), the empty-table helpers, the IPC buffer helpers,
+ * and the type predicates. Schemas, tables and types of another apache-arrow copy (15 to 21) are accepted.
+ *
+ * Where 0.39 silently changes data, memwal refuses with an InvalidInputError naming the column and row: a
+ * value that does not fit its schema type (0.39 turns "x" into 0 in an Int32 column), a vector of the wrong
+ * length (0.39 truncates it), a non-number in a vector column, rows that are not objects. Date values are
+ * inferred as Timestamp(ms) (0.39 cannot infer them). Embedding functions are not supported: an `embeddings`
+ * or `embeddingFunction` option is a NotSupportedError, never ignored.
+ */
+import {
+  Table as ArrowTable,
+  type Binary,
+  type Bool,
+  type DataType,
+  type Date_,
+  type Decimal,
+  type Duration,
+  Field,
+  type FixedSizeBinary,
+  FixedSizeList,
+  type Float,
+  Float32,
+  type Int,
+  type Interval,
+  type LargeBinary,
+  type LargeUtf8,
+  type List,
+  type Null,
+  RecordBatch,
+  Schema,
+  type Struct,
+  type Time,
+  type Timestamp,
+  Type,
+  tableFromIPC,
+  tableToIPC,
+  type Union,
+  type Utf8,
+} from "apache-arrow";
+
+import { buildTable, describe, inferSchema, toSchema } from "./arrow-infer";
+import { invalid, notSupported } from "./errors";
+import { ourTable, ourType } from "./foreign";
+import type { IntoVector } from "./query";
+
+export * from "apache-arrow";
+export { dataTypeToJson, ensureNestedFieldsExist, type JsonDataType, type JsonField } from "./arrow-json";
+
+/** A schema: an apache-arrow Schema (of any copy) or a plain object with fields. */
+export type SchemaLike = Schema | { fields: FieldLike[]; metadata: Map<string, string>; get names(): unknown[] };
+/** A field: an apache-arrow Field or `{ name, type, nullable }` (type: a DataType or a name such as "int32"). */
+export type FieldLike = Field | { type: string | DataType; name: string; nullable: boolean; metadata?: Map<string, string> };
+/** Column data of any apache-arrow copy, read by its fields. */
+export type DataLike =
+  | import("apache-arrow").Data
+  | {
+      type: unknown;
+      length: number;
+      offset: number;
+      stride: number;
+      nullable: boolean;
+      children: DataLike[];
+      dictionary?: { data: readonly DataLike[] };
+      get nullCount(): number;
+      values: unknown;
+      typeIds: unknown;
+      nullBitmap: unknown;
+      valueOffsets: unknown;
+    };
+/** A RecordBatch of any apache-arrow copy. */
+export type RecordBatchLike = RecordBatch | { schema: SchemaLike; data: DataLike };
+/** A Table of any apache-arrow copy. */
+export type TableLike = ArrowTable | { schema: SchemaLike; batches: RecordBatchLike[] };
+/** A query vector, in the forms memwal's `nearestTo` takes. */
+export type { IntoVector };
+/** Several query vectors (one search each). */
+export type MultiVector = IntoVector[];
+/** Rows as 0.39's helpers take them: plain objects or an Arrow table. */
+export type Data = Record<string, unknown>[] | TableLike;
+
+/** The element type of a vector column. */
+export class VectorColumnOptions {
+  /** Vector column type (default Float32). */
+  type: Float = new Float32();
+  constructor(values?: Partial<VectorColumnOptions>) {
+    if (values?.type !== undefined) this.type = values.type;
+  }
+}
+
+/** Options of {@link makeArrowTable}. */
+export class MakeArrowTableOptions {
+  /** The column types; without it they are inferred. */
+  schema?: SchemaLike;
+  /** Columns whose number arrays are vectors, with their element type (`vector` is one by default). */
+  vectorColumns: Record<string, VectorColumnOptions> = { vector: new VectorColumnOptions() };
+  /** Not supported by memwal (a NotSupportedError when set). */
+  embeddings?: unknown;
+  /** Not supported by memwal (a NotSupportedError when set). */
+  embeddingFunction?: unknown;
+  /** Strings as Dictionary<Int32, Utf8> when inferring (ignored when `schema` is given, as in 0.39). */
+  dictionaryEncodeStrings = false;
+  constructor(values?: Partial<MakeArrowTableOptions>) {
+    if (values !== undefined) Object.assign(this, values);
+  }
+}
+
+function refuseEmbeddings(what: string, embeddings: unknown): void {
+  if (embeddings !== undefined && embeddings !== null) {
+    throw notSupported(`${what}: embedding functions are not supported by memwal; compute the vectors and pass them as a column`);
+  }
+}
+
+/** The element types of the vector columns of `opts`, each checked to be a numeric apache-arrow type. */
+function vectorTypes(cols: Record<string, unknown> | undefined): Map<string, DataType> {
+  const out = new Map<string, DataType>([["vector", new Float32()]]);
+  for (const [name, o] of Object.entries(cols ?? {})) {
+    const t = typeof o === "object" && o !== null ? (o as { type?: unknown }).type : undefined;
+    const type = t === undefined || t === null ? new Float32() : ourType(t);
+    if (type.typeId !== Type.Float && type.typeId !== Type.Int) {
+      throw invalid(`vectorColumns.${name}.type must be a float (or integer) type, got ${type}`);
+    }
+    out.set(name, type);
+  }
+  return out;
+}
+
+function checkRows(what: string, data: unknown): ReadonlyArray<Record<string, unknown>> {
+  if (!Array.isArray(data)) throw invalid(`${what}: data must be an array of objects, got ${describe(data)}`);
+  data.forEach((r, i) => {
+    if (typeof r !== "object" || r === null || Array.isArray(r) || ArrayBuffer.isView(r)) {
+      throw invalid(`${what}: row ${i} is ${describe(r)}, not an object`);
+    }
+  });
+  return data;
+}
+
+/**
+ * Rows (plain objects) as an Arrow table, as 0.39's makeArrowTable. With `options.schema` its columns are
+ * used, in its order (the ones some row has); without it types are inferred and every field is nullable:
+ * boolean -> Bool, number -> Float64, bigint -> Int64, string -> Utf8 (Dictionary<Int32, Utf8> with
+ * `dictionaryEncodeStrings`), Date -> Timestamp(ms), Buffer -> Binary, a typed array -> FixedSizeList of its
+ * element type, an array of numbers in a vector column (`vector`, any name containing "vector" or
+ * "embedding", or one of `vectorColumns`) -> FixedSizeList of Float32 (or the column's `type`), other arrays
+ * -> List of their items' type, an object -> Struct (recursively; keys missing in some rows are nulls).
+ * `metadata` is added to the schema's metadata. No rows needs a schema (an empty table).
+ */
+export function makeArrowTable(
+  data: Array<Record<string, unknown>>,
+  options?: Partial<MakeArrowTableOptions>,
+  metadata?: Map<string, string>,
+): ArrowTable {
+  refuseEmbeddings("makeArrowTable", options?.embeddings);
+  refuseEmbeddings("makeArrowTable", options?.embeddingFunction);
+  const rows = checkRows("makeArrowTable", data);
+  const given = options?.schema === undefined || options.schema === null ? undefined : toSchema(options.schema);
+  if (rows.length === 0) {
+    if (given === undefined) throw invalid("makeArrowTable: no rows and no schema; at least one record or a schema is needed");
+    return makeEmptyTable(given, metadata);
+  }
+  const schema =
+    given ??
+    inferSchema(rows, {
+      vectorTypes: vectorTypes(options?.vectorColumns),
+      explicitVectors: options?.vectorColumns !== undefined,
+      dictionaryEncodeStrings: Boolean(options?.dictionaryEncodeStrings),
+    });
+  return buildTable(rows, schema, metadata);
+}
+
+/** An empty Arrow table of `schema` (an apache-arrow Schema of any copy or a plain one), plus `metadata`. */
+export function makeEmptyTable(schema: SchemaLike, metadata?: Map<string, string>): ArrowTable {
+  const s = toSchema(schema);
+  if (metadata === undefined || metadata.size === 0) return new ArrowTable(s);
+  return new ArrowTable(new Schema(s.fields, new Map([...s.metadata, ...metadata])));
+}
+
+/** An empty Arrow table of `schema`. */
+export function createEmptyTable(schema: Schema): ArrowTable {
+  return makeEmptyTable(schema);
+}
+
+/** Rows as an Arrow table (makeArrowTable); embedding functions are not supported (NotSupportedError). */
+export async function convertToTable(
+  data: Array<Record<string, unknown>>,
+  embeddings?: unknown,
+  makeTableOptions?: Partial<MakeArrowTableOptions>,
+): Promise<ArrowTable> {
+  refuseEmbeddings("convertToTable", embeddings);
+  return makeArrowTable(data, makeTableOptions);
+}
+
+/** The Arrow type of a vector column: `dim` values of `innerType` (a float type of any apache-arrow copy). */
+export function newVectorType<T extends Float>(dim: number, innerType: unknown): FixedSizeList<T> {
+  if (!Number.isSafeInteger(dim) || dim <= 0) throw invalid(`newVectorType: dim must be a positive integer, got ${describe(dim)}`);
+  return new FixedSizeList(dim, new Field("item", ourType(innerType) as T, true));
+}
+
+/** Bytes as a Buffer, without a copy. */
+function asBuffer(u8: Uint8Array): Buffer {
+  return Buffer.from(u8.buffer, u8.byteOffset, u8.byteLength);
+}
+
+/** The table to write: ours; an empty one takes `schema` when given (0.39: "schema is required if the table is empty"). */
+function tableToWrite(what: string, table: unknown, embeddings: unknown, schema?: SchemaLike): ArrowTable {
+  refuseEmbeddings(what, embeddings);
+  if (!isArrowTable(table)) throw invalid(`${what}: expected an apache-arrow Table, got ${describe(table)}`);
+  const t = ourTable(table);
+  if (t.numRows === 0 && schema !== undefined && schema !== null) return makeEmptyTable(schema);
+  return t;
+}
+
+/** Rows as Arrow IPC file bytes (makeArrowTable with `schema`); no rows needs a schema. */
+export async function fromRecordsToBuffer(data: Array<Record<string, unknown>>, embeddings?: unknown, schema?: Schema): Promise<Buffer> {
+  refuseEmbeddings("fromRecordsToBuffer", embeddings);
+  return asBuffer(tableToIPC(makeArrowTable(data, { schema }), "file"));
+}
+
+/** Rows as Arrow IPC stream bytes (makeArrowTable with `schema`); no rows needs a schema. */
+export async function fromRecordsToStreamBuffer(
+  data: Array<Record<string, unknown>>,
+  embeddings?: unknown,
+  schema?: Schema,
+): Promise<Buffer> {
+  refuseEmbeddings("fromRecordsToStreamBuffer", embeddings);
+  return asBuffer(tableToIPC(makeArrowTable(data, { schema }), "stream"));
+}
+
+/** An Arrow table (of any apache-arrow copy) as IPC file bytes; an empty one is written with `schema` if given. */
+export async function fromTableToBuffer(table: ArrowTable, embeddings?: unknown, schema?: SchemaLike): Promise<Buffer> {
+  return asBuffer(tableToIPC(tableToWrite("fromTableToBuffer", table, embeddings, schema), "file"));
+}
+
+/** An Arrow table (of any apache-arrow copy) as IPC stream bytes; an empty one is written with `schema` if given. */
+export async function fromTableToStreamBuffer(table: ArrowTable, embeddings?: unknown, schema?: SchemaLike): Promise<Buffer> {
+  return asBuffer(tableToIPC(tableToWrite("fromTableToStreamBuffer", table, embeddings, schema), "stream"));
+}
+
+/** Rows or an Arrow table as IPC file bytes. */
+export async function fromDataToBuffer(data: Data, embeddings?: unknown, schema?: Schema): Promise<Buffer> {
+  if (isArrowTable(data)) return fromTableToBuffer(data as ArrowTable, embeddings, schema);
+  return fromRecordsToBuffer(checkRows("fromDataToBuffer", data) as Array<Record<string, unknown>>, embeddings, schema);
+}
+
+/** The first record batch in Arrow IPC bytes (file or stream), or null when there is none. */
+export async function fromBufferToRecordBatch(data: Buffer): Promise<RecordBatch | null> {
+  if (!(data instanceof Uint8Array)) throw invalid(`fromBufferToRecordBatch: expected a Buffer, got ${describe(data)}`);
+  try {
+    const first = tableFromIPC(data).batches[0];
+    // apache-arrow stands a placeholder batch (a subclass, no rows) in for a stream without batches.
+    return first === undefined || (first.numRows === 0 && first.constructor !== RecordBatch) ? null : first;
+  } catch (e) {
+    throw invalid(`fromBufferToRecordBatch: not Arrow IPC bytes: ${(e as Error).message}`, e);
+  }
+}
+
+function batchTable(what: string, batch: unknown): ArrowTable {
+  if (typeof batch !== "object" || batch === null || !("schema" in batch) || !("data" in batch)) {
+    throw invalid(`${what}: expected an apache-arrow RecordBatch, got ${describe(batch)}`);
+  }
+  return ourTable(batch);
+}
+
+/** One record batch (of any apache-arrow copy) as Arrow IPC file bytes. */
+export async function fromRecordBatchToBuffer(batch: RecordBatch): Promise<Buffer> {
+  return asBuffer(tableToIPC(batchTable("fromRecordBatchToBuffer", batch), "file"));
+}
+
+/** One record batch as self-contained Arrow IPC stream bytes (schema, batch, end of stream). */
+export async function fromRecordBatchToStreamBuffer(batch: RecordBatch): Promise<Buffer> {
+  return asBuffer(tableToIPC(batchTable("fromRecordBatchToStreamBuffer", batch), "stream"));
+}
+
+/** True for an apache-arrow Table of any copy (an object with a schema and an array of batches). */
+export function isArrowTable(value: unknown): value is TableLike {
+  if (value instanceof ArrowTable) return true;
+  return typeof value === "object" && value !== null && "schema" in value && "batches" in value && Array.isArray(value.batches);
+}
+
+/** True for a query vector: an array of numbers, a Float32Array or a Float64Array. */
+export function isIntoVector(value: unknown): value is IntoVector {
+  if (value instanceof Float32Array || value instanceof Float64Array) return true;
+  return Array.isArray(value) && value.length > 0 && value.every((x) => typeof x === "number");
+}
+
+/** True for a non-empty array of query vectors. */
+export function isMultiVector(value: unknown): value is MultiVector {
+  return Array.isArray(value) && value.length > 0 && value.every(isIntoVector);
+}
+
+/**
+ * The bytes and element type of a Float64Array or Uint8Array vector (to pass it on without a lossy cast to
+ * float32); null for a Float32Array (already the default element type) and for anything else, as in 0.39.
+ */
+export function extractVectorBuffer(vector: Float32Array | Float64Array | Uint8Array): { data: Uint8Array; dtype: string } | null {
+  const bytes = (v: ArrayBufferView) => new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+  if (vector instanceof Float64Array) return { data: bytes(vector), dtype: "float64" };
+  if (vector instanceof Uint8Array && !Buffer.isBuffer(vector)) return { data: bytes(vector), dtype: "uint8" };
+  return null;
+}
+
+/** The type id of an apache-arrow DataType of any copy, or undefined. */
+function typeIdOf(value: unknown): number | undefined {
+  if (typeof value !== "object" || value === null) return undefined;
+  const id = (value as { typeId?: unknown }).typeId;
+  return typeof id === "number" ? id : undefined;
+}
+
+const typeIs =
+  <T>(...ids: Type[]) =>
+  (value: unknown): value is T => {
+    const id = typeIdOf(value);
+    return id !== undefined && ids.includes(id);
+  };
+
+export const isNull = typeIs<Null>(Type.Null);
+export const isInt = typeIs<Int>(Type.Int);
+export const isFloat = typeIs<Float>(Type.Float);
+export const isBinary = typeIs<Binary>(Type.Binary);
+export const isLargeBinary = typeIs<LargeBinary>(Type.LargeBinary);
+export const isUtf8 = typeIs<Utf8>(Type.Utf8);
+export const isLargeUtf8 = typeIs<LargeUtf8>(Type.LargeUtf8);
+export const isBool = typeIs<Bool>(Type.Bool);
+export const isDecimal = typeIs<Decimal>(Type.Decimal);
+export const isDate = typeIs<Date_>(Type.Date);
+export const isTime = typeIs<Time>(Type.Time);
+export const isTimestamp = typeIs<Timestamp>(Type.Timestamp);
+export const isInterval = typeIs<Interval>(Type.Interval);
+export const isDuration = typeIs<Duration>(Type.Duration);
+export const isList = typeIs<List>(Type.List);
+export const isStruct = typeIs<Struct>(Type.Struct);
+export const isUnion = typeIs<Union>(Type.Union, Type.DenseUnion, Type.SparseUnion);
+export const isFixedSizeBinary = typeIs<FixedSizeBinary>(Type.FixedSizeBinary);
+export const isFixedSizeList = typeIs<FixedSizeList>(Type.FixedSizeList);
