@@ -23,6 +23,7 @@ export type {
   TlsConfig,
 } from "./connection";
 export { Connection, connect } from "./connection";
+export * as embedding from "./embedding";
 export type { ErrorCode } from "./errors";
 export {
   AuthError,
