@@ -3,7 +3,7 @@
  * table, an in-memory table and a table of the real bundled server: repeated where() ANDs its filters (query and
  * search), checkout() moves the handle in place and refuses writes until checkoutLatest(), SQL types are read as
  * Lance reads them (FLOAT is Float32, REAL refused, a column from a non-null literal is non-nullable), and
- * options memwal does not honour are errors (embeddingFunction), while add's progress callback is called.
+ * options memwal does not honour are errors (storageOptions), while add's progress callback is called.
  */
 import { Float32, Int64 } from "apache-arrow";
 import { InvalidInputError, NotSupportedError } from "../lib";
@@ -73,9 +73,13 @@ describe.each(kinds)("0.39 parity on a %s table", (kind, open) => {
 
   test("options memwal does not honour are errors; add() calls its progress callback", async () => {
     const db = await open();
+    await expect(db.createTable(name(kind, "emb"), rows, { storageOptions: { a: "b" } } as never)).rejects.toBeInstanceOf(
+      NotSupportedError,
+    );
+    // Embedding functions are supported (embedding.test.ts); one that is not an EmbeddingFunction is refused.
     await expect(
       db.createTable(name(kind, "emb"), rows, { embeddingFunction: { function: {}, sourceColumn: "s" } } as never),
-    ).rejects.toBeInstanceOf(NotSupportedError);
+    ).rejects.toBeInstanceOf(InvalidInputError);
     expect(await db.tableNames()).not.toContain(name(kind, "emb"));
     await expect(db.createTable(name(kind, "emb"), rows, { nope: 1 } as never)).rejects.toThrow(/unknown option 'nope'/);
     const t = await db.createTable(name(kind, "prog"), rows);

@@ -7,6 +7,8 @@ import { Table as ArrowTable } from "apache-arrow";
 import { checkOptions, count, optStr, str, strList } from "./args";
 
 import { type Data, toBuffer } from "./arrow";
+import { configOption, type Known, prepareCreate } from "./embedding/apply";
+import type { EmbeddingFunctionConfig } from "./embedding/registry";
 import { call, invalid, notSupported } from "./errors";
 import { ourSchema } from "./foreign";
 import { type NativeConnection, native } from "./native";
@@ -90,6 +92,12 @@ export interface CreateTableOptions {
   schema?: Schema;
   /** Namespace path of the table (remote databases only; default: the root). */
   namespace?: string[];
+  /**
+   * The function filling `vectorColumn` (default "vector") from `sourceColumn` on every write lacking it (as
+   * @lancedb/lancedb): its class must be registered (`@register("name")`). It is recorded with the table;
+   * see the README for where that persists.
+   */
+  embeddingFunction?: EmbeddingFunctionConfig;
 }
 
 /** Options of {@link Connection.renameTable}. */
@@ -105,16 +113,24 @@ export interface RenameTableOptions {
  * checks for newer versions first (as an interval of 0 does).
  */
 const CONNECT_OPTIONS = ["apiKey", "region", "hostOverride", "clientConfig", "storageOptions", "readConsistencyInterval"] as const;
-const CREATE_TABLE_OPTIONS = ["mode", "existOk", "schema", "namespace"] as const;
+const CREATE_TABLE_OPTIONS = ["mode", "existOk", "schema", "namespace", "embeddingFunction"] as const;
 /** @lancedb/lancedb 0.39's createTable options memwal does not honour, and why. */
 const CREATE_TABLE_UNSUPPORTED: Record<string, string> = {
-  embeddingFunction: "embedding functions are not implemented yet; compute the vectors and pass them as a column",
   storageOptions: "per-table storage options are not implemented (connect() takes the database's)",
   dataStorageVersion: "memwal has one storage format",
   enableV2ManifestPaths: "memwal has one manifest layout",
 };
 
+/** The key of a table in a connection's memory of embedding functions. */
+const tableKey = (name: unknown, ns?: unknown) => JSON.stringify([Array.isArray(ns) ? ns : [], name]);
+
 export class Connection {
+  /**
+   * The embedding functions of tables this connection created, so that reopening them through it embeds even
+   * where the table's schema metadata is not kept (served tables, for now).
+   */
+  private readonly functions = new Map<string, Known>();
+
   /** @internal */
   constructor(private readonly inner: NativeConnection) {}
 
@@ -201,19 +217,31 @@ export class Connection {
     });
   }
 
-  /** Creates a table from rows. */
+  /**
+   * Creates a table from rows. With `embeddingFunction` (or a `LanceSchema` schema) the vector column is computed
+   * from the source column for rows that lack it, and the functions are recorded with the table.
+   */
   async createTable(name: string, data: Data, options?: CreateTableOptions): Promise<Table> {
-    const t = await call(async () => {
+    const fn = await call(async () => {
       checkOptions("createTable(options)", options, CREATE_TABLE_OPTIONS, CREATE_TABLE_UNSUPPORTED);
-      return this.inner.createTable(
+      const f = options?.embeddingFunction;
+      return f === undefined ? undefined : configOption("createTable(options.embeddingFunction)", f);
+    });
+    // Outside call(): an error of the caller's embedding function reaches the caller as thrown.
+    const prepared = await prepareCreate(data, options?.schema, fn);
+    const t = await call(async () =>
+      this.inner.createTable(
         str("createTable(name)", name),
-        toBuffer(data, options?.schema),
+        toBuffer(prepared.data, options?.schema),
         options?.mode ?? "create",
         options?.existOk ?? false,
         nsArg("createTable(options.namespace)", options?.namespace),
-      );
-    });
-    return new Table(t);
+      ),
+    );
+    const key = tableKey(name, options?.namespace);
+    if (prepared.known !== undefined) this.functions.set(key, prepared.known);
+    else if (options?.mode === "overwrite") this.functions.delete(key);
+    return new Table(t, this.functions.get(key));
   }
 
   /** Creates an empty table with `schema`. */
@@ -223,7 +251,10 @@ export class Connection {
       if (!Array.isArray(fields)) throw invalid("createEmptyTable(schema) must be an apache-arrow Schema");
       return ourSchema(schema);
     });
-    return this.createTable(name, new ArrowTable(s), options);
+    // The caller's schema object goes along: LanceSchema's function instances are kept by it.
+    const opts =
+      options !== null && typeof options === "object" && !Array.isArray(options) ? { ...options, schema } : (options ?? { schema });
+    return this.createTable(name, new ArrowTable(s), opts as CreateTableOptions);
   }
 
   /**
@@ -232,7 +263,8 @@ export class Connection {
    * `clientConfig.idDelimiter` (default `$`).
    */
   async openTable(name: string, namespace?: string[]): Promise<Table> {
-    return new Table(await call(async () => this.inner.openTable(str("openTable(name)", name), nsArg("openTable(namespace)", namespace))));
+    const t = await call(async () => this.inner.openTable(str("openTable(name)", name), nsArg("openTable(namespace)", namespace)));
+    return new Table(t, this.functions.get(tableKey(name, namespace)));
   }
 
   /**
@@ -245,12 +277,20 @@ export class Connection {
       if (ns !== undefined && ns.length > 0)
         return Promise.reject(notSupported(`renameTable across namespaces (${JSON.stringify(ns)}) is not supported by memwal yet`));
     }
-    return call(async () => this.inner.renameTable(str("renameTable(currentName)", currentName), str("renameTable(newName)", newName)));
+    return call(async () => {
+      await this.inner.renameTable(str("renameTable(currentName)", currentName), str("renameTable(newName)", newName));
+      const known = this.functions.get(tableKey(currentName));
+      this.functions.delete(tableKey(currentName));
+      if (known !== undefined) this.functions.set(tableKey(newName), known);
+    });
   }
 
   /** Drops a table and its data (`namespace` as in {@link openTable}). */
   dropTable(name: string, namespace?: string[]): Promise<void> {
-    return call(async () => this.inner.dropTable(str("dropTable(name)", name), nsArg("dropTable(namespace)", namespace)));
+    return call(async () => {
+      await this.inner.dropTable(str("dropTable(name)", name), nsArg("dropTable(namespace)", namespace));
+      this.functions.delete(tableKey(name, namespace));
+    });
   }
 }
 

@@ -29,6 +29,7 @@ export class MergeInsertBuilder {
     private readonly table: NativeTable,
     on: string | string[],
     private readonly schema: () => Promise<Schema>,
+    private readonly embed: (data: Data, schema?: Schema) => Promise<Data> = async (d) => d,
   ) {
     this.opts = {
       on: Array.isArray(on) ? [...on] : [on],
@@ -85,16 +86,19 @@ export class MergeInsertBuilder {
     return this;
   }
 
-  /** Runs the merge. */
+  /**
+   * Runs the merge. On a table with embedding functions, source rows lacking a vector column get it computed from
+   * the source column first (after the merge's options are validated, before anything is sent or written).
+   */
   async execute(data: Data, options?: ExecuteOptions): Promise<MergeResult> {
     const opts: NativeMergeInsertOptions = { ...this.opts };
     if (options?.timeoutMs !== undefined) opts.timeoutMs = count("execute(options.timeoutMs)", options.timeoutMs, 2 ** 32 - 1);
     if (options?.useIndex !== undefined) opts.useIndex = bool("execute(options.useIndex)", options.useIndex);
-    return call(async () => {
-      // Validation happens here, once, before the data is converted.
-      const plan = this.table.prepareMergeInsert(opts);
-      const buf = Array.isArray(data) ? toBuffer(data, await this.schema()) : toBuffer(data);
-      return plan.execute(buf);
-    });
+    // Validation happens here, once, before the data is converted.
+    const plan = await call(async () => this.table.prepareMergeInsert(opts));
+    const schema = Array.isArray(data) ? await this.schema() : undefined;
+    // Outside call(): an error of the caller's embedding function reaches the caller as thrown.
+    const input = await this.embed(data, schema);
+    return call(async () => plan.execute(toBuffer(input, schema)));
   }
 }

@@ -124,17 +124,24 @@ abstract class QueryBase<Self> {
    * How the query would run, as readable text (as @lancedb/lancedb's `explainPlan`; not DataFusion's plan
    * format): what is read, which index narrows or ranks, what is searched exactly, ordering, paging, output.
    */
-  explainPlan(verbose = false): Promise<string> {
-    return call(() => this.table.explainPlan({ ...this.opts }, verbose));
+  async explainPlan(verbose = false): Promise<string> {
+    const opts = await this.runOptions();
+    return call(() => this.table.explainPlan(opts, verbose));
   }
   /** Runs the query and returns its plan with the rows it returned and the time it took. */
-  analyzePlan(): Promise<string> {
-    return call(() => this.table.analyzePlan({ ...this.opts }));
+  async analyzePlan(): Promise<string> {
+    const opts = await this.runOptions();
+    return call(() => this.table.analyzePlan(opts));
   }
   /** Runs the query. */
   async toArrow(): Promise<ArrowTable> {
-    const buf = await call(() => this.table.query({ ...this.opts }));
+    const opts = await this.runOptions();
+    const buf = await call(() => this.table.query(opts));
     return fromBuffer(buf);
+  }
+  /** The options the query runs with (a text query's vector is computed here). */
+  protected async runOptions(): Promise<NativeQueryOptions> {
+    return { ...this.opts };
   }
   /** Runs the query and returns plain objects. */
   async toArray(): Promise<Record<string, unknown>[]> {
@@ -156,12 +163,25 @@ export class Query extends QueryBase<Query> {
   }
 }
 
+/** A text query's vector and column, computed when the query runs (given the column the query names, if any). */
+export type PendingVector = (column: string | undefined) => Promise<{ vector: number[]; column: string }>;
+
 /** Nearest-neighbour search: rows ranked by `_distance` (exact search). */
 export class VectorQuery extends QueryBase<VectorQuery> {
+  /** @internal The embedding of `search("text")`, first of the query's vectors. */
+  pending?: PendingVector;
+
   /** @internal */
   constructor(table: NativeTable, vectors: number[][]) {
     super(table);
     this.opts.vectors = vectors;
+  }
+
+  protected async runOptions(): Promise<NativeQueryOptions> {
+    if (this.pending === undefined) return { ...this.opts };
+    // Outside call(): an error of the caller's embedding function reaches the caller as thrown.
+    const { vector, column } = await this.pending(this.opts.column);
+    return { ...this.opts, vectors: [vector, ...(this.opts.vectors ?? [])], column };
   }
 
   /** @internal */
@@ -246,4 +266,11 @@ export function vectorQuery(table: NativeTable, v: IntoVector | IntoVector[]): V
     table,
     list.map((x, i) => vectorOf(many ? `vectorSearch(vectors)[${i}]` : "search(vector)", x)),
   );
+}
+
+/** A vector query whose first vector is a text's embedding, computed when the query runs. */
+export function embeddedQuery(table: NativeTable, pending: PendingVector): VectorQuery {
+  const q = new VectorQuery(table, []);
+  q.pending = pending;
+  return q;
 }

@@ -4,12 +4,13 @@
 import { Table as ArrowTable, DataType, Field, Schema } from "apache-arrow";
 import { checkOptions, count, optStr, str, strList } from "./args";
 import { type Data, fromBuffer, schemaFromBuffer, toBuffer } from "./arrow";
+import { type Known, TableEmbeddings } from "./embedding/apply";
 import { call, invalid, notSupported, TimeoutError } from "./errors";
 import { ourField, ourType } from "./foreign";
 import { type IndexConfig, type IndexOptions, type IndexStatistics, indexOptions } from "./indices";
 import { MergeInsertBuilder } from "./merge";
 import type { LsmStats, NativeTable, TableStatistics } from "./native";
-import { type IntoVector, Query, type VectorQuery, vectorQuery } from "./query";
+import { embeddedQuery, type IntoVector, Query, type VectorQuery, vectorQuery } from "./query";
 
 export interface VersionInfo {
   version: number;
@@ -174,8 +175,16 @@ export type AlterColumnsResult = SchemaChangeResult;
 export type DropColumnsResult = SchemaChangeResult;
 
 export class Table {
+  /** The table's embedding functions (those it records, or those this process created it with). */
+  private readonly embeddings: TableEmbeddings;
+
   /** @internal */
-  constructor(private inner: NativeTable) {}
+  constructor(
+    private inner: NativeTable,
+    known?: Known,
+  ) {
+    this.embeddings = new TableEmbeddings(() => this.schema(), known);
+  }
 
   /** The table name. */
   get name(): string {
@@ -324,10 +333,13 @@ export class Table {
     return call(async () => this.inner.countRows(optStr("countRows(filter)", filter) ?? null));
   }
 
-  /** Adds rows; answers `{ version }`, the version committed (as @lancedb/lancedb 0.39's `AddResult`). */
+  /**
+   * Adds rows; answers `{ version }`, the version committed (as @lancedb/lancedb 0.39's `AddResult`). On a table
+   * with embedding functions, rows lacking a vector column get it computed from the source column first.
+   */
   async add(data: Data, options?: AddOptions): Promise<AddResult> {
     const started = Date.now();
-    const { version, rows, bytes } = await call(async () => {
+    const mode = await call(async () => {
       checkOptions("add(options)", options, ["mode", "progress"]);
       const mode = options?.mode ?? "append";
       if (mode !== "append" && mode !== "overwrite") {
@@ -335,7 +347,13 @@ export class Table {
       }
       if (options?.progress !== undefined && typeof options.progress !== "function")
         throw invalid("add(options.progress) must be a function");
-      const buf = Array.isArray(data) && mode !== "overwrite" ? toBuffer(data, await this.schema()) : toBuffer(data);
+      return mode;
+    });
+    const schema = Array.isArray(data) && mode !== "overwrite" ? await this.schema() : undefined;
+    // Outside call(): an error of the caller's embedding function reaches the caller as thrown.
+    const input = mode === "overwrite" ? await this.embeddings.embedOverwrite(data) : await this.embeddings.embed(data, schema);
+    const { version, rows, bytes } = await call(async () => {
+      const buf = toBuffer(input, schema);
       const version = await this.inner.add(buf, mode);
       return { version, rows: options?.progress ? fromBuffer(buf).numRows : 0, bytes: buf.length };
     });
@@ -405,9 +423,21 @@ export class Table {
     return this.query().where(list.length === 0 ? "false" : `_rowid IN (${list.join(", ")})`);
   }
 
-  /** A vector query for the rows nearest to `vector` (as @lancedb/lancedb's `search`). */
-  search(vector: IntoVector): VectorQuery {
-    return vectorQuery(this.inner, vector);
+  /**
+   * A vector query for the rows nearest to `query` (as @lancedb/lancedb's `search`). Text is embedded with the
+   * table's embedding function (`computeQueryEmbeddings`, when the query runs) and searched in its vector column;
+   * on a table without one it is an InvalidInputError (memwal has no full-text search: `queryType` "fts" and
+   * `ftsColumns` are refused as not supported).
+   */
+  search(query: IntoVector | string, queryType?: string, ftsColumns?: string | string[]): VectorQuery {
+    if (queryType !== undefined && queryType !== "auto" && queryType !== "vector") {
+      if (queryType === "fts" || queryType === "hybrid")
+        throw notSupported(`search(query, "${queryType}"): memwal has no full-text search`);
+      throw invalid(`search(query, queryType): queryType must be "vector", "fts" or "auto", got ${JSON.stringify(queryType)}`);
+    }
+    if (ftsColumns !== undefined) throw notSupported("search(query, queryType, ftsColumns): memwal has no full-text search");
+    if (typeof query === "string") return embeddedQuery(this.inner, (column) => this.embeddings.queryVector(query, column));
+    return vectorQuery(this.inner, query);
   }
 
   /** A vector query for one vector, or several (a `query_index` column tells them apart). */
@@ -516,6 +546,11 @@ export class Table {
   mergeInsert(on: string | string[]): MergeInsertBuilder {
     if (!Array.isArray(on)) str("mergeInsert(on)", on);
     else strList("mergeInsert(on)", on);
-    return new MergeInsertBuilder(this.inner, on, () => this.schema());
+    return new MergeInsertBuilder(
+      this.inner,
+      on,
+      () => this.schema(),
+      (data, schema) => this.embeddings.embed(data, schema),
+    );
   }
 }
