@@ -250,6 +250,9 @@ describe("vector columns", () => {
     ]);
     const t2 = makeArrowTable([{ vector: new Float64Array([1, 2]) }], { vectorColumns: { vector: { type: new Float16() } } });
     expect(fieldsOf(t2.schema)).toEqual(["vector:FixedSizeList[2]<Float16>:true"]);
+    // The options class's own default `vector` entry is not a choice of type.
+    const t3 = makeArrowTable([{ vector: new Float64Array([1, 2]) }], new MakeArrowTableOptions({ dictionaryEncodeStrings: true }));
+    expect(fieldsOf(t3.schema)).toEqual(["vector:FixedSizeList[2]<Float64>:true"]);
     expect(rowsOf(t2)).toEqual([{ vector: [1, 2] }]);
   });
 

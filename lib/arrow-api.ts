@@ -90,12 +90,21 @@ export class VectorColumnOptions {
   }
 }
 
+/** The `vector` entry MakeArrowTableOptions starts with (a typed array in that column keeps its own type). */
+const DEFAULT_VECTOR_OPTIONS = new WeakSet<object>();
+
+function defaultVectorOptions(): VectorColumnOptions {
+  const o = new VectorColumnOptions();
+  DEFAULT_VECTOR_OPTIONS.add(o);
+  return o;
+}
+
 /** Options of {@link makeArrowTable}. */
 export class MakeArrowTableOptions {
   /** The column types; without it they are inferred. */
   schema?: SchemaLike;
   /** Columns whose number arrays are vectors, with their element type (`vector` is one by default). */
-  vectorColumns: Record<string, VectorColumnOptions> = { vector: new VectorColumnOptions() };
+  vectorColumns: Record<string, VectorColumnOptions> = { vector: defaultVectorOptions() };
   /** Not supported by memwal (a NotSupportedError when set). */
   embeddings?: unknown;
   /** Not supported by memwal (a NotSupportedError when set). */
@@ -164,7 +173,11 @@ export function makeArrowTable(
     given ??
     inferSchema(rows, {
       vectorTypes: vectorTypes(options?.vectorColumns),
-      explicitVectors: options?.vectorColumns !== undefined,
+      explicitVectors: new Set(
+        Object.entries(options?.vectorColumns ?? {})
+          .filter(([, o]) => !(typeof o === "object" && o !== null && DEFAULT_VECTOR_OPTIONS.has(o)))
+          .map(([k]) => k),
+      ),
       dictionaryEncodeStrings: Boolean(options?.dictionaryEncodeStrings),
     });
   return buildTable(rows, schema, metadata);

@@ -54,8 +54,8 @@ type Shape =
 export interface InferOptions {
   /** Vector columns by name, with their element type. */
   vectorTypes: Map<string, DataType>;
-  /** True when the caller listed vector columns (their type then wins over a typed array's). */
-  explicitVectors: boolean;
+  /** The vector columns the caller listed (their type then wins over a typed array's). */
+  explicitVectors: Set<string>;
   dictionaryEncodeStrings: boolean;
 }
 
@@ -143,7 +143,7 @@ function infer(path: string, name: string, v: unknown, opts: InferOptions, row: 
   if (ArrayBuffer.isView(v)) {
     const own = typedArrayType(v);
     if (own === undefined) throw invalid(`cannot infer the type of column '${path}' from ${describe(v)}; pass a schema`);
-    const listed = opts.explicitVectors ? opts.vectorTypes.get(name) : undefined;
+    const listed = opts.explicitVectors.has(name) ? opts.vectorTypes.get(name) : undefined;
     return vectorShape(path, v as unknown as ArrayLike<unknown>, listed ?? own, row);
   }
   if (Array.isArray(v)) return inferArray(path, name, v, opts, row);
