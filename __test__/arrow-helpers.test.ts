@@ -1,10 +1,11 @@
 /**
  * `memwal/arrow` (lib/arrow-api.ts): the arrow helpers @lancedb/lancedb 0.39 exports. makeArrowTable's inference
  * rules (each one, nested included), vector columns and their options, schemas given as ours, as plain objects
- * and as another apache-arrow copy's, the empty-table and IPC buffer helpers, the type predicates, and clear
- * errors for input that does not fit. Tables made here go through the real addon (`memory://` and a folder)
- * and come back unchanged. The expected inferred schemas are what the official 0.39 makeArrowTable gives for
- * the same rows (checked by hand against bench/node_modules; loading that client inside jest takes minutes).
+ * and as another apache-arrow copy's, the empty-table and IPC buffer helpers (with an embedding function too),
+ * the type predicates, and clear errors for input that does not fit. Tables made here go through the real addon
+ * (`memory://` and a folder) and come back unchanged. Where 0.39 accepts the same rows, the expected inferred
+ * schemas are what its makeArrowTable gives (checked by hand against bench/node_modules; loading that client
+ * inside jest takes minutes).
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -29,7 +30,19 @@ import {
   tableFromIPC,
   Utf8,
 } from "../lib/arrow-api";
+import { getRegistry, TextEmbeddingFunction } from "../lib/embedding";
 import { tmpDir } from "./helpers";
+
+/** A tiny registered text embedding: [length, 1]. */
+class Len extends TextEmbeddingFunction {
+  ndims(): number {
+    return 2;
+  }
+  async generateEmbeddings(texts: string[]): Promise<number[][]> {
+    return texts.map((t) => [t.length, 1]);
+  }
+}
+getRegistry().register("arrow-helpers-len")(Len);
 
 const {
   makeArrowTable,
@@ -525,19 +538,73 @@ describe("input that does not fit is an InvalidInputError naming the column", ()
     expect((caught as Error).message).toMatch(message);
   });
 
-  test("embedding functions are refused, never ignored", async () => {
-    expect(() => makeArrowTable([{ a: 1 }], { embeddings: {} })).toThrow(root.NotSupportedError);
-    expect(() => makeArrowTable([{ a: 1 }], { embeddingFunction: { sourceColumn: "a" } })).toThrow(root.NotSupportedError);
-    await expect(convertToTable([{ a: 1 }], { sourceColumn: "a" })).rejects.toThrow(root.NotSupportedError);
-    await expect(fromRecordsToBuffer([{ a: 1 }], { sourceColumn: "a" })).rejects.toThrow(root.NotSupportedError);
-    await expect(fromTableToBuffer(makeArrowTable([{ a: 1 }]), { sourceColumn: "a" })).rejects.toThrow(root.NotSupportedError);
-    expect(fieldsOf((await convertToTable([{ a: 1 }])).schema)).toEqual(["a:Float64:true"]);
+  test("makeArrowTable refuses embedding options (it cannot run a function), never ignores them", () => {
+    const fn = new Len();
+    expect(() => makeArrowTable([{ a: 1 }], { embeddings: fn })).toThrow(root.NotSupportedError);
+    expect(() => makeArrowTable([{ a: 1 }], { embeddingFunction: { function: fn, sourceColumn: "a" } })).toThrow(/use convertToTable/);
   });
 
   test("buffer helpers refuse what is not a table, batch or IPC", async () => {
     await expect(fromTableToBuffer({} as arrow.Table)).rejects.toThrow(/expected an apache-arrow Table/);
     await expect(fromRecordBatchToBuffer(5 as unknown as arrow.RecordBatch)).rejects.toThrow(/expected an apache-arrow RecordBatch/);
     await expect(fromBufferToRecordBatch(Buffer.from("nope, not arrow"))).rejects.toThrow(root.InvalidInputError);
+  });
+});
+
+describe("embedding functions in the async helpers", () => {
+  const cfg = (vectorColumn?: string) => ({ function: new Len(), sourceColumn: "text", vectorColumn });
+  const rows = [
+    { id: 1n, text: "ab" },
+    { id: 2n, text: "abc" },
+    { id: 3n, text: null },
+  ];
+
+  test("convertToTable appends the computed vector column and records the function", async () => {
+    const t = await convertToTable(rows, cfg());
+    expect(fieldsOf(t.schema)).toEqual(["id:Int64:true", "text:Utf8:true", "vector:FixedSizeList[2]<Float32>:true"]);
+    expect(rowsOf(t).map((r) => (r as { vector: unknown }).vector)).toEqual([[2, 1], [3, 1], null]);
+    expect(t.schema.metadata.get("embedding_functions")).toContain("arrow-helpers-len");
+    const { rows: back } = await roundTrip(t);
+    expect(back).toEqual(rowsOf(t));
+  });
+
+  test("with a schema, the vector column has the schema's place and type", async () => {
+    const schema = new Schema([
+      new Field("id", new Int64(), false),
+      new Field("emb", new FixedSizeList(2, new Field("item", new Float64(), true)), true),
+      new Field("text", new Utf8(), true),
+    ]);
+    const t = await convertToTable(rows, cfg("emb"), { schema });
+    expect(fieldsOf(t.schema)).toEqual(["id:Int64:false", "emb:FixedSizeList[2]<Float64>:true", "text:Utf8:true"]);
+    expect(rowsOf(t)[0]).toEqual({ id: 1n, emb: [2, 1], text: "ab" });
+  });
+
+  test("the buffer helpers compute it too", async () => {
+    for (const b of [
+      await fromRecordsToBuffer(rows, cfg()),
+      await fromRecordsToStreamBuffer(rows, cfg()),
+      await fromTableToBuffer(makeArrowTable(rows), cfg()),
+      await fromDataToBuffer(makeArrowTable(rows), cfg()),
+      await fromDataToBuffer(rows, cfg()),
+    ]) {
+      expect(rowsOf(tableFromIPC(b)).map((r) => (r as { vector: unknown }).vector)).toEqual([[2, 1], [3, 1], null]);
+    }
+    // Vectors given in every row are kept.
+    const given = rows.map((r) => ({ ...r, vector: [9, 9] }));
+    expect(rowsOf(await convertToTable(given, cfg())).map((r) => (r as { vector: unknown }).vector)).toEqual([
+      [9, 9],
+      [9, 9],
+      [9, 9],
+    ]);
+  });
+
+  test("a missing source column, vectors in some rows only, or a bad config are InvalidInputErrors", async () => {
+    await expect(convertToTable([{ id: 1n }], cfg())).rejects.toThrow(/embedding source column 'text' is not in the data/);
+    await expect(convertToTable([{ text: "a", vector: [1, 2] }, { text: "b" }], cfg())).rejects.toThrow(
+      /1 of 2 rows have the vector column 'vector'/,
+    );
+    await expect(fromRecordsToBuffer(rows, { sourceColumn: "text" } as never)).rejects.toThrow(root.InvalidInputError);
+    await expect(fromTableToBuffer(makeArrowTable(rows), { function: new Len(), sourceColumn: "" })).rejects.toThrow(/sourceColumn/);
   });
 });
 

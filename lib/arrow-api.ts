@@ -7,8 +7,10 @@
  * Where 0.39 silently changes data, memwal refuses with an InvalidInputError naming the column and row: a
  * value that does not fit its schema type (0.39 turns "x" into 0 in an Int32 column), a vector of the wrong
  * length (0.39 truncates it), a non-number in a vector column, rows that are not objects. Date values are
- * inferred as Timestamp(ms) (0.39 cannot infer them). Embedding functions are not supported: an `embeddings`
- * or `embeddingFunction` option is a NotSupportedError, never ignored.
+ * inferred as Timestamp(ms) (0.39 cannot infer them). The async helpers take an embedding function config
+ * (`{ function, sourceColumn, vectorColumn? }`, memwal/embedding) and compute the vector column it lacks;
+ * makeArrowTable, synchronous, cannot run one: its `embeddings` / `embeddingFunction` options are a
+ * NotSupportedError, never ignored.
  */
 import {
   Table as ArrowTable,
@@ -42,6 +44,9 @@ import {
 } from "apache-arrow";
 
 import { buildTable, describe, inferSchema, toSchema } from "./arrow-infer";
+import { configOption, prepareCreate } from "./embedding/apply";
+import type { EmbeddingFunction } from "./embedding/embedding_function";
+import type { EmbeddingFunctionConfig } from "./embedding/registry";
 import { invalid, notSupported } from "./errors";
 import { ourTable, ourType } from "./foreign";
 import type { IntoVector } from "./query";
@@ -105,10 +110,10 @@ export class MakeArrowTableOptions {
   schema?: SchemaLike;
   /** Columns whose number arrays are vectors, with their element type (`vector` is one by default). */
   vectorColumns: Record<string, VectorColumnOptions> = { vector: defaultVectorOptions() };
-  /** Not supported by memwal (a NotSupportedError when set). */
-  embeddings?: unknown;
-  /** Not supported by memwal (a NotSupportedError when set). */
-  embeddingFunction?: unknown;
+  /** makeArrowTable cannot run an embedding function (NotSupportedError): use convertToTable. */
+  embeddings?: EmbeddingFunction<unknown>;
+  /** makeArrowTable cannot run an embedding function (NotSupportedError): pass it to convertToTable. */
+  embeddingFunction?: EmbeddingFunctionConfig;
   /** Strings as Dictionary<Int32, Utf8> when inferring (ignored when `schema` is given, as in 0.39). */
   dictionaryEncodeStrings = false;
   constructor(values?: Partial<MakeArrowTableOptions>) {
@@ -118,7 +123,9 @@ export class MakeArrowTableOptions {
 
 function refuseEmbeddings(what: string, embeddings: unknown): void {
   if (embeddings !== undefined && embeddings !== null) {
-    throw notSupported(`${what}: embedding functions are not supported by memwal; compute the vectors and pass them as a column`);
+    throw notSupported(
+      `${what}: an embedding function cannot run in this synchronous call; use convertToTable(data, { function, sourceColumn }, options)`,
+    );
   }
 }
 
@@ -195,14 +202,55 @@ export function createEmptyTable(schema: Schema): ArrowTable {
   return makeEmptyTable(schema);
 }
 
-/** Rows as an Arrow table (makeArrowTable); embedding functions are not supported (NotSupportedError). */
+/**
+ * `t` with the vector column of `embeddings` computed from its source column (appended, or typed as `schema`
+ * says) and the function recorded in the metadata, as createTable's `embeddingFunction` does; `t` without one.
+ */
+async function embedInto(what: string, t: ArrowTable, embeddings: unknown, schema?: Schema): Promise<ArrowTable> {
+  if (embeddings === undefined || embeddings === null) return t;
+  const cfg = configOption(`${what}(embeddings)`, embeddings);
+  const has = (n: string) => t.schema.fields.some((f) => f.name === n);
+  if (!has(cfg.sourceColumn) && !has(cfg.vectorColumn)) {
+    throw invalid(`${what}: the embedding source column '${cfg.sourceColumn}' is not in the data (columns: ${t.schema.names.join(", ")})`);
+  }
+  const out = (await prepareCreate(t, schema, cfg)).data as ArrowTable;
+  if (schema === undefined) return out;
+  // The schema's columns in its order (the computed one included), as makeArrowTable orders them.
+  const names = out.schema.names.map(String);
+  const order = [...schema.names.map(String).filter((n) => names.includes(n)), ...names.filter((n) => !schema.names.includes(n))];
+  return out.select(order);
+}
+
+/** Rows with some vectors given and some not: the function would fill none of them (the column exists). */
+function checkVectorColumn(what: string, rows: ReadonlyArray<Record<string, unknown>>, embeddings: unknown): void {
+  const vc =
+    typeof embeddings === "object" && embeddings !== null
+      ? ((embeddings as { vectorColumn?: unknown }).vectorColumn ?? "vector")
+      : undefined;
+  if (typeof vc !== "string") return;
+  const given = rows.filter((r) => r[vc] !== undefined && r[vc] !== null).length;
+  if (given > 0 && given < rows.length) {
+    throw invalid(
+      `${what}: ${given} of ${rows.length} rows have the vector column '${vc}'; give it in every row or in none (then it is computed)`,
+    );
+  }
+}
+
+/**
+ * Rows as an Arrow table (makeArrowTable with `makeTableOptions`), then, with `embeddings` (`{ function,
+ * sourceColumn, vectorColumn? = "vector" }`), its vector column computed from the source column: at the end,
+ * or where `makeTableOptions.schema` puts it (with that type).
+ */
 export async function convertToTable(
   data: Array<Record<string, unknown>>,
-  embeddings?: unknown,
+  embeddings?: EmbeddingFunctionConfig,
   makeTableOptions?: Partial<MakeArrowTableOptions>,
 ): Promise<ArrowTable> {
-  refuseEmbeddings("convertToTable", embeddings);
-  return makeArrowTable(data, makeTableOptions);
+  const t = makeArrowTable(data, makeTableOptions);
+  if (embeddings === undefined || embeddings === null) return t;
+  checkVectorColumn("convertToTable", data, embeddings);
+  const given = makeTableOptions?.schema;
+  return embedInto("convertToTable", t, embeddings, given === undefined || given === null ? undefined : toSchema(given));
 }
 
 /** The Arrow type of a vector column: `dim` values of `innerType` (a float type of any apache-arrow copy). */
@@ -216,43 +264,51 @@ function asBuffer(u8: Uint8Array): Buffer {
   return Buffer.from(u8.buffer, u8.byteOffset, u8.byteLength);
 }
 
-/** The table to write: ours; an empty one takes `schema` when given (0.39: "schema is required if the table is empty"). */
-function tableToWrite(what: string, table: unknown, embeddings: unknown, schema?: SchemaLike): ArrowTable {
-  refuseEmbeddings(what, embeddings);
+/**
+ * The table to write: ours, its vectors computed with `embeddings`; an empty one takes `schema` when given
+ * (0.39: "schema is required if the table is empty").
+ */
+async function tableToWrite(what: string, table: unknown, embeddings: unknown, schema?: SchemaLike): Promise<ArrowTable> {
   if (!isArrowTable(table)) throw invalid(`${what}: expected an apache-arrow Table, got ${describe(table)}`);
   const t = ourTable(table);
-  if (t.numRows === 0 && schema !== undefined && schema !== null) return makeEmptyTable(schema);
-  return t;
+  const s = schema === undefined || schema === null ? undefined : toSchema(schema);
+  return embedInto(what, t.numRows === 0 && s !== undefined ? makeEmptyTable(s) : t, embeddings, s);
 }
 
-/** Rows as Arrow IPC file bytes (makeArrowTable with `schema`); no rows needs a schema. */
-export async function fromRecordsToBuffer(data: Array<Record<string, unknown>>, embeddings?: unknown, schema?: Schema): Promise<Buffer> {
-  refuseEmbeddings("fromRecordsToBuffer", embeddings);
-  return asBuffer(tableToIPC(makeArrowTable(data, { schema }), "file"));
-}
-
-/** Rows as Arrow IPC stream bytes (makeArrowTable with `schema`); no rows needs a schema. */
-export async function fromRecordsToStreamBuffer(
+/** Rows as Arrow IPC file bytes (convertToTable with `embeddings` and `schema`); no rows needs a schema. */
+export async function fromRecordsToBuffer(
   data: Array<Record<string, unknown>>,
-  embeddings?: unknown,
+  embeddings?: EmbeddingFunctionConfig,
   schema?: Schema,
 ): Promise<Buffer> {
-  refuseEmbeddings("fromRecordsToStreamBuffer", embeddings);
-  return asBuffer(tableToIPC(makeArrowTable(data, { schema }), "stream"));
+  return asBuffer(tableToIPC(await convertToTable(data, embeddings, { schema }), "file"));
 }
 
-/** An Arrow table (of any apache-arrow copy) as IPC file bytes; an empty one is written with `schema` if given. */
-export async function fromTableToBuffer(table: ArrowTable, embeddings?: unknown, schema?: SchemaLike): Promise<Buffer> {
-  return asBuffer(tableToIPC(tableToWrite("fromTableToBuffer", table, embeddings, schema), "file"));
+/** Rows as Arrow IPC stream bytes (convertToTable with `embeddings` and `schema`); no rows needs a schema. */
+export async function fromRecordsToStreamBuffer(
+  data: Array<Record<string, unknown>>,
+  embeddings?: EmbeddingFunctionConfig,
+  schema?: Schema,
+): Promise<Buffer> {
+  return asBuffer(tableToIPC(await convertToTable(data, embeddings, { schema }), "stream"));
 }
 
-/** An Arrow table (of any apache-arrow copy) as IPC stream bytes; an empty one is written with `schema` if given. */
-export async function fromTableToStreamBuffer(table: ArrowTable, embeddings?: unknown, schema?: SchemaLike): Promise<Buffer> {
-  return asBuffer(tableToIPC(tableToWrite("fromTableToStreamBuffer", table, embeddings, schema), "stream"));
+/** An Arrow table (of any apache-arrow copy) as IPC file bytes, vectors computed with `embeddings`. */
+export async function fromTableToBuffer(table: ArrowTable, embeddings?: EmbeddingFunctionConfig, schema?: SchemaLike): Promise<Buffer> {
+  return asBuffer(tableToIPC(await tableToWrite("fromTableToBuffer", table, embeddings, schema), "file"));
+}
+
+/** An Arrow table (of any apache-arrow copy) as IPC stream bytes, vectors computed with `embeddings`. */
+export async function fromTableToStreamBuffer(
+  table: ArrowTable,
+  embeddings?: EmbeddingFunctionConfig,
+  schema?: SchemaLike,
+): Promise<Buffer> {
+  return asBuffer(tableToIPC(await tableToWrite("fromTableToStreamBuffer", table, embeddings, schema), "stream"));
 }
 
 /** Rows or an Arrow table as IPC file bytes. */
-export async function fromDataToBuffer(data: Data, embeddings?: unknown, schema?: Schema): Promise<Buffer> {
+export async function fromDataToBuffer(data: Data, embeddings?: EmbeddingFunctionConfig, schema?: Schema): Promise<Buffer> {
   if (isArrowTable(data)) return fromTableToBuffer(data as ArrowTable, embeddings, schema);
   return fromRecordsToBuffer(checkRows("fromDataToBuffer", data) as Array<Record<string, unknown>>, embeddings, schema);
 }
