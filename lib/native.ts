@@ -1,10 +1,11 @@
 /**
- * Loads the napi addon (memwal.<platform>.node at the package root) and
- * declares the shape of what it exports. Only lib/ talks to it.
+ * Loads the napi addon (lib/loader.ts finds it: a local build at the package root or the platform
+ * package) and declares the shape of what it exports. Only lib/ talks to it.
  */
 
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { loadAddon } from "./loader";
 
 export interface NativeMergeInsertOptions {
   on: string[];
@@ -203,30 +204,13 @@ export interface NativeAddon {
   errorCodes(): string[];
 }
 
-function load(): NativeAddon {
+function packageRoot(): string {
   // lib/ (ts-jest) and dist/lib/ (compiled) both resolve to the package root.
-  const root =
-    [path.join(__dirname, ".."), path.join(__dirname, "..", "..")].find((d) => fs.existsSync(path.join(d, "package.json"))) ??
-    path.join(__dirname, "..");
-  const candidates = [
-    `memwal.${process.platform}-${process.arch}-gnu.node`,
-    `memwal.${process.platform}-${process.arch}-musl.node`,
-    `memwal.${process.platform}-${process.arch}.node`,
-    "memwal.node",
-  ];
-  for (const c of candidates) {
-    const p = path.join(root, c);
-    if (fs.existsSync(p)) {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      return require(p) as NativeAddon;
-    }
-  }
-  throw new Error(
-    `memwal: the native addon was not found in ${root} (looked for ${candidates.join(", ")}); build it with \`npm run build\``,
-  );
+  const dirs = [path.join(__dirname, ".."), path.join(__dirname, "..", "..")];
+  return dirs.find((d) => fs.existsSync(path.join(d, "package.json"))) ?? dirs[0];
 }
 
-export const native: NativeAddon = load();
+export const native: NativeAddon = loadAddon<NativeAddon>({ root: packageRoot() });
 
 /** A scan, or a vector search when `vectors` is set (src/table.rs `QueryOptions`). */
 export interface NativeQueryOptions {
