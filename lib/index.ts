@@ -62,7 +62,7 @@ export type {
 export { Index } from "./indices";
 export type { ExecuteOptions, MergeResult } from "./merge";
 export { MergeInsertBuilder } from "./merge";
-export type { LsmStats, TableStatistics } from "./native";
+export type { LsmStats, NativeMergeResult, NativeServeOptions, TableStatistics } from "./native";
 export type { DistanceType, IntoVector } from "./query";
 export { type ColumnOrdering, Query, VectorQuery } from "./query";
 export type { ServeOptions, Server } from "./server";

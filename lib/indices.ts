@@ -75,8 +75,10 @@ const IVF = ["numPartitions", "targetPartitionSize", "distanceType", "maxIterati
 
 /** An index config for `createIndex(column, { config })`. */
 export class Index {
-  /** @internal */
-  private constructor(readonly native: NativeIndexOptions) {}
+  private constructor(
+    /** @internal The addon's options (createIndex reads them). */
+    readonly native: NativeIndexOptions,
+  ) {}
 
   /** IVF partitions of product-quantised vectors: the default for a vector column. */
   static ivfPq(options?: Partial<IvfPqOptions>): Index {

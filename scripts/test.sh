@@ -17,3 +17,6 @@ npm install --prefix bench --no-audit --no-fund --no-save
 .venv-compat/bin/python -m pip install --quiet --disable-pip-version-check lancedb==0.40.0 pyarrow
 cargo test --workspace --release
 npx jest --runInBand
+# The API reference builds without a warning, and the package installs and runs as a user gets it.
+npm run --silent docs
+bash scripts/pack-test.sh

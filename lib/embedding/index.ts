@@ -17,6 +17,7 @@ import { Table as ArrowTable } from "apache-arrow";
 export {
   EmbeddingFunction,
   type EmbeddingFunctionConstructor,
+  type EmbeddingVector,
   type FieldOptions,
   type FunctionOptions,
   TextEmbeddingFunction,
@@ -31,7 +32,8 @@ export type {
 } from "./registry";
 export { EmbeddingFunctionRegistry, getRegistry, parseEmbeddingMetadata, register } from "./registry";
 
-type Declared = [object, Map<string, EmbeddingFunction>];
+/** A field declared by `sourceField()` / `vectorField()`: its type and the function that fills or reads it. */
+export type Declared = [object, Map<string, EmbeddingFunction>];
 
 const isDeclared = (v: unknown): v is Declared => Array.isArray(v) && v.length === 2 && v[1] instanceof Map;
 
