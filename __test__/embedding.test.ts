@@ -200,13 +200,18 @@ describe("what a table records", () => {
     ]);
   });
 
-  test("a served table opened by another connection has no function (its schema metadata is not kept yet)", async () => {
+  test("a served table opened by another connection makes its function from the recorded schema", async () => {
     await served.createTable("served_other", fruit(), { embeddingFunction: { function: letters2(), sourceColumn: "text" } });
     const other = await connect("db://test", { apiKey: "k", region: "local", hostOverride: server.url });
     const t = await other.openTable("served_other");
-    await expect(t.search("banana").toArray()).rejects.toThrow(/has no embedding function/);
-    // The handle of the creating connection still embeds.
-    expect(await nearest(await served.openTable("served_other"), "banana")).toEqual([1, 0]);
+    const recorded = (await t.schema()).metadata.get("embedding_functions") ?? "[]";
+    expect(JSON.parse(recorded)).toEqual([{ sourceColumn: "text", vectorColumn: "vector", name: "letters", model: { scale: 2 } }]);
+    expect(await nearest(t, "banana")).toEqual([1, 0]);
+    // Rows added there without vectors get them, memWal upserts included.
+    await t.add([{ id: 7n, text: "plum" }]);
+    await t.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().memWal().execute([{ id: 8n, text: "pear" }]);
+    expect(await nearest(t, "plum")).toEqual([7, 0]);
+    expect(await nearest(t, "pear")).toEqual([8, 0]);
   });
 
   test("LanceSchema + createEmptyTable: the schema records the function and writes embed", async () => {

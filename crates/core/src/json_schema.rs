@@ -1,6 +1,7 @@
 //! The JSON schema encoding of the LanceDB REST protocol (`describe/`
 //! answers): `{"fields": [{"name", "type": {"type": "int64", "fields"?, "length"?}, "nullable"}]}`.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
@@ -81,7 +82,27 @@ pub fn type_json(t: &DataType) -> Result<Value> {
 }
 
 fn field_json(f: &Field) -> Result<Value> {
-    Ok(json!({"name": f.name(), "type": type_json(f.data_type())?, "nullable": f.is_nullable()}))
+    let mut v =
+        json!({"name": f.name(), "type": type_json(f.data_type())?, "nullable": f.is_nullable()});
+    if !f.metadata().is_empty() {
+        v["metadata"] = json!(f.metadata());
+    }
+    Ok(v)
+}
+
+/// A `metadata` object of string values (absent or null: empty); anything else is refused.
+fn metadata(v: &Value, of: &str) -> Result<HashMap<String, String>> {
+    match v.get("metadata") {
+        None | Some(Value::Null) => Ok(HashMap::new()),
+        Some(Value::Object(m)) => m
+            .iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => Ok((k.clone(), s.clone())),
+                _ => Err(bad(format!("{of} metadata '{k}' is not a string"))),
+            })
+            .collect(),
+        Some(_) => Err(bad(format!("{of} metadata is not an object"))),
+    }
 }
 
 /// Encodes a schema.
@@ -104,7 +125,8 @@ fn parse_field(v: &Value) -> Result<Field> {
     let t = v
         .get("type")
         .ok_or_else(|| bad(format!("field '{name}' without a type")))?;
-    Ok(Field::new(name, parse_type(t)?, nullable))
+    Ok(Field::new(name, parse_type(t)?, nullable)
+        .with_metadata(metadata(v, &format!("field '{name}'"))?))
 }
 
 fn child(t: &Value) -> Result<Arc<Field>> {
@@ -252,14 +274,37 @@ pub fn from_json(v: &Value) -> Result<Schema> {
         .get("fields")
         .and_then(Value::as_array)
         .ok_or_else(|| bad("no fields"))?;
-    Ok(Schema::new(
+    Ok(Schema::new_with_metadata(
         fields.iter().map(parse_field).collect::<Result<Vec<_>>>()?,
+        metadata(v, "schema")?,
     ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn metadata_of_schema_and_fields_roundtrips() {
+        let f = Field::new("v", DataType::Float32, true)
+            .with_metadata(HashMap::from([("k".to_string(), "fv".to_string())]));
+        let s = Schema::new_with_metadata(
+            vec![f],
+            HashMap::from([("embedding_functions".to_string(), "[]".to_string())]),
+        );
+        let back = from_json(&to_json(&s).expect("enc")).expect("dec");
+        assert_eq!(back, s);
+        let bad: Value = serde_json::from_str(
+            r#"{"fields": [{"name": "x", "type": {"type": "int32"}, "metadata": {"a": 1}}]}"#,
+        )
+        .expect("json");
+        let e = from_json(&bad).expect_err("a number is not a metadata value");
+        assert!(
+            e.to_string()
+                .contains("field 'x' metadata 'a' is not a string"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn roundtrip() {

@@ -211,7 +211,8 @@ pub const RESERVED_COLUMNS: &[&str] = &[
     "query_index",
 ];
 
-/// A schema as the table stores it: the data's own, with a check that the
+/// A schema as the table stores it: the data's own (its metadata included,
+/// e.g. the embedding functions a client records), with a check that the
 /// column names are unique and non-empty.
 pub fn validate_new_schema(schema: &Schema) -> Result<SchemaRef> {
     if schema.fields().is_empty() {
@@ -236,7 +237,10 @@ pub fn validate_new_schema(schema: &Schema) -> Result<SchemaRef> {
             )));
         }
     }
-    Ok(Arc::new(Schema::new(schema.fields().clone())))
+    Ok(Arc::new(Schema::new_with_metadata(
+        schema.fields().clone(),
+        schema.metadata().clone(),
+    )))
 }
 
 /// Column indices of a `select` list (an unknown name is an error naming it).

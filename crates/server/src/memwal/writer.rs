@@ -285,7 +285,7 @@ fn supersede(shared: &Shared, turn: Turn) -> Next {
 /// An upsert's batch and keys for the memtable's schema (an overwrite
 /// queued ahead of it may have changed the schema since it was checked).
 fn fit(active: &Memtable, p: &mut Pending) -> Result<()> {
-    if p.batch.schema() == active.schema {
+    if p.batch.schema().fields() == active.schema.fields() {
         return Ok(());
     }
     p.batch = memwal_core::schema::align_batch(&p.batch, &active.schema)?;
@@ -415,19 +415,5 @@ fn maybe_freeze(shared: &Shared, force: bool) {
             return;
         }
     }
-    freeze(shared);
-}
-
-/// Moves the active memtable to the frozen queue.
-pub(crate) fn freeze(shared: &Shared) {
-    {
-        let mut o = shared.write();
-        if o.active.is_empty() {
-            return;
-        }
-        let fresh = Memtable::new(o.active.on.clone(), o.active.schema.clone());
-        let full = std::mem::replace(&mut o.active, fresh);
-        o.frozen.push_back(Arc::new(full));
-    }
-    shared.notify();
+    shared.freeze();
 }
