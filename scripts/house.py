@@ -3,8 +3,10 @@
 
 1. No production function longer than 80 lines (Rust under crates/*/src and
    src/; test modules and tests/ folders are exempt).
-2. No cycles between the top-level modules of crates/core (module A uses B
-   when a file of A names `crate::B`; `use super::` inside A stays inside A).
+2. No module cycles in any crate, at any level: among the sibling modules of
+   each folder (a crate's root, and every module folder below it), A uses B
+   when a file of A names `crate::...::B`, or `super::B` from just under the
+   folder; a folder's own mod.rs is its parent, not a sibling.
 
 Prints each breach and exits 1 if there is any.
 """
@@ -72,31 +74,57 @@ def production_sources():
             yield p
 
 
-def core_graph():
-    src = ROOT / "crates" / "core" / "src"
-    modules = {p.stem for p in src.glob("*.rs") if p.stem != "lib"}
-    modules |= {p.name for p in src.iterdir() if p.is_dir()}
+CRATES = ["crates/core/src", "crates/remote/src", "crates/server/src", "src"]
+
+
+def code_of(p):
+    """A file's code without comments, strings or its test module (tests may use anything)."""
+    text = "\n".join(strip(line) for line in p.read_text().split("\n") if not line.lstrip().startswith("//"))
+    return text.split("#[cfg(test)]", 1)[0]
+
+
+def uses(text, prefix):
+    """Names used as `<prefix>::name` or inside `use <prefix>::{...}` groups."""
+    found = set(re.findall(prefix + r"::(\w+)", text))
+    for group in re.findall(r"use " + prefix + r"::\{([^;]*)\}", text, re.S):
+        found |= set(re.findall(r"(?:^|[,{\s])(\w+)::", group))
+        found |= set(re.findall(r"(?:^|[,{\s])(\w+)\s*[,}]", group))
+    return found
+
+
+def module_graph(src, path=()):
+    """Graph of the sibling modules directly under `src/<path>`: A -> B when code in A (or below it) uses B."""
+    base = src.joinpath(*path)
+    roots = {"lib", "main", "mod"}
+    modules = {p.stem for p in base.glob("*.rs") if p.stem not in roots}
+    modules |= {p.name for p in base.iterdir() if p.is_dir() and p.name != "tests" and any(p.rglob("*.rs"))}
     graph = {m: set() for m in modules}
-    for p in src.rglob("*.rs"):
-        rel = p.relative_to(src)
-        if rel.parts[0] == "lib.rs" or "tests" in rel.parts or p.name == "tests.rs":
+    crate_prefix = r"crate" + "".join(r"::" + part for part in path)
+    for p in base.rglob("*.rs"):
+        rel = p.relative_to(base)
+        if rel.parts[0].removesuffix(".rs") in roots or "tests" in rel.parts or p.name == "tests.rs":
             continue
         owner = rel.parts[0].removesuffix(".rs")
-        text = "\n".join(
-            strip(line)
-            for line in p.read_text().split("\n")
-            if not line.lstrip().startswith("//")
-        )
-        # Test modules inside a file may use anything.
-        text = text.split("#[cfg(test)]", 1)[0]
-        for used in re.findall(r"crate::(\w+)", text):
-            if used in modules and used != owner:
-                graph[owner].add(used)
-        for group in re.findall(r"use crate::\{([^;]*)\}", text, re.S):
-            for used in re.findall(r"(?:^|[,{\s])(\w+)::", group):
-                if used in modules and used != owner:
-                    graph[owner].add(used)
+        if owner not in graph:
+            continue
+        text = code_of(p)
+        used = uses(text, crate_prefix)
+        if path and len(rel.parts) == 1:
+            used |= uses(text, "super")
+        if path and len(rel.parts) == 2 and rel.parts[1] == "mod.rs":
+            used |= uses(text, "super")
+        graph[owner] |= {u for u in used if u in modules and u != owner}
     return graph
+
+
+def all_graphs():
+    """(label, graph) for every module level of every crate."""
+    for crate in CRATES:
+        src = ROOT / crate
+        yield crate, module_graph(src)
+        for d in sorted(p for p in src.rglob("*") if p.is_dir() and "tests" not in p.parts):
+            path = d.relative_to(src).parts
+            yield f"{crate}/{'/'.join(path)}", module_graph(src, path)
 
 
 def cycles(graph):
@@ -135,14 +163,16 @@ def main():
     for p in production_sources():
         for name, line, n in long_functions(p):
             breaches.append(f"{p.relative_to(ROOT)}:{line}: fn {name} is {n} lines (limit {MAX_LINES})")
-    graph = core_graph()
-    for comp in cycles(graph):
-        edges = [f"{a} -> {b}" for a in comp for b in sorted(graph[a]) if b in comp]
-        breaches.append("crates/core module cycle: " + ", ".join(edges))
+    modules = edges = 0
+    for label, graph in all_graphs():
+        modules += len(graph)
+        edges += sum(len(v) for v in graph.values())
+        for comp in cycles(graph):
+            cyc = [f"{a} -> {b}" for a in comp for b in sorted(graph[a]) if b in comp]
+            breaches.append(f"{label} module cycle: " + ", ".join(cyc))
     for b in breaches:
         print(b)
-    edges = sum(len(v) for v in graph.values())
-    print(f"house: {len(breaches)} breach(es); core has {len(graph)} modules, {edges} dependencies")
+    print(f"house: {len(breaches)} breach(es); {len(CRATES)} crates, {modules} modules, {edges} dependencies")
     return 1 if breaches else 0
 
 

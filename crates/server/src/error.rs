@@ -4,6 +4,9 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use memwal_core::ErrorCode;
 
+/// Seconds a client is asked to wait before retrying a 503.
+pub const RETRY_AFTER_SECS: u64 = 1;
+
 /// Errors of the server.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -135,7 +138,7 @@ impl IntoResponse for Error {
         if status == StatusCode::SERVICE_UNAVAILABLE {
             let secs = match self {
                 Error::Busy(s) => s,
-                _ => crate::memwal::RETRY_AFTER_SECS,
+                _ => RETRY_AFTER_SECS,
             };
             if let Ok(v) = secs.to_string().parse() {
                 resp.headers_mut().insert("retry-after", v);

@@ -17,7 +17,20 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
-use crate::memwal::Health;
+/// Figures for `/health`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Health {
+    pub memtable_rows: u64,
+    pub frozen_memtables: u64,
+    pub wal_bytes: u64,
+    pub last_flushed_seq: u64,
+    pub last_seq: u64,
+    pub flushes: u64,
+    /// Why writes are refused (a failed fsync, a flush that keeps failing).
+    pub poisoned: Option<String>,
+    /// Why the table is not served at all (a damaged WAL found at open).
+    pub failed: Option<String>,
+}
 
 /// The content type of [`Metrics::render`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";

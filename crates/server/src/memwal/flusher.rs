@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 use memwal_core::{Data, MergeInsertParams, NativeTable};
 
 use super::memtable::Memtable;
-use super::writer::freeze;
 use super::{lock, wal, Shared, FLUSHED_SEQ_KEY};
 use crate::error::{Error, Result};
 
@@ -159,7 +158,7 @@ fn cleanup(shared: &Shared) {
 /// Freezes the active memtable and merges every frozen one into the base
 /// (the writer calls this in its turn, so nothing new arrives meanwhile).
 pub(crate) fn drain(shared: &Shared) -> Result<()> {
-    freeze(shared);
+    shared.freeze();
     while flush_front(shared)? {}
     Ok(())
 }

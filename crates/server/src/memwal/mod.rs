@@ -43,7 +43,8 @@ use memwal_core::manifest::Manifest;
 use memwal_core::{ipc, Data, MergeResult, NativeTable};
 use tokio::sync::oneshot;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, RETRY_AFTER_SECS};
+pub use crate::metrics::Health;
 use memtable::Memtable;
 pub use wal::{OsWalIo, PersistMode, RecoveryMode, WalIo};
 use writer::{Job, Pending};
@@ -53,9 +54,6 @@ pub const SEGMENT_BYTES: u64 = 64 << 20;
 
 /// Manifest metadata key holding the last WAL sequence merged into the base.
 pub const FLUSHED_SEQ_KEY: &str = "memwal.flushed_seq";
-
-/// Seconds a client is asked to wait before retrying a 503.
-pub const RETRY_AFTER_SECS: u64 = 1;
 
 /// Tuning of the MemWAL path.
 #[derive(Debug, Clone)]
@@ -118,21 +116,6 @@ impl Default for MemWalConfig {
 pub(crate) struct Overlay {
     pub active: Memtable,
     pub frozen: VecDeque<Arc<Memtable>>,
-}
-
-/// Figures for `/health`.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Health {
-    pub memtable_rows: u64,
-    pub frozen_memtables: u64,
-    pub wal_bytes: u64,
-    pub last_flushed_seq: u64,
-    pub last_seq: u64,
-    pub flushes: u64,
-    /// Why writes are refused (a failed fsync, a flush that keeps failing).
-    pub poisoned: Option<String>,
-    /// Why the table is not served at all (a damaged WAL found at open).
-    pub failed: Option<String>,
 }
 
 /// How a direct write takes its turn in the writer (see [`MemWalTable::direct`]).
@@ -220,6 +203,19 @@ pub(crate) fn flushed_seq_in(m: &Manifest) -> u64 {
 }
 
 impl Shared {
+    /// Moves the active memtable to the frozen queue (nothing when it is empty).
+    fn freeze(&self) {
+        {
+            let mut o = self.write();
+            if o.active.is_empty() {
+                return;
+            }
+            let fresh = Memtable::new(o.active.on.clone(), o.active.schema.clone());
+            let full = std::mem::replace(&mut o.active, fresh);
+            o.frozen.push_back(Arc::new(full));
+        }
+        self.notify();
+    }
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Overlay> {
         self.overlay.read().unwrap_or_else(|p| p.into_inner())
     }
