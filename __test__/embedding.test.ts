@@ -209,7 +209,12 @@ describe("what a table records", () => {
     expect(await nearest(t, "banana")).toEqual([1, 0]);
     // Rows added there without vectors get them, memWal upserts included.
     await t.add([{ id: 7n, text: "plum" }]);
-    await t.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().memWal().execute([{ id: 8n, text: "pear" }]);
+    await t
+      .mergeInsert("id")
+      .whenMatchedUpdateAll()
+      .whenNotMatchedInsertAll()
+      .memWal()
+      .execute([{ id: 8n, text: "pear" }]);
     expect(await nearest(t, "plum")).toEqual([7, 0]);
     expect(await nearest(t, "pear")).toEqual([8, 0]);
   });

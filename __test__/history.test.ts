@@ -193,3 +193,42 @@ describe.each(kinds)("optimize({ cleanupOlderThan }) on a %s table", (kind, open
     await expect(t.optimize({ olderThan: 5 } as never)).rejects.toThrow(/unknown option 'olderThan'/);
   });
 });
+
+describe.each(kinds)("optimize({ targetRowsPerFragment, materializeDeletionsThreshold }) on a %s table", (kind, open) => {
+  test("compacts as Lance does: small fragments together, a heavily deleted one alone, nothing else", async () => {
+    const db = await open();
+    const t = await db.createTable(`compact_${kind.replace(/\W/g, "_")}`, [{ id: 0, v: 0 }]);
+    for (let i = 1; i < 6; i++) await t.add([{ id: i, v: i }]);
+    const fragments = async () => (await t.stats()).fragmentStats.numFragments;
+    const ids = async () => (await t.query().toArray()).map((r) => Number(r.id)).sort((a, b) => a - b);
+    expect(await fragments()).toBe(6);
+    // No fragment is smaller than one row: nothing to do.
+    const none = await t.optimize({ targetRowsPerFragment: 1 });
+    expect(none.compaction).toEqual({ fragmentsRemoved: 0, fragmentsAdded: 0, filesRemoved: 0, filesAdded: 0 });
+    expect(await fragments()).toBe(6);
+    // Lance's defaults: the six small fragments become one.
+    const all = await t.optimize();
+    expect(all.compaction).toMatchObject({ fragmentsRemoved: 6, fragmentsAdded: 1 });
+    expect(await fragments()).toBe(1);
+    expect(await ids()).toEqual([0, 1, 2, 3, 4, 5]);
+    // A 10-row fragment with 2 rows deleted (20%): rewritten alone past a 0.1 threshold, kept under 0.5.
+    await t.add(Array.from({ length: 10 }, (_, i) => ({ id: 10 + i, v: i })));
+    await t.delete("id IN (10, 11)");
+    const light = await t.optimize({ targetRowsPerFragment: 5, materializeDeletionsThreshold: 0.5 });
+    expect(light.compaction.fragmentsRemoved).toBe(0);
+    const heavy = await t.optimize({ targetRowsPerFragment: 5, materializeDeletionsThreshold: 0.1 });
+    expect(heavy.compaction).toMatchObject({ fragmentsRemoved: 1, fragmentsAdded: 1 });
+    expect(await fragments()).toBe(2);
+    expect(await ids()).toEqual([0, 1, 2, 3, 4, 5, 12, 13, 14, 15, 16, 17, 18, 19]);
+    for (const [bad, name] of [
+      [{ targetRowsPerFragment: 0 }, "targetRowsPerFragment"],
+      [{ targetRowsPerFragment: 1.5 }, "targetRowsPerFragment"],
+      [{ materializeDeletionsThreshold: 2 }, "materializeDeletionsThreshold"],
+      [{ materializeDeletionsThreshold: Number.NaN }, "materializeDeletionsThreshold"],
+      [{ materializeDeletionsThreshold: "0.1" }, "materializeDeletionsThreshold"],
+    ] as const) {
+      await expect(t.optimize(bad as never)).rejects.toMatchObject({ code: "InvalidInput", message: expect.stringContaining(name) });
+    }
+    expect(await fragments()).toBe(2);
+  });
+});

@@ -107,7 +107,10 @@ export interface NativeTable {
   query(options: NativeQueryOptions): Promise<Buffer>;
   explainPlan(options: NativeQueryOptions, verbose?: boolean | null): Promise<string>;
   analyzePlan(options: NativeQueryOptions): Promise<string>;
-  optimize(): Promise<{ version: number; fragmentsRemoved: number; fragmentsAdded: number; deletedRowsPurged: number }>;
+  optimize(options?: {
+    targetRowsPerFragment?: number;
+    materializeDeletionsThreshold?: number;
+  }): Promise<{ version: number; fragmentsRemoved: number; fragmentsAdded: number; deletedRowsPurged: number }>;
   cleanupOldVersions(olderThanMs: number, deleteUnverified: boolean): Promise<{ bytesRemoved: number; oldVersionsRemoved: number }>;
   /** Checks the clause set once (throwing on an invalid one) and binds it to this table. */
   prepareMergeInsert(options: NativeMergeInsertOptions): NativeMergeInsertPlan;

@@ -26,6 +26,13 @@ export interface OptimizeOptions {
   cleanupOlderThan?: Date | number;
   /** Also remove files no version names that are newer than the cutoff. */
   deleteUnverified?: boolean;
+  /**
+   * memwal's (Lance's `CompactionOptions`): fragments with fewer rows than this are merged into fragments of
+   * up to this many rows (default 1,048,576).
+   */
+  targetRowsPerFragment?: number;
+  /** memwal's (Lance's): a fragment whose deleted share is above this (0 to 1) is rewritten (default 0.1). */
+  materializeDeletionsThreshold?: number;
 }
 
 /** What {@link Table.optimize} did, as @lancedb/lancedb 0.39's `OptimizeStats`. */
@@ -35,6 +42,23 @@ export interface OptimizeStats {
 }
 
 const SEVEN_DAYS_MS = 7 * 24 * 3600 * 1000;
+
+/** optimize()'s compaction options, checked (the addon checks them again). */
+function optimizeCompaction(o?: OptimizeOptions): { targetRowsPerFragment?: number; materializeDeletionsThreshold?: number } {
+  const out: { targetRowsPerFragment?: number; materializeDeletionsThreshold?: number } = {};
+  if (o?.targetRowsPerFragment !== undefined) {
+    out.targetRowsPerFragment = count("optimize(options.targetRowsPerFragment)", o.targetRowsPerFragment);
+    if (out.targetRowsPerFragment === 0) throw invalid("optimize(options.targetRowsPerFragment) must be at least 1");
+  }
+  const t = o?.materializeDeletionsThreshold;
+  if (t !== undefined) {
+    if (typeof t !== "number" || !(t >= 0 && t <= 1)) {
+      throw invalid(`optimize(options.materializeDeletionsThreshold) must be a number from 0 to 1, got ${String(t)}`);
+    }
+    out.materializeDeletionsThreshold = t;
+  }
+  return out;
+}
 
 /** What `add` answers, as @lancedb/lancedb 0.39's `AddResult`. */
 export interface AddResult {
@@ -451,8 +475,10 @@ export class Table {
   }
 
   /**
-   * As @lancedb/lancedb 0.39's `optimize`: compacts fragments and purges deleted rows (row content unchanged),
-   * folds new rows into the indexes, then removes versions older than `cleanupOlderThan` (a Date, or an age in
+   * As @lancedb/lancedb 0.39's `optimize`: compacts as Lance does (the fragments smaller than
+   * `targetRowsPerFragment` and those whose deleted share is above `materializeDeletionsThreshold` are rewritten
+   * together, dropping their deleted rows; row content unchanged; other fragments stay), folds new rows into the
+   * indexes, then removes versions older than `cleanupOlderThan` (a Date, or an age in
    * milliseconds; default 7 days) and every file only they named. The latest version and tagged versions are
    * always kept. Files no version names (a failed or in-flight commit's) go only when older than the cutoff too,
    * or with `deleteUnverified` (which can break a commit another process is making at that moment).
@@ -460,7 +486,12 @@ export class Table {
    */
   async optimize(options?: OptimizeOptions): Promise<OptimizeStats> {
     const older = await call(async () => {
-      checkOptions("optimize(options)", options, ["cleanupOlderThan", "deleteUnverified"]);
+      checkOptions("optimize(options)", options, [
+        "cleanupOlderThan",
+        "deleteUnverified",
+        "targetRowsPerFragment",
+        "materializeDeletionsThreshold",
+      ]);
       const c = options?.cleanupOlderThan;
       if (options?.deleteUnverified !== undefined && typeof options.deleteUnverified !== "boolean")
         throw invalid("optimize(options.deleteUnverified) must be a boolean");
@@ -472,7 +503,8 @@ export class Table {
       }
       return count("optimize(options.cleanupOlderThan) (milliseconds)", c);
     });
-    const s = await call(() => this.inner.optimize());
+    const compaction = await call(async () => optimizeCompaction(options));
+    const s = await call(() => this.inner.optimize(compaction));
     const p = await call(() => this.inner.cleanupOldVersions(older, options?.deleteUnverified ?? false));
     return {
       compaction: {

@@ -241,6 +241,16 @@ pub struct UpdateResult {
     pub rows_updated: i64,
 }
 
+/// What `optimize` compacts (Lance's defaults for what is absent).
+#[napi(object)]
+#[derive(Default)]
+pub struct OptimizeOptions {
+    /// Fragments with fewer rows are compacted (default 1,048,576).
+    pub target_rows_per_fragment: Option<i64>,
+    /// Fragments whose deleted share is above this are rewritten (default 0.1).
+    pub materialize_deletions_threshold: Option<f64>,
+}
+
 /// Result of `optimize`.
 #[napi(object)]
 pub struct OptimizeStats {
@@ -722,10 +732,19 @@ impl Table {
         self.inner.analyze_plan(req).await.map_err(error::core)
     }
 
-    /// Compacts fragments and purges deleted rows.
+    /// Compacts the small fragments and those with many deleted rows, then
+    /// folds unindexed rows into the indexes.
     #[napi(catch_unwind)]
-    pub async fn optimize(&self) -> napi::Result<OptimizeStats> {
-        let s = self.inner.optimize().await.map_err(error::core)?;
+    pub async fn optimize(&self, options: Option<OptimizeOptions>) -> napi::Result<OptimizeStats> {
+        let o = options.unwrap_or_default();
+        let mut c = memwal_core::CompactOptions::default();
+        if let Some(n) = non_negative(o.target_rows_per_fragment, "targetRowsPerFragment")? {
+            c.target_rows_per_fragment = n as u64;
+        }
+        if let Some(t) = o.materialize_deletions_threshold {
+            c.materialize_deletions_threshold = t;
+        }
+        let s = self.inner.optimize(c).await.map_err(error::core)?;
         Ok(OptimizeStats {
             version: to_i64(s.version),
             fragments_removed: to_i64(s.fragments_removed),

@@ -15,7 +15,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::data::Data;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::index::{IndexInfo, IndexRequest};
 use crate::merge::{MergeInsert, MergeResult};
 use crate::query::QueryRequest;
@@ -91,6 +91,49 @@ pub struct OptimizeStats {
     pub fragments_added: u64,
     /// Deleted rows dropped from storage.
     pub deleted_rows_purged: u64,
+}
+
+/// What `optimize` and the background compaction compact (Lance's
+/// `CompactionOptions`): fragments with fewer rows than the target, and
+/// those whose deleted share is above the threshold.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CompactOptions {
+    /// Fragments with fewer rows are small (Lance's `target_rows_per_fragment`).
+    pub target_rows_per_fragment: u64,
+    /// A fragment whose deleted share is above this is rewritten whatever
+    /// its size (Lance's `materialize_deletions_threshold`, 0.1).
+    pub materialize_deletions_threshold: f64,
+    /// Compact only when at least this many fragments qualify (or one has
+    /// too many deletions).
+    pub min_fragments: usize,
+}
+
+impl CompactOptions {
+    /// Refuses a target of 0 rows and a threshold outside 0..=1, naming them.
+    pub fn validate(&self) -> Result<()> {
+        if self.target_rows_per_fragment == 0 {
+            return Err(Error::invalid(
+                "targetRowsPerFragment must be a positive number of rows",
+            ));
+        }
+        let t = self.materialize_deletions_threshold;
+        if !(0.0..=1.0).contains(&t) {
+            return Err(Error::invalid(format!(
+                "materializeDeletionsThreshold must be a share between 0 and 1, got {t}"
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl Default for CompactOptions {
+    fn default() -> Self {
+        Self {
+            target_rows_per_fragment: 1 << 20,
+            materialize_deletions_threshold: 0.1,
+            min_fragments: 2,
+        }
+    }
 }
 
 /// What a cleanup removed (the `prune` half of LanceDB's `OptimizeStats`).
@@ -179,8 +222,9 @@ pub trait Table: Send + Sync + std::fmt::Debug {
             started.elapsed().as_secs_f64() * 1000.0
         ))
     }
-    /// Compacts fragments and purges deleted rows.
-    async fn optimize(&self) -> Result<OptimizeStats>;
+    /// Compacts the fragments `options` selects (small ones and those with
+    /// many deleted rows) and folds unindexed rows into the indexes.
+    async fn optimize(&self, options: CompactOptions) -> Result<OptimizeStats>;
     /// Removes versions committed more than `older_than` ago (never the
     /// latest or a tagged one) and the files only they named; files no
     /// version names go only when older than that too, or with

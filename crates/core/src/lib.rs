@@ -35,8 +35,8 @@ pub mod table;
 pub mod vector;
 
 pub use api::{
-    AddMode, ColumnAlteration, CreateMode, CreateOptions, Database, DeleteResult, NewColumns,
-    OptimizeStats, PruneStats, Table, TagInfo, UpdateResult, VersionInfo,
+    AddMode, ColumnAlteration, CompactOptions, CreateMode, CreateOptions, Database, DeleteResult,
+    NewColumns, OptimizeStats, PruneStats, Table, TagInfo, UpdateResult, VersionInfo,
 };
 pub use data::Data;
 pub use db::{NativeDatabase, NativeDb};

@@ -620,9 +620,14 @@ impl Table for RemoteTable {
         })?;
         Ok(ipc::decode_bytes(raw)?.batches)
     }
-    async fn optimize(&self) -> memwal_core::Result<OptimizeStats> {
+    async fn optimize(
+        &self,
+        options: memwal_core::CompactOptions,
+    ) -> memwal_core::Result<OptimizeStats> {
         self.ensure_writable()?;
-        let r: OptimizeResponse = answer(self.post_json("optimize/", json!({})).await?)?;
+        options.validate()?;
+        let body = memwal_core::protocol::OptimizeBody::of(&options);
+        let r: OptimizeResponse = answer(self.post_json("optimize/", json!(body)).await?)?;
         Ok(OptimizeStats {
             version: self.wrote(r.version),
             fragments_removed: r.fragments_removed,

@@ -788,8 +788,12 @@ struct LsmStatsBody {
 async fn optimize(
     State(state): State<Arc<AppState>>,
     Path(name): Path<String>,
+    body: Bytes,
 ) -> Result<Json<OptimizeResponse>> {
-    let s = state.table(&name)?.compact().await?;
+    let b: memwal_core::protocol::OptimizeBody = json_body(&body)?;
+    let options = b.options();
+    options.validate()?;
+    let s = state.table(&name)?.compact(options).await?;
     Ok(Json(OptimizeResponse {
         version: s.version,
         fragments_removed: s.fragments_removed,

@@ -10,12 +10,12 @@ use std::sync::Arc;
 use arrow::array::RecordBatch;
 use arrow_schema::SchemaRef;
 use async_trait::async_trait;
-use memwal_core::TagInfo;
 use memwal_core::{
     AddMode, Data, DeleteResult, IndexInfo, IndexRequest, MergeInsert, MergeResult, OptimizeStats,
     QueryRequest, Table, UpdateResult, VersionInfo,
 };
 use memwal_core::{ColumnAlteration, NewColumns};
+use memwal_core::{CompactOptions, TagInfo};
 
 use crate::error::Error;
 use crate::memwal::{MemWalTable, Turn};
@@ -116,10 +116,10 @@ impl ServedTable {
 
     /// Compacts the base (after merging the memtables into it), then adds
     /// its unindexed rows to its indexes.
-    pub async fn compact(&self) -> crate::Result<OptimizeStats> {
+    pub async fn compact(&self, options: CompactOptions) -> crate::Result<OptimizeStats> {
         let mut stats = self
             .mem
-            .direct(Turn::Drain, |c| Ok(c.base.optimize_sync()?))
+            .direct(Turn::Drain, move |c| Ok(c.base.compact_sync(&options)?))
             .await?;
         let base = self.mem.base().clone();
         if let Some(v) = blocking(move || Ok(base.optimize_indices_sync()?)).await? {
@@ -226,8 +226,9 @@ impl Table for ServedTable {
     async fn query(&self, request: QueryRequest) -> memwal_core::Result<Vec<RecordBatch>> {
         self.scan(request).await.map_err(core)
     }
-    async fn optimize(&self) -> memwal_core::Result<OptimizeStats> {
-        self.compact().await.map_err(core)
+    async fn optimize(&self, options: CompactOptions) -> memwal_core::Result<OptimizeStats> {
+        options.validate()?;
+        self.compact(options).await.map_err(core)
     }
     async fn cleanup_old_versions(
         &self,

@@ -319,6 +319,41 @@ pub struct CleanupBody {
     pub delete_unverified: bool,
 }
 
+/// The body of `optimize/` (ours; every field optional: Lance's defaults).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct OptimizeBody {
+    /// Fragments with fewer rows are compacted (default 1,048,576).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_rows_per_fragment: Option<u64>,
+    /// Fragments whose deleted share is above this are rewritten (default 0.1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub materialize_deletions_threshold: Option<f64>,
+}
+
+impl OptimizeBody {
+    /// The body asking for `o`.
+    pub fn of(o: &crate::api::CompactOptions) -> Self {
+        Self {
+            target_rows_per_fragment: Some(o.target_rows_per_fragment),
+            materialize_deletions_threshold: Some(o.materialize_deletions_threshold),
+        }
+    }
+    /// The options asked for, Lance's defaults for what is absent.
+    pub fn options(&self) -> crate::api::CompactOptions {
+        let d = crate::api::CompactOptions::default();
+        crate::api::CompactOptions {
+            target_rows_per_fragment: self
+                .target_rows_per_fragment
+                .unwrap_or(d.target_rows_per_fragment),
+            materialize_deletions_threshold: self
+                .materialize_deletions_threshold
+                .unwrap_or(d.materialize_deletions_threshold),
+            ..d
+        }
+    }
+}
+
 /// The answer of `cleanup_old_versions/`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(default)]

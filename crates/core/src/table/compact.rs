@@ -26,28 +26,7 @@ use crate::deadline::Deadline;
 use crate::error::Result;
 use crate::keys::{KeyEncoder, KeyIndex, RowAddr};
 
-/// What [`NativeTable::compact_sync`] compacts.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct CompactOptions {
-    /// Fragments with fewer rows are small (Lance's `target_rows_per_fragment`).
-    pub target_rows_per_fragment: u64,
-    /// A fragment whose deleted share is above this is rewritten whatever
-    /// its size (Lance's `materialize_deletions_threshold`, 0.1).
-    pub materialize_deletions_threshold: f64,
-    /// Compact only when at least this many fragments qualify (or one has
-    /// too many deletions).
-    pub min_fragments: usize,
-}
-
-impl Default for CompactOptions {
-    fn default() -> Self {
-        Self {
-            target_rows_per_fragment: 1 << 20,
-            materialize_deletions_threshold: 0.1,
-            min_fragments: 2,
-        }
-    }
-}
+pub use crate::api::CompactOptions;
 
 /// The fragments one compaction takes: (id, its rows, its deletions).
 type Taken = Vec<(u64, RecordBatch, Arc<RoaringBitmap>)>;

@@ -26,7 +26,9 @@ use arrow_schema::SchemaRef;
 use async_trait::async_trait;
 use roaring::RoaringBitmap;
 
-use crate::api::{AddMode, DeleteResult, OptimizeStats, Table, UpdateResult, VersionInfo};
+use crate::api::{
+    AddMode, CompactOptions, DeleteResult, OptimizeStats, Table, UpdateResult, VersionInfo,
+};
 use crate::data::Data;
 use crate::error::{Error, Result};
 use crate::fragment::{read_data_file, read_deletions, LoadedFragment};
@@ -534,9 +536,10 @@ impl Table for NativeTable {
     async fn query(&self, request: QueryRequest) -> Result<Vec<RecordBatch>> {
         self.blocking(move |t| t.query_sync(&request)).await
     }
-    async fn optimize(&self) -> Result<OptimizeStats> {
-        self.blocking(|t| {
-            let mut stats = t.optimize_sync()?;
+    async fn optimize(&self, options: CompactOptions) -> Result<OptimizeStats> {
+        options.validate()?;
+        self.blocking(move |t| {
+            let mut stats = t.compact_sync(&options)?;
             if let Some(v) = t.optimize_indices_sync()? {
                 stats.version = v;
             }

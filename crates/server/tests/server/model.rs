@@ -16,7 +16,7 @@ use arrow::array::{
 use arrow::datatypes::{Float32Type, Int64Type, UInt64Type};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use memwal_core::{
-    AddMode, CreateMode, CreateOptions, Data, IndexRequest, IndexType, MergeInsert,
+    AddMode, CompactOptions, CreateMode, CreateOptions, Data, IndexRequest, IndexType, MergeInsert,
     MergeInsertParams, NativeDatabase, NativeTable, QueryRequest, Table, VectorQuery,
 };
 use memwal_server::memwal::PersistMode;
@@ -347,9 +347,11 @@ impl Harness {
             }
             Step::Optimize => {
                 self.rt
-                    .block_on(served.compact())
+                    .block_on(served.compact(CompactOptions::default()))
                     .map_err(|e| e.to_string())?;
-                native.optimize_sync().map_err(|e| e.to_string())?;
+                native
+                    .compact_sync(&CompactOptions::default())
+                    .map_err(|e| e.to_string())?;
                 native.optimize_indices_sync().map_err(|e| e.to_string())?;
             }
             Step::Upsert(on, rows, omit) | Step::Merge(on, rows, omit) => {
