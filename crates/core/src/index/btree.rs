@@ -71,6 +71,15 @@ impl BTreeIndex {
         Self::from_parts(values, ids).map_err(Error::internal)
     }
 
+    /// The same index with each row id mapped by `map` (`None`: the row is
+    /// gone); values are not read again from the table.
+    pub fn remapped(&self, map: &dyn Fn(u64) -> Option<u64>) -> Result<Self> {
+        let mapped: Vec<Option<u64>> = self.row_ids.iter().map(|&id| map(id)).collect();
+        let keep: arrow::array::BooleanArray = mapped.iter().map(|m| Some(m.is_some())).collect();
+        let values = filter(self.values.as_ref(), &keep)?;
+        Self::build(&values, mapped.into_iter().flatten().collect())
+    }
+
     /// An index from stored parts, checked: one row id per value, no
     /// null, values in order.
     pub fn from_parts(values: ArrayRef, row_ids: Vec<u64>) -> std::result::Result<Self, String> {

@@ -356,6 +356,23 @@ impl IvfIndex {
         })
     }
 
+    /// The same index with each row id mapped by `map` (`None`: the row is
+    /// gone), nothing re-encoded: when every row stays, the payload (graphs
+    /// included) is kept as it is; otherwise the rows that stay are copied
+    /// and, for IVF_HNSW_SQ, the graphs relinked over them.
+    pub fn remapped(&self, map: &dyn Fn(u64) -> Option<u64>) -> Result<IvfIndex> {
+        let mut out = if self.row_ids.iter().all(|&id| map(id).is_some()) {
+            self.clone()
+        } else {
+            let keep = |id: u64| map(id).is_some();
+            self.with_rows(&keep, &Vectors::default(), &[])?
+        };
+        for id in &mut out.row_ids {
+            *id = map(*id).ok_or_else(|| Error::internal("a dropped row stayed in the index"))?;
+        }
+        Ok(out)
+    }
+
     /// The trained parts alone (no rows).
     fn clone_model(&self) -> IvfIndex {
         IvfIndex {

@@ -7,71 +7,166 @@
 //!
 //! One commit deletes every row of the compacted fragments (which drops
 //! them) and adds their live rows as new fragments, so readers see the same
-//! rows before and after. Row ids of the moved rows change (as in Lance
-//! without a row-id map): vector and scalar indexes hold the new fragments
-//! as unindexed rows (searched exactly) until they are folded in; the
-//! cached key index is updated with the rows' new addresses.
+//! rows before and after. Row ids of the moved rows change; as Lance does,
+//! the same commit rewrites every index covering them with the ids remapped
+//! (no vector is re-encoded; an HNSW graph is relinked only when deleted
+//! rows leave it), so the moved rows stay indexed. Only fragments of one
+//! index coverage are compacted together (an index covers all of them or
+//! none). The cached key index is updated with the rows' new addresses.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use arrow::array::RecordBatch;
 use roaring::RoaringBitmap;
 
 use super::commit::{Change, Committed};
+use super::indices::{IndexData, LoadedIndex};
 use super::scan::apply;
 use super::{NativeTable, Snapshot};
 use crate::api::OptimizeStats;
 use crate::deadline::Deadline;
 use crate::error::Result;
+use crate::fragment::LoadedFragment;
+use crate::index::store;
 use crate::keys::{KeyEncoder, KeyIndex, RowAddr};
+use crate::manifest::IndexMeta;
 
 pub use crate::api::CompactOptions;
 
 /// The fragments one compaction takes: (id, its rows, its deletions).
 type Taken = Vec<(u64, RecordBatch, Arc<RoaringBitmap>)>;
 
-/// The compaction of `snap`, or `None` when nothing qualifies.
-fn plan(snap: &Snapshot, o: &CompactOptions) -> Result<(Option<Change>, (OptimizeStats, Taken))> {
-    let heavy = |f: &crate::fragment::LoadedFragment| {
+/// The fragments a compaction of `snap` takes: the small ones and those
+/// with many deleted rows, of one index coverage (every index covers all of
+/// them or none, so an index can follow its rows; fragments of another
+/// coverage wait for the next run), or none when too few qualify.
+fn pick<'a>(snap: &'a Snapshot, o: &CompactOptions) -> Vec<&'a LoadedFragment> {
+    let heavy = |f: &LoadedFragment| {
         let n = f.batch.num_rows().max(1) as f64;
         f.deleted.len() as f64 / n > o.materialize_deletions_threshold
     };
-    let picked: Vec<&crate::fragment::LoadedFragment> = snap
-        .fragments
-        .iter()
-        .filter(|f| (f.batch.num_rows() as u64) < o.target_rows_per_fragment || heavy(f))
-        .collect();
-    if picked.len() < o.min_fragments.max(1) && !picked.iter().any(|f| heavy(f)) {
-        return Ok((None, Default::default()));
-    }
-    let schema = snap.schema();
-    let mut parts = Vec::with_capacity(picked.len());
-    let mut deletions = HashMap::new();
-    let (mut purged, mut taken) = (0u64, Vec::new());
-    for f in &picked {
-        parts.push(apply(&f.batch, f.live_mask().as_ref())?);
-        let mut all = RoaringBitmap::new();
-        all.insert_range(0..f.batch.num_rows() as u32);
-        deletions.insert(f.id, all);
-        purged += f.deleted.len();
-        taken.push((f.id, f.batch.clone(), f.deleted.clone()));
-    }
-    let rows = arrow::compute::concat_batches(&schema, &parts)?;
-    let added = (rows.num_rows() as u64).div_ceil(super::commit::MAX_ROWS_PER_FRAGMENT as u64);
-    let stats = OptimizeStats {
-        version: 0,
-        fragments_removed: picked.len() as u64,
-        fragments_added: added,
-        deleted_rows_purged: purged,
+    let coverage = |f: &LoadedFragment| -> Vec<usize> {
+        let covers = |i: &usize| snap.indices[*i].fragments.contains(&f.id);
+        (0..snap.indices.len()).filter(covers).collect()
     };
-    let change = Change {
-        new_rows: Some(rows),
-        deletions,
-        operation: "compact",
-        ..Default::default()
-    };
-    Ok((Some(change), (stats, taken)))
+    let mut groups: BTreeMap<Vec<usize>, Vec<&LoadedFragment>> = BTreeMap::new();
+    for f in &snap.fragments {
+        if (f.batch.num_rows() as u64) < o.target_rows_per_fragment || heavy(f) {
+            groups.entry(coverage(f)).or_default().push(f);
+        }
+    }
+    let qualifies =
+        |g: &Vec<&LoadedFragment>| g.len() >= o.min_fragments.max(1) || g.iter().any(|f| heavy(f));
+    groups
+        .into_values()
+        .filter(qualifies)
+        .max_by_key(Vec::len)
+        .unwrap_or_default()
+}
+
+/// Where each row of the picked fragments goes: `fragment id -> new row id
+/// per row` (`None`: deleted, dropped), the new fragments numbered from the
+/// base's next id, `MAX_ROWS_PER_FRAGMENT` rows each, as the commit writes them.
+fn moves(snap: &Snapshot, picked: &[&LoadedFragment]) -> HashMap<u64, Vec<Option<u64>>> {
+    let first = snap.manifest.next_fragment_id;
+    let per = super::commit::MAX_ROWS_PER_FRAGMENT as u64;
+    let mut k = 0u64;
+    let mut out = HashMap::new();
+    for f in picked {
+        let rows = (0..f.batch.num_rows() as u32).map(|r| {
+            (!f.deleted.contains(r)).then(|| {
+                let id = ((first + k / per) << 32) | (k % per);
+                k += 1;
+                id
+            })
+        });
+        out.insert(f.id, rows.collect());
+    }
+    out
+}
+
+impl NativeTable {
+    /// The compaction of `snap`, or `None` when nothing qualifies.
+    fn plan_compaction(
+        &self,
+        snap: &Snapshot,
+        o: &CompactOptions,
+    ) -> Result<(Option<Change>, (OptimizeStats, Taken))> {
+        let picked = pick(snap, o);
+        if picked.is_empty() {
+            return Ok((None, Default::default()));
+        }
+        let schema = snap.schema();
+        let mut parts = Vec::with_capacity(picked.len());
+        let mut deletions = HashMap::new();
+        let (mut purged, mut taken) = (0u64, Vec::new());
+        for f in &picked {
+            parts.push(apply(&f.batch, f.live_mask().as_ref())?);
+            let mut all = RoaringBitmap::new();
+            all.insert_range(0..f.batch.num_rows() as u32);
+            deletions.insert(f.id, all);
+            purged += f.deleted.len();
+            taken.push((f.id, f.batch.clone(), f.deleted.clone()));
+        }
+        let rows = arrow::compute::concat_batches(&schema, &parts)?;
+        let added = (rows.num_rows() as u64).div_ceil(super::commit::MAX_ROWS_PER_FRAGMENT as u64);
+        let stats = OptimizeStats {
+            version: 0,
+            fragments_removed: picked.len() as u64,
+            fragments_added: added,
+            deleted_rows_purged: purged,
+        };
+        let new_ids: Vec<u64> = (0..added)
+            .map(|i| snap.manifest.next_fragment_id + i)
+            .collect();
+        let change = Change {
+            new_rows: Some(rows),
+            deletions,
+            indices: self.remap_indices(snap, &picked, &new_ids)?,
+            operation: "compact",
+            ..Default::default()
+        };
+        Ok((Some(change), (stats, taken)))
+    }
+
+    /// The index list after moving `picked`'s rows into `new_ids`: each
+    /// index covering them (all of them: see [`pick`]) rewritten with its
+    /// row ids remapped, nothing re-encoded; `None` when no index covers them.
+    fn remap_indices(
+        &self,
+        snap: &Snapshot,
+        picked: &[&LoadedFragment],
+        new_ids: &[u64],
+    ) -> Result<Option<Vec<IndexMeta>>> {
+        let covered = |ix: &LoadedIndex| ix.fragments.contains(&picked[0].id);
+        if !snap.indices.iter().any(covered) {
+            return Ok(None);
+        }
+        let moved = moves(snap, picked);
+        let map = |id: u64| match moved.get(&(id >> 32)) {
+            Some(rows) => rows.get((id & 0xffff_ffff) as usize).copied().flatten(),
+            None => Some(id),
+        };
+        let storage = self.inner.storage.as_ref();
+        let mut list = Vec::with_capacity(snap.indices.len());
+        for ix in &snap.indices {
+            let mut meta = ix.meta.as_ref().clone();
+            if covered(ix) {
+                meta.files = match &ix.data {
+                    IndexData::Vector(v) => store::write(storage, self.dir(), &v.remapped(&map)?)?,
+                    IndexData::Scalar(b) => {
+                        store::write_btree(storage, self.dir(), &b.remapped(&map)?)?
+                    }
+                };
+                meta.fragment_ids.retain(|f| !moved.contains_key(f));
+                meta.fragment_ids.extend_from_slice(new_ids);
+                meta.fragment_ids.sort_unstable();
+            }
+            list.push(meta);
+        }
+        Ok(Some(list))
+    }
 }
 
 /// Teaches the cached key index the moved rows' new addresses (or drops it
@@ -125,9 +220,11 @@ impl NativeTable {
     /// Compacts the small fragments and those with many deleted rows (see
     /// the module doc); the version is unchanged when nothing qualifies.
     pub fn compact_sync(&self, o: &CompactOptions) -> Result<OptimizeStats> {
+        // Index files it writes are not yet named by a version: cleanup keeps them.
+        let _building = super::Building::start(&self.inner);
         let (version, (stats, _), _) = self.write_with_retry(
             Deadline::new(None),
-            |snap| plan(snap, o),
+            |snap| self.plan_compaction(snap, o),
             |slot, c, out| learn(slot, c, &out.1),
         )?;
         Ok(OptimizeStats {
