@@ -54,7 +54,7 @@ fn step() -> impl Strategy<Value = Step> {
 }
 
 /// Every file a version names, relative to the table folder.
-fn named(st: &dyn Storage, versions: &[u64]) -> BTreeSet<String> {
+pub(crate) fn named(st: &dyn Storage, versions: &[u64]) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     for v in versions {
         let m = read_manifest(st, "t", *v).expect("read").expect("kept");
@@ -70,7 +70,7 @@ fn named(st: &dyn Storage, versions: &[u64]) -> BTreeSet<String> {
 }
 
 /// Every file in the table's file folders.
-fn on_disk(st: &dyn Storage) -> BTreeSet<String> {
+pub(crate) fn on_disk(st: &dyn Storage) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     for dir in ["data", "_deletions", "_indices"] {
         for n in st.list(&format!("t/{dir}")).expect("list") {

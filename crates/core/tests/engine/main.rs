@@ -14,4 +14,5 @@ mod model;
 mod scalar_index;
 mod scale;
 mod table_ops;
+mod two_process;
 mod vector;
