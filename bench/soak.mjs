@@ -344,13 +344,16 @@ async function run(tmp, dataDir, logFile, setServer) {
   const searches = []; // [start s, ms]
   const samples = [];
   const failures = []; // { t, what, error }
+  const failCounts = new Map();
   const uncertain = []; // first new id of each failed upsert (ids base .. base + HALF - 1)
   const countMismatch = []; // acknowledged upserts whose inserted / updated counts are not HALF / HALF
   const shortSearches = [];
   const fail = (what, e) => {
     const f = { t: +((now() - streamStart) / 1000).toFixed(2), what, error: errText(e) };
     failures.push(f);
-    if (failures.length <= 10) console.log(`  FAILED ${what} at ${f.t} s: ${f.error}`);
+    const n = (failCounts.get(what) ?? 0) + 1;
+    failCounts.set(what, n);
+    if (n <= 3) console.log(`  FAILED ${what} at ${f.t} s: ${f.error}${n === 3 ? " (further ones of this kind not printed)" : ""}`);
   };
 
   let nextSlot = 0; // SOAK_RATE: the stream time (ms) the next upsert may start
@@ -378,7 +381,10 @@ async function run(tmp, dataDir, logFile, setServer) {
         for (let i = base; i < base + HALF; i++) acked.push(i);
       } catch (e) {
         uncertain.push(base);
-        fail("upsert", e);
+        // 503 "overloaded" (the flusher is behind): refused before the WAL, retry after 1 s, as the server says.
+        const busy = e?.code === "Busy" || /overloaded/.test(errText(e));
+        fail(busy ? "upsert busy" : "upsert", e);
+        if (busy) await sleep(1000);
       }
     }
   }
@@ -469,6 +475,7 @@ async function run(tmp, dataDir, logFile, setServer) {
   await sleep(SECONDS * 1000);
   const serverDied = srv.state.exit !== null;
   stopNow();
+  const runSecs = (now() - streamStart) / 1000; // the stream's length (calls in flight then still finish)
   await Promise.all(tasks);
   const elapsed = (now() - streamStart) / 1000;
 
@@ -484,13 +491,33 @@ async function run(tmp, dataDir, logFile, setServer) {
   if (!serverDied) {
     try {
       await sample();
+      // The ids of failed upserts' ranges found in the table, 200 ranges a query.
+      const perBase = new Map();
+      for (let i = 0; i < uncertain.length; i += 200) {
+        const bases = uncertain.slice(i, i + 200);
+        const where = bases.map((b) => `(id >= ${b} AND id < ${b + HALF})`).join(" OR ");
+        const found = await withTimeout(
+          tbl
+            .query()
+            .where(where)
+            .select(["id"])
+            .limit(bases.length * HALF + 1)
+            .toArray(),
+          CALL_TIMEOUT_MS,
+          "query",
+        );
+        for (const r of found) {
+          const b = SEED_ROWS + Math.floor((Number(r.id) - SEED_ROWS) / HALF) * HALF;
+          perBase.set(b, (perBase.get(b) ?? 0) + 1);
+        }
+      }
       let landed = 0;
       const partial = [];
-      for (const b of uncertain) {
-        const n = await tbl.countRows(`id >= ${b} AND id < ${b + HALF}`);
+      for (const [b, n] of perBase) {
         landed += n;
-        if (n !== 0 && n !== HALF) partial.push({ base: b, rows: n });
+        if (n !== HALF) partial.push({ base: b, rows: n });
       }
+      acct.failed_upserts_landed = perBase.size;
       acct.failed_upserts_landed_rows = landed;
       acct.failed_upserts_partial = partial;
       acct.expected_rows = SEED_ROWS + ackedCalls * HALF + landed;
@@ -517,22 +544,27 @@ async function run(tmp, dataDir, logFile, setServer) {
   srv.log.end();
   const logText = fs.existsSync(logFile) ? fs.readFileSync(logFile, "utf8").replace(ANSI, "") : "";
   const warnLines = logText.split("\n").filter((l) => /\b(WARN|ERROR)\b/.test(l));
+  // The server logs each 503 overloaded refusal at ERROR; the other lines are the ones to read.
+  const otherWarn = warnLines.filter((l) => !/overloaded/.test(l));
 
   // Per minute and per 10 s.
   const bucketStats = (w) => {
-    const n = Math.ceil(elapsed / w - 1e-9);
+    // Whole buckets over the stream; a last one under a second (or w / 10) is folded into the one before.
+    const n = Math.max(1, Math.ceil((runSecs - Math.min(1, w / 10)) / w));
     return Array.from({ length: n }, (_, i) => {
       const from = i * w,
-        to = Math.min((i + 1) * w, elapsed);
-      const inB = (a) => a.filter(([t]) => t >= from && t < to).map(([, ms]) => ms);
+        to = i === n - 1 ? runSecs : (i + 1) * w;
+      // The last bucket also takes what came after the stream stopped (the calls then in flight, the final sample).
+      const inT = (t) => t >= from && (i === n - 1 || t < to);
+      const inB = (a) => a.filter(([t]) => inT(t)).map(([, ms]) => ms);
       const u = inB(upserts),
         q = inB(searches);
-      const ss = samples.filter((s) => s.t >= from && s.t < to);
+      const ss = samples.filter((s) => inT(s.t));
       const mx = (f) => {
         const v = ss.map(f).filter((x) => x !== null && Number.isFinite(x));
         return v.length ? Math.max(...v) : NaN;
       };
-      const last = ss.at(-1);
+      const lastSample = ss.at(-1);
       return {
         from,
         to,
@@ -542,9 +574,10 @@ async function run(tmp, dataDir, logFile, setServer) {
         p99_ms: pct(u, 0.99),
         search_p50_ms: pct(q, 0.5),
         searches: q.length,
-        failed: failures.filter((f) => f.t >= from && f.t < to).length,
+        busy: failures.filter((f) => inT(f.t) && f.what === "upsert busy").length,
+        failed: failures.filter((f) => inT(f.t) && f.what !== "upsert busy").length,
         size_mb_max: mx((s) => s.size_bytes) / MB,
-        live_mb_last: last?.live_bytes != null ? last.live_bytes / MB : NaN,
+        live_mb_last: lastSample?.live_bytes != null ? lastSample.live_bytes / MB : NaN,
         ratio_max: mx((s) => s.ratio),
         fragments_max: mx((s) => s.fragments),
         server_rss_mb_max: mx((s) => s.server_rss_mb),
@@ -559,7 +592,7 @@ async function run(tmp, dataDir, logFile, setServer) {
   const afterRet = samples.filter((s) => s.t >= RETENTION && s.ratio !== null);
   const worst = afterRet.reduce((a, s) => (a === null || s.ratio > a.ratio ? s : a), null);
   const firstWin = upserts.filter(([t]) => t < 60).map(([, ms]) => ms);
-  const lastWin = upserts.filter(([t]) => t >= elapsed - 60).map(([, ms]) => ms);
+  const lastWin = upserts.filter(([t]) => t >= runSecs - 60).map(([, ms]) => ms);
   const lat = {
     first: { p50: pct(firstWin, 0.5), p99: pct(firstWin, 0.99), n: firstWin.length },
     last: { p50: pct(lastWin, 0.5), p99: pct(lastWin, 0.99), n: lastWin.length },
@@ -567,8 +600,8 @@ async function run(tmp, dataDir, logFile, setServer) {
   lat.p50_ratio = lat.last.p50 / lat.first.p50;
   lat.p99_ratio = lat.last.p99 / lat.first.p99;
   const frag = samples.map((s) => s.fragments).filter((x) => x !== null);
-  const fragFirstHalf = samples.filter((s) => s.t < elapsed / 2 && s.fragments !== null).map((s) => s.fragments);
-  const fragLastMin = samples.filter((s) => s.t >= elapsed - 60 && s.fragments !== null).map((s) => s.fragments);
+  const fragFirstHalf = samples.filter((s) => s.t < runSecs / 2 && s.fragments !== null).map((s) => s.fragments);
+  const fragLastMin = samples.filter((s) => s.t >= runSecs - 60 && s.fragments !== null).map((s) => s.fragments);
   const fragMax = frag.length ? Math.max(...frag) : NaN;
   const fragLast = fragLastMin.length ? Math.max(...fragLastMin) : NaN;
   const fragFirst = fragFirstHalf.length ? Math.max(...fragFirstHalf) : NaN;
@@ -594,6 +627,7 @@ async function run(tmp, dataDir, logFile, setServer) {
     },
     failures: {
       upserts: failures.filter((f) => f.what === "upsert").length,
+      upserts_busy: failures.filter((f) => f.what === "upsert busy").length,
       searches: failures.filter((f) => f.what === "search").length,
       samples: failures.filter((f) => f.what.startsWith("sample")).length,
     },
@@ -603,15 +637,16 @@ async function run(tmp, dataDir, logFile, setServer) {
       exit_during_run: serverDied ? srv.state.exit : null,
       exit_at_stop: exit,
       warn_error_log_lines: warnLines.length,
+      warn_error_log_lines_other_than_overloaded: otherWarn.length,
     },
   };
 
   // Report.
-  let md = `| minute | upserts/s | upsert p50 ms | upsert p99 ms | search p50 ms | data MB (max) | live MB (end) | data/live (max) | fragments (max) | server RSS MB (anon) | failed |\n`;
+  let md = `| minute | upserts/s | upsert p50 ms | upsert p99 ms | search p50 ms | data MB (max) | live MB (end) | data/live (max) | fragments (max) | server RSS MB (anon) | refused 503 / failed |\n`;
   md += `|---|---|---|---|---|---|---|---|---|---|---|\n`;
   for (const [i, m] of minutes.entries()) {
     const label = m.to - m.from < 59.5 ? `${i + 1} (${f1(m.to - m.from)} s)` : `${i + 1}`;
-    md += `| ${label} | ${f1(m.upserts_per_s)} | ${f2(m.p50_ms)} | ${f2(m.p99_ms)} | ${f2(m.search_p50_ms)} | ${f1(m.size_mb_max)} | ${f1(m.live_mb_last)} | ${f2(m.ratio_max)} | ${m.fragments_max} | ${f1(m.server_rss_mb_max)} (${f1(m.server_rss_anon_mb_max)}) | ${m.failed} |\n`;
+    md += `| ${label} | ${f1(m.upserts_per_s)} | ${f2(m.p50_ms)} | ${f2(m.p99_ms)} | ${f2(m.search_p50_ms)} | ${f1(m.size_mb_max)} | ${f1(m.live_mb_last)} | ${f2(m.ratio_max)} | ${m.fragments_max} | ${f1(m.server_rss_mb_max)} (${f1(m.server_rss_anon_mb_max)}) | ${m.busy} / ${m.failed} |\n`;
   }
   const fm = finalMetrics ?? samples.at(-1)?.metrics ?? {};
   const v = verdicts;
@@ -620,20 +655,21 @@ async function run(tmp, dataDir, logFile, setServer) {
     `- size: max data/live after the first retention period (t >= ${RETENTION} s, ${v.size.samples} samples) ${f2(v.size.max_ratio)} at ${v.size.at_s} s: ${pf(v.size.pass)} (target <= 2)`,
     `- latency: upsert p50 ${f2(lat.first.p50)} -> ${f2(lat.last.p50)} ms (x${f2(lat.p50_ratio)}), p99 ${f2(lat.first.p99)} -> ${f2(lat.last.p99)} ms (x${f2(lat.p99_ratio)}), first minute vs last 60 s: ${pf(v.latency.pass)} (target <= 1.2x)`,
     `- fragments: max ${fragMax}, first-half max ${fragFirst}, last-minute max ${fragLast}: ${pf(v.fragments.pass)} (heuristic: last minute <= 1.5x first half)`,
-    `- failed calls: ${v.failures.upserts} upserts, ${v.failures.searches} searches, ${v.failures.samples} sample reads; ${shortSearches.length} searches returned fewer than 10 rows`,
-    `- accounting: ${acct.acked_upserts} acknowledged upserts; countRows ${acct.count_rows ?? "n/a"} (after flushLsm ${acct.count_rows_after_flush ?? "n/a"}) vs distinct ids written ${acct.expected_rows ?? "n/a"} (seed + acknowledged inserts + ${acct.failed_upserts_landed_rows ?? 0} rows of ${acct.failed_upserts} failed upserts); ${acct.count_mismatch_total} upserts with counts other than ${HALF}/${HALF}: ${acct.ok ? "OK" : `OFF${acct.error ? ` (${acct.error})` : ""}`}`,
-    `- server: ${serverDied ? `DIED during the run (${JSON.stringify(srv.state.exit)})` : "alive for the whole run"}; exit at stop ${JSON.stringify(exit)}; ${warnLines.length} WARN/ERROR log lines`,
+    `- failed calls: ${v.failures.upserts_busy} upserts refused as overloaded (503 busy; the writer waits 1 s), ${v.failures.upserts} other upsert failures, ${v.failures.searches} searches, ${v.failures.samples} sample reads; ${shortSearches.length} searches returned fewer than 10 rows`,
+    `- accounting: ${acct.acked_upserts} acknowledged upserts; countRows ${acct.count_rows ?? "n/a"} (after flushLsm ${acct.count_rows_after_flush ?? "n/a"}) vs distinct ids written ${acct.expected_rows ?? "n/a"} (seed + acknowledged inserts + ${acct.failed_upserts_landed_rows ?? 0} rows of the ${acct.failed_upserts} failed upserts, found by id); ${acct.count_mismatch_total} upserts with counts other than ${HALF}/${HALF}: ${acct.ok ? "OK" : `OFF${acct.error ? ` (${acct.error})` : ""}`}`,
+    `- server: ${serverDied ? `DIED during the run (${JSON.stringify(srv.state.exit)})` : "alive for the whole run"}; exit at stop ${JSON.stringify(exit)}; ${warnLines.length} WARN/ERROR log lines (${warnLines.length - otherWarn.length} of them 503 overloaded refusals)`,
     `- /metrics at the end: cleanups ${fm.cleanups_total}, versions removed ${fm.cleanup_versions_removed_total}, bytes removed ${f1(fm.cleanup_bytes_removed_total / MB)} MB, cleanup failures ${fm.cleanup_failures_total}; compactions ${fm.compactions_total}, fragments compacted ${fm.fragments_compacted_total}, compaction failures ${fm.compaction_failures_total}; flushes ${fm.flushes_total}, flush failures ${fm.flush_failures_total}, tables poisoned ${fm.tables_poisoned}`,
     `- live MB = countRows x ${f1(bytesPerRow)} B (${cfg.bytes_per_row_method}; Arrow IPC ${f1(ipcBytesPerRow)} B); fragments from table.stats().fragmentStats.numFragments; data = every file under the server's --data folder (table + WAL)`,
   ];
   md += `\n${lines.join("\n")}\n\nMachine: ${cfg.machine}, ${cfg.started}\n`;
   console.log(`\n${md}`);
-  for (const l of warnLines.slice(0, 5)) console.log(`  server log: ${l.slice(0, 240)}`);
+  for (const l of otherWarn.slice(0, 5)) console.log(`  server log: ${l.slice(0, 240)}`);
 
   const resultsDir = new URL("results/", import.meta.url).pathname;
   fs.mkdirSync(resultsDir, { recursive: true });
   const result = {
     config: cfg,
+    run_s: runSecs,
     elapsed_s: elapsed,
     verdicts,
     minutes,
@@ -642,7 +678,7 @@ async function run(tmp, dataDir, logFile, setServer) {
     failures,
     short_searches: shortSearches,
     final_metrics: finalMetrics,
-    server_warn_error_lines: warnLines.slice(0, 50),
+    server_warn_error_lines: [...otherWarn.slice(0, 40), ...warnLines.filter((l) => /overloaded/.test(l)).slice(0, 10)],
     upserts: upserts.map(([t, ms]) => [+t.toFixed(3), +ms.toFixed(3)]),
     searches: searches.map(([t, ms]) => [+t.toFixed(3), +ms.toFixed(3)]),
     markdown: md,
