@@ -119,7 +119,9 @@ impl ServedTable {
     pub async fn compact(&self, options: CompactOptions) -> crate::Result<OptimizeStats> {
         let mut stats = self
             .mem
-            .direct(Turn::Drain, move |c| Ok(c.base.compact_sync(&options)?))
+            .direct(Turn::Drain, move |c| {
+                Ok(c.base.compact_all_sync(&options)?)
+            })
             .await?;
         let base = self.mem.base().clone();
         if let Some(v) = blocking(move || Ok(base.optimize_indices_sync()?)).await? {

@@ -40,11 +40,38 @@ type Taken = Vec<(u64, RecordBatch, Arc<RoaringBitmap>)>;
 /// The fragments a compaction of `snap` takes: the small ones and those
 /// with many deleted rows, of one index coverage (every index covers all of
 /// them or none, so an index can follow its rows; fragments of another
-/// coverage wait for the next run), or none when too few qualify.
+/// coverage wait for the next run), as one bin of at most
+/// `target_rows_per_fragment` live rows (the deletion-heavy ones first, then
+/// the smallest: one run's work is bounded, and a fragment near the target
+/// is not rewritten with every new small one), in table order; or none when
+/// too few qualify.
 fn pick<'a>(snap: &'a Snapshot, o: &CompactOptions) -> Vec<&'a LoadedFragment> {
     let heavy = |f: &LoadedFragment| {
         let n = f.batch.num_rows().max(1) as f64;
         f.deleted.len() as f64 / n > o.materialize_deletions_threshold
+    };
+    let live = |f: &LoadedFragment| {
+        f.batch.num_rows() as u64 - f.deleted.len().min(f.batch.num_rows() as u64)
+    };
+    let bin = |mut g: Vec<&'a LoadedFragment>| {
+        g.sort_by_key(|f| (!heavy(f), live(f), f.id));
+        let mut total = 0u64;
+        let mut out: Vec<&LoadedFragment> = Vec::new();
+        for f in g {
+            if !out.is_empty() && total + live(f) > o.target_rows_per_fragment {
+                break;
+            }
+            total += live(f);
+            out.push(f);
+        }
+        let order: HashMap<u64, usize> = snap
+            .fragments
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.id, i))
+            .collect();
+        out.sort_by_key(|f| order.get(&f.id).copied().unwrap_or(usize::MAX));
+        out
     };
     let coverage = |f: &LoadedFragment| -> Vec<usize> {
         let covers = |i: &usize| snap.indices[*i].fragments.contains(&f.id);
@@ -60,6 +87,7 @@ fn pick<'a>(snap: &'a Snapshot, o: &CompactOptions) -> Vec<&'a LoadedFragment> {
         |g: &Vec<&LoadedFragment>| g.len() >= o.min_fragments.max(1) || g.iter().any(|f| heavy(f));
     groups
         .into_values()
+        .map(bin)
         .filter(qualifies)
         .max_by_key(Vec::len)
         .unwrap_or_default()
@@ -217,8 +245,32 @@ fn learn(slot: &mut Option<KeyIndex>, c: &Committed, taken: &Taken) {
 }
 
 impl NativeTable {
-    /// Compacts the small fragments and those with many deleted rows (see
-    /// the module doc); the version is unchanged when nothing qualifies.
+    /// Compacts until nothing qualifies (run after run, each one bin; see
+    /// [`pick`]), as Lance's `compact_files` does in one call: what
+    /// `optimize` does. The stats add up the runs; the version is the last.
+    pub fn compact_all_sync(&self, o: &CompactOptions) -> Result<OptimizeStats> {
+        let mut total = OptimizeStats {
+            version: self.version_sync()?,
+            ..Default::default()
+        };
+        // Each run removes at least one fragment or a fragment's deletions,
+        // so this ends; the bound is a guard, never reached in practice.
+        for _ in 0..100_000 {
+            let s = self.compact_sync(o)?;
+            if s.fragments_removed == 0 {
+                break;
+            }
+            total.version = s.version;
+            total.fragments_removed += s.fragments_removed;
+            total.fragments_added += s.fragments_added;
+            total.deleted_rows_purged += s.deleted_rows_purged;
+        }
+        Ok(total)
+    }
+
+    /// Compacts one bin of the small fragments and those with many deleted
+    /// rows (see the module doc); the version is unchanged when nothing
+    /// qualifies.
     pub fn compact_sync(&self, o: &CompactOptions) -> Result<OptimizeStats> {
         // Index files it writes are not yet named by a version: cleanup keeps them.
         let _building = super::Building::start(&self.inner);

@@ -539,7 +539,7 @@ impl Table for NativeTable {
     async fn optimize(&self, options: CompactOptions) -> Result<OptimizeStats> {
         options.validate()?;
         self.blocking(move |t| {
-            let mut stats = t.compact_sync(&options)?;
+            let mut stats = t.compact_all_sync(&options)?;
             if let Some(v) = t.optimize_indices_sync()? {
                 stats.version = v;
             }

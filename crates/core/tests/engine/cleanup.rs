@@ -368,3 +368,53 @@ fn a_merge_after_a_compaction_finds_the_moved_rows() {
     assert_eq!(t.compact_sync(&o).expect("idle").version, v);
     assert_eq!(dump(&t).len(), 3);
 }
+
+/// One compaction run takes one bin of at most the target's live rows (the
+/// deletion-heavy fragments first, then the smallest), so a fragment near
+/// the target is not rewritten with every new small one; `compact_all_sync`
+/// (what `optimize` runs) goes on until nothing qualifies. No row is lost or
+/// doubled on the way.
+#[test]
+fn a_compaction_run_is_one_bin_of_at_most_the_target() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = NativeDatabase::open(dir.path().to_str().expect("p")).expect("db");
+    let big: Vec<(i64, i64)> = (0..90).map(|i| (i, i)).collect();
+    let t = db
+        .create_table_sync("t", people(&big), Default::default())
+        .expect("create");
+    for k in 0..4 {
+        let small: Vec<(i64, i64)> = (0..10).map(|i| (100 + 10 * k + i, i)).collect();
+        t.add_sync(people(&small), AddMode::Append).expect("add");
+    }
+    let sizes = |t: &NativeTable| -> Vec<usize> {
+        let snap = t.snapshot().expect("snap");
+        snap.fragments
+            .iter()
+            .map(|f| f.batch.num_rows() - f.deleted.len() as usize)
+            .collect()
+    };
+    let ids = |t: &NativeTable| -> BTreeSet<i64> { dump(t).into_iter().map(|r| r.0).collect() };
+    let all = ids(&t);
+    let o = memwal_core::table::compact::CompactOptions {
+        target_rows_per_fragment: 100,
+        ..Default::default()
+    };
+    let s = t.compact_sync(&o).expect("first run");
+    assert_eq!((s.fragments_removed, s.fragments_added), (4, 1));
+    assert_eq!(sizes(&t), vec![90, 40], "the 90-row fragment stays");
+    assert_eq!(t.compact_sync(&o).expect("idle").fragments_removed, 0);
+    // A fifth of the big one deleted: rewritten alone (40 + 72 > 100).
+    t.delete_sync("id < 18").expect("delete");
+    let s = t.compact_sync(&o).expect("heavy run");
+    assert_eq!((s.fragments_removed, s.deleted_rows_purged), (1, 18));
+    assert_eq!(sizes(&t), vec![40, 72]);
+    let wide = memwal_core::table::compact::CompactOptions {
+        target_rows_per_fragment: 1_000,
+        ..Default::default()
+    };
+    let s = t.compact_all_sync(&wide).expect("all");
+    assert_eq!((s.fragments_removed, s.fragments_added), (2, 1));
+    assert_eq!(sizes(&t), vec![112]);
+    let want: BTreeSet<i64> = all.into_iter().filter(|i| *i >= 18).collect();
+    assert_eq!(ids(&t), want);
+}
