@@ -394,6 +394,21 @@ describe("empty tables", () => {
     expect(rowsOf(await tbl.query().toArrow())).toEqual([{ id: 1n, vector: [1, 2] }]);
   });
 
+  test("schema metadata with non-string keys or values is refused (0.39's message), not turned into strings", () => {
+    const msg = "Expected metadata, if present, to be a Map<string, string> but it had non-string keys or values";
+    const bad = [new Map<unknown, unknown>([[42, "x"]]), new Map<unknown, unknown>([["k", 42]]), new Map<unknown, unknown>([[1, false]])];
+    for (const m of bad) {
+      const meta = m as unknown as Map<string, string>;
+      const field = new Field("v", new Int32(), true);
+      expect(() => makeEmptyTable(new Schema([field], meta))).toThrow(msg);
+      expect(() => makeEmptyTable(new a15.Schema([new a15.Field("v", new a15.Int32(), true)], meta) as never)).toThrow(msg);
+      expect(() => createEmptyTable(new Schema([new Field("v", new Int32(), true, meta)]))).toThrow(msg);
+      expect(() => makeArrowTable([{ v: 1 }], { schema: new Schema([field], meta) })).toThrow(root.InvalidInputError);
+      expect(() => makeEmptyTable(new Schema([new Field("s", new Struct([new Field("v", new Int32(), true, meta)]))]))).toThrow(msg);
+    }
+    expect(makeEmptyTable(new Schema([new Field("v", new Int32(), true)], new Map([["k", "v"]]))).schema.metadata.get("k")).toBe("v");
+  });
+
   test("makeEmptyTable takes a plain-object schema", () => {
     const t = makeEmptyTable({ fields: [{ name: "a", type: new Int32(), nullable: true }], metadata: new Map() } as api.SchemaLike);
     expect(fieldsOf(t.schema)).toEqual(["a:Int32:true"]);

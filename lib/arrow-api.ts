@@ -194,7 +194,7 @@ export function makeArrowTable(
 export function makeEmptyTable(schema: SchemaLike, metadata?: Map<string, string>): ArrowTable {
   const s = toSchema(schema);
   if (metadata === undefined || metadata.size === 0) return new ArrowTable(s);
-  return new ArrowTable(new Schema(s.fields, new Map([...s.metadata, ...metadata])));
+  return new ArrowTable(toSchema(new Schema(s.fields, new Map([...s.metadata, ...metadata]))));
 }
 
 /** An empty Arrow table of `schema`. */
