@@ -329,6 +329,32 @@ describe("makeArrowTable with a schema", () => {
     expect(rows).toEqual(expected);
   });
 
+  test("as 0.39, a struct keeps only the fields some row gives; undefined keys are absent; a missing struct is one of nulls", () => {
+    const nested = new Schema([
+      new Field("n", new Int64(), true),
+      new Field("p", new Struct([new Field("u", new Int32(), true), new Field("w", new Int32(), true)]), true),
+      new Field("q", new Int32(), true),
+    ]);
+    const one = makeArrowTable([{ p: { w: 7 } }], { schema: nested });
+    expect(fieldsOf(one.schema)).toEqual(["p:Struct<{w:Int32}>:true"]);
+    expect(rowsOf(one)).toEqual([{ p: { w: 7 } }]);
+    // The union over rows; a row without the struct has one whose fields are null (0.39), an explicit null is null.
+    const two = makeArrowTable([{ n: 1n, p: { u: 1, w: undefined } }, { q: 2 }, { p: null }], { schema: nested });
+    expect(fieldsOf(two.schema)).toEqual(["n:Int64:true", "p:Struct<{u:Int32}>:true", "q:Int32:true"]);
+    expect(rowsOf(two)).toEqual([
+      { n: 1n, p: { u: 1 }, q: null },
+      { n: null, p: { u: null }, q: 2 },
+      { n: null, p: null, q: null },
+    ]);
+    // A struct only ever null keeps all its fields; a key whose value is undefined in every row is no column.
+    expect(fieldsOf(makeArrowTable([{ p: null, q: undefined, n: 3n }], { schema: nested }).schema)).toEqual([
+      "n:Int64:true",
+      "p:Struct<{u:Int32, w:Int32}>:true",
+    ]);
+    // 0.39 cannot make a struct that first came as null and then as an object: refused, as there.
+    expect(() => makeArrowTable([{ p: null }, { p: { u: 1 } }], { schema: nested })).toThrow(root.InvalidInputError);
+  });
+
   test("a schema as plain objects: type names and DataTypes", () => {
     const t = makeArrowTable([{ a: 1, b: "x", c: 2 }], {
       schema: {

@@ -155,7 +155,8 @@ function checkRows(what: string, data: unknown): ReadonlyArray<Record<string, un
 
 /**
  * Rows (plain objects) as an Arrow table, as 0.39's makeArrowTable. With `options.schema` its columns are
- * used, in its order (the ones some row has); without it types are inferred and every field is nullable:
+ * used, in its order: those some row gives a value other than undefined, a struct cut to the fields some row
+ * gives (a row without it has a struct of nulls); without it types are inferred and every field is nullable:
  * boolean -> Bool, number -> Float64, bigint -> Int64, string -> Utf8 (Dictionary<Int32, Utf8> with
  * `dictionaryEncodeStrings`), Date -> Timestamp(ms), Buffer -> Binary, a typed array -> FixedSizeList of its
  * element type, an array of numbers in a vector column (`vector`, any name containing "vector" or

@@ -40,6 +40,7 @@ import {
   vectorFromArray,
 } from "apache-arrow";
 
+import { usedFields } from "./arrow-subset";
 import { invalid } from "./errors";
 import { ourType } from "./foreign";
 
@@ -306,7 +307,10 @@ type Fit = (v: unknown, row: number) => unknown;
 function fitField(path: string, field: Field): Fit {
   const inner = fitValue(path, field.type);
   const nullable = field.nullable;
+  // A struct a row leaves out is one whose fields are all missing (0.39), unlike an explicit null.
+  const struct = field.type.typeId === Type.Struct;
   return (v, row) => {
+    if (v === undefined && struct) return inner({}, row);
     if (v === null || v === undefined) {
       if (!nullable) throw invalid(`column '${path}' is not nullable but row ${row} has no value`);
       return null;
@@ -354,7 +358,7 @@ function fitStruct(path: string, children: Field[]): Fit {
     }
     const o = v as Record<string, unknown>;
     if (isPlainObject(o)) {
-      const extra = Object.keys(o).find((k) => !names.has(k));
+      const extra = Object.keys(o).find((k) => !names.has(k) && o[k] !== undefined);
       if (extra !== undefined)
         throw invalid(`column '${path}' has no field '${extra}' (row ${row}); its fields are ${[...names].join(", ")}`);
     }
@@ -416,19 +420,19 @@ function buildColumn(rows: ReadonlyArray<Record<string, unknown>>, field: Field)
 }
 
 /**
- * An Arrow table of `rows` under `schema`: the schema's columns that some row has, in the schema's order (a
- * key no field names is an error). Missing keys and `undefined` are nulls.
+ * An Arrow table of `rows` under `schema`: the part of it the rows give values for (usedFields: structs cut to
+ * the fields given), in the schema's order (a key no field names is an error). Missing keys and `undefined` are
+ * nulls; a missing struct is one of nulls.
  */
 export function buildTable(rows: ReadonlyArray<Record<string, unknown>>, schema: Schema, metadata?: Map<string, string>): ArrowTable {
   const names = new Set(schema.fields.map((f) => f.name));
-  const present = new Set<string>();
   rows.forEach((r, row) => {
     for (const k of Object.keys(r)) {
-      if (!names.has(k)) throw invalid(`column '${k}' (row ${row}) is not in the schema; its columns are ${[...names].join(", ")}`);
-      present.add(k);
+      if (!names.has(k) && r[k] !== undefined)
+        throw invalid(`column '${k}' (row ${row}) is not in the schema; its columns are ${[...names].join(", ")}`);
     }
   });
-  const fields = schema.fields.filter((f) => present.has(f.name));
+  const fields = usedFields(rows, schema.fields);
   if (fields.length === 0) throw invalid("the rows have no keys: no column to make (pass a schema and no rows for an empty table)");
   const vectors = fields.map((f) => buildColumn(rows, f));
   const meta = new Map([...schema.metadata, ...(metadata ?? [])]);
