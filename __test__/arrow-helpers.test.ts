@@ -639,6 +639,35 @@ describe("embedding functions in the async helpers", () => {
     ]);
   });
 
+  test("a schema recording functions (embedding_functions) gives every schema column, missing ones null, as 0.39", async () => {
+    const schema = new Schema(
+      [
+        new Field("id", new Int64(), true),
+        new Field("note", new Utf8(), true),
+        new Field("meta", new Struct([new Field("v", new Int32(), true), new Field("w", new Utf8(), true)]), true),
+      ],
+      new Map([["embedding_functions", "[]"]]),
+    );
+    const data = [{ id: 1n }, { id: 2n, meta: { v: 3 } }];
+    const t = await convertToTable(data, undefined, { schema });
+    expect(fieldsOf(t.schema)).toEqual(["id:Int64:true", "note:Utf8:true", "meta:Struct<{v:Int32, w:Utf8}>:true"]);
+    const expected = [
+      { id: 1n, note: null, meta: { v: null, w: null } },
+      { id: 2n, note: null, meta: { v: 3, w: null } },
+    ];
+    expect(rowsOf(t)).toEqual(expected);
+    expect(rowsOf(tableFromIPC(await fromRecordsToBuffer(data, undefined, schema)))).toEqual(expected);
+    // An Arrow table lacking columns: fromDataToBuffer fills them (a missing struct is one of nulls there).
+    const back = tableFromIPC(await fromDataToBuffer(makeArrowTable([{ id: 1n }, { id: 2n }]), undefined, schema));
+    expect(fieldsOf(back.schema)).toEqual(fieldsOf(schema));
+    expect(rowsOf(back)).toEqual([
+      { id: 1n, note: null, meta: { v: null, w: null } },
+      { id: 2n, note: null, meta: { v: null, w: null } },
+    ]);
+    // An Arrow column of another type than the schema's is refused (0.39 would relabel its bytes).
+    await expect(fromDataToBuffer(makeArrowTable([{ id: 1 }]), undefined, schema)).rejects.toThrow(/column 'id' is Float64/);
+  });
+
   test("a missing source column, vectors in some rows only, or a bad config are InvalidInputErrors", async () => {
     await expect(convertToTable([{ id: 1n }], cfg())).rejects.toThrow(/embedding source column 'text' is not in the data/);
     await expect(convertToTable([{ text: "a", vector: [1, 2] }, { text: "b" }], cfg())).rejects.toThrow(

@@ -19,7 +19,7 @@ import {
   serve,
   type Table,
 } from "../lib";
-import { makeArrowTable } from "../lib/arrow-api";
+import { fromDataToBuffer, makeArrowTable, tableFromIPC } from "../lib/arrow-api";
 import { EmbeddingFunction, getRegistry, LanceSchema, register, TextEmbeddingFunction } from "../lib/embedding";
 import { tmpDir } from "./helpers";
 
@@ -262,6 +262,33 @@ describe("what a table records", () => {
       await expect(t.add(mixed)).rejects.toThrow(/vector column 'vector'.*1 of 2 rows/);
     }
     expect(await t.countRows()).toBe(4);
+  });
+
+  test("fromDataToBuffer with a table's schema computes the vectors of its recorded function, as 0.39", async () => {
+    const vt = new FixedSizeList(3, new Field("item", new Float32(), true));
+    const schema = new Schema([new Field("id", new Int64(), false), new Field("text", new Utf8(), false), new Field("vector", vt, false)]);
+    const t = await (await connect(tmpDir())).createEmptyTable("buffered", schema, {
+      embeddingFunction: { function: letters2(), sourceColumn: "text" },
+    });
+    const tableSchema = await t.schema();
+    const data = [
+      { id: 1n, text: "ab" },
+      { id: 2n, text: "eee" },
+    ];
+    for (const buf of [
+      await fromDataToBuffer(data, undefined, tableSchema),
+      await fromDataToBuffer(makeArrowTable(data), undefined, tableSchema),
+    ]) {
+      const back = tableFromIPC(buf);
+      expect(back.schema.fields.map((f) => `${f.name}:${f.nullable}`)).toEqual(["id:false", "text:false", "vector:false"]);
+      expect(back.toArray().map((r) => Array.from(r.vector as ArrayLike<number>))).toEqual([letters("ab", 2), letters("eee", 2)]);
+    }
+    // The buffer adds as is.
+    await t.add(await fromDataToBuffer(data, undefined, tableSchema));
+    expect(await rows(t)).toEqual([
+      [1, "ab", letters("ab", 2)],
+      [2, "eee", letters("eee", 2)],
+    ]);
   });
 
   test("Arrow tables and IPC bytes lacking the vector column are embedded too", async () => {

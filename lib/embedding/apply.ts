@@ -65,6 +65,11 @@ export function recordedEntries(schema: Schema): EmbeddingMetadataEntry[] {
   });
 }
 
+/** The slots of the functions `schema` records, each made from the registry on first use. */
+export function recordedSlots(schema: Schema): Slot[] {
+  return recordedEntries(schema).map(recordedSlot);
+}
+
 /** A slot making its function from the registry once. */
 function recordedSlot(e: EmbeddingMetadataEntry): Slot {
   let made: Promise<EmbeddingFunction> | undefined;
@@ -221,7 +226,7 @@ function arrowOf(data: Data): ArrowTable {
 }
 
 /** `data` with every slot's missing vectors computed; `data` itself when nothing was missing. */
-async function embedData(data: Data, slots: Slot[], schema?: Schema): Promise<Data> {
+export async function embedData(data: Data, slots: Slot[], schema?: Schema): Promise<Data> {
   if (slots.length === 0) return data;
   if (Array.isArray(data)) return embedRows(data as Rows, slots, schema);
   return (await embedArrow(arrowOf(data), slots, schema)) ?? data;
