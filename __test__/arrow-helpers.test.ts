@@ -329,6 +329,32 @@ describe("makeArrowTable with a schema", () => {
     expect(rows).toEqual(expected);
   });
 
+  test("as 0.39, a struct keeps only the fields some row gives; undefined keys are absent; a missing struct is one of nulls", () => {
+    const nested = new Schema([
+      new Field("n", new Int64(), true),
+      new Field("p", new Struct([new Field("u", new Int32(), true), new Field("w", new Int32(), true)]), true),
+      new Field("q", new Int32(), true),
+    ]);
+    const one = makeArrowTable([{ p: { w: 7 } }], { schema: nested });
+    expect(fieldsOf(one.schema)).toEqual(["p:Struct<{w:Int32}>:true"]);
+    expect(rowsOf(one)).toEqual([{ p: { w: 7 } }]);
+    // The union over rows; a row without the struct has one whose fields are null (0.39), an explicit null is null.
+    const two = makeArrowTable([{ n: 1n, p: { u: 1, w: undefined } }, { q: 2 }, { p: null }], { schema: nested });
+    expect(fieldsOf(two.schema)).toEqual(["n:Int64:true", "p:Struct<{u:Int32}>:true", "q:Int32:true"]);
+    expect(rowsOf(two)).toEqual([
+      { n: 1n, p: { u: 1 }, q: null },
+      { n: null, p: { u: null }, q: 2 },
+      { n: null, p: null, q: null },
+    ]);
+    // A struct only ever null keeps all its fields; a key whose value is undefined in every row is no column.
+    expect(fieldsOf(makeArrowTable([{ p: null, q: undefined, n: 3n }], { schema: nested }).schema)).toEqual([
+      "n:Int64:true",
+      "p:Struct<{u:Int32, w:Int32}>:true",
+    ]);
+    // 0.39 cannot make a struct that first came as null and then as an object: refused, as there.
+    expect(() => makeArrowTable([{ p: null }, { p: { u: 1 } }], { schema: nested })).toThrow(root.InvalidInputError);
+  });
+
   test("a schema as plain objects: type names and DataTypes", () => {
     const t = makeArrowTable([{ a: 1, b: "x", c: 2 }], {
       schema: {
@@ -392,6 +418,21 @@ describe("empty tables", () => {
     expect(await tbl.countRows()).toBe(0);
     await tbl.add(makeArrowTable([{ id: 1n, vector: [1, 2] }], { schema }));
     expect(rowsOf(await tbl.query().toArrow())).toEqual([{ id: 1n, vector: [1, 2] }]);
+  });
+
+  test("schema metadata with non-string keys or values is refused (0.39's message), not turned into strings", () => {
+    const msg = "Expected metadata, if present, to be a Map<string, string> but it had non-string keys or values";
+    const bad = [new Map<unknown, unknown>([[42, "x"]]), new Map<unknown, unknown>([["k", 42]]), new Map<unknown, unknown>([[1, false]])];
+    for (const m of bad) {
+      const meta = m as unknown as Map<string, string>;
+      const field = new Field("v", new Int32(), true);
+      expect(() => makeEmptyTable(new Schema([field], meta))).toThrow(msg);
+      expect(() => makeEmptyTable(new a15.Schema([new a15.Field("v", new a15.Int32(), true)], meta) as never)).toThrow(msg);
+      expect(() => createEmptyTable(new Schema([new Field("v", new Int32(), true, meta)]))).toThrow(msg);
+      expect(() => makeArrowTable([{ v: 1 }], { schema: new Schema([field], meta) })).toThrow(root.InvalidInputError);
+      expect(() => makeEmptyTable(new Schema([new Field("s", new Struct([new Field("v", new Int32(), true, meta)]))]))).toThrow(msg);
+    }
+    expect(makeEmptyTable(new Schema([new Field("v", new Int32(), true)], new Map([["k", "v"]]))).schema.metadata.get("k")).toBe("v");
   });
 
   test("makeEmptyTable takes a plain-object schema", () => {
@@ -596,6 +637,35 @@ describe("embedding functions in the async helpers", () => {
       [9, 9],
       [9, 9],
     ]);
+  });
+
+  test("a schema recording functions (embedding_functions) gives every schema column, missing ones null, as 0.39", async () => {
+    const schema = new Schema(
+      [
+        new Field("id", new Int64(), true),
+        new Field("note", new Utf8(), true),
+        new Field("meta", new Struct([new Field("v", new Int32(), true), new Field("w", new Utf8(), true)]), true),
+      ],
+      new Map([["embedding_functions", "[]"]]),
+    );
+    const data = [{ id: 1n }, { id: 2n, meta: { v: 3 } }];
+    const t = await convertToTable(data, undefined, { schema });
+    expect(fieldsOf(t.schema)).toEqual(["id:Int64:true", "note:Utf8:true", "meta:Struct<{v:Int32, w:Utf8}>:true"]);
+    const expected = [
+      { id: 1n, note: null, meta: { v: null, w: null } },
+      { id: 2n, note: null, meta: { v: 3, w: null } },
+    ];
+    expect(rowsOf(t)).toEqual(expected);
+    expect(rowsOf(tableFromIPC(await fromRecordsToBuffer(data, undefined, schema)))).toEqual(expected);
+    // An Arrow table lacking columns: fromDataToBuffer fills them (a missing struct is one of nulls there).
+    const back = tableFromIPC(await fromDataToBuffer(makeArrowTable([{ id: 1n }, { id: 2n }]), undefined, schema));
+    expect(fieldsOf(back.schema)).toEqual(fieldsOf(schema));
+    expect(rowsOf(back)).toEqual([
+      { id: 1n, note: null, meta: { v: null, w: null } },
+      { id: 2n, note: null, meta: { v: null, w: null } },
+    ]);
+    // An Arrow column of another type than the schema's is refused (0.39 would relabel its bytes).
+    await expect(fromDataToBuffer(makeArrowTable([{ id: 1 }]), undefined, schema)).rejects.toThrow(/column 'id' is Float64/);
   });
 
   test("a missing source column, vectors in some rows only, or a bad config are InvalidInputErrors", async () => {

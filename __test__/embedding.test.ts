@@ -19,6 +19,7 @@ import {
   serve,
   type Table,
 } from "../lib";
+import { fromDataToBuffer, makeArrowTable, tableFromIPC } from "../lib/arrow-api";
 import { EmbeddingFunction, getRegistry, LanceSchema, register, TextEmbeddingFunction } from "../lib/embedding";
 import { tmpDir } from "./helpers";
 
@@ -135,11 +136,9 @@ describe.each(kinds)("a registered function on a %s table", (kind, db) => {
     expect(String(schema.fields[2].type)).toBe("FixedSizeList[3]<Float32>");
     expect(await rows(t)).toEqual(fruit().map((r) => [Number(r.id), r.text, letters(r.text, 2)]));
 
-    // add: rows without a vector get one; a row with its own vector keeps it.
-    await t.add([
-      { id: 4n, text: "pear" },
-      { id: 5n, text: "own", vector: [7, 7, 7] },
-    ]);
+    // add: rows without a vector get one; rows with their own vector keep it.
+    await t.add([{ id: 4n, text: "pear" }]);
+    await t.add([{ id: 5n, text: "own", vector: [7, 7, 7] }]);
     expect(embedded.slice(3)).toEqual(["pear"]);
     // mergeInsert: the updated text is embedded again (through the MemWAL on the served table).
     const merge = t.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll();
@@ -232,6 +231,64 @@ describe("what a table records", () => {
       expect(await rows(t)).toEqual(fruit().map((r) => [Number(r.id), r.text, letters(r.text, 2)]));
       expect(await nearest(t, "apple tree")).toEqual([3, 0]);
     }
+  });
+
+  test("as 0.39, a vector column that is null (or missing) in every row is computed; given in some rows only is refused", async () => {
+    const vt = new FixedSizeList(3, new Field("item", new Float32(), true));
+    const schema = new Schema([new Field("id", new Int64(), true), new Field("text", new Utf8(), true), new Field("vector", vt, true)]);
+    const t = await (await connect(tmpDir())).createEmptyTable("nulls", schema, {
+      embeddingFunction: { function: letters2(), sourceColumn: "text" },
+    });
+    await t.add([{ id: 1n, text: "ab", vector: null }]);
+    await t.add([
+      { id: 2n, text: "abe", vector: undefined },
+      { id: 3n, text: "e", vector: null },
+    ]);
+    // An Arrow table whose vector column is all null, as IPC bytes.
+    await t.add(tableToIPC(makeArrowTable([{ id: 4n, text: "aaa", vector: null }], { schema })));
+    const expected = (n: number, text: string): [number, string, number[]] => [n, text, letters(text, 2)];
+    expect(await rows(t)).toEqual([expected(1, "ab"), expected(2, "abe"), expected(3, "e"), expected(4, "aaa")]);
+    // 0.39 would store null for the rows without one (it computes only an all-null column): refused, nothing written.
+    for (const mixed of [
+      [
+        { id: 5n, text: "x", vector: [1, 2, 3] },
+        { id: 6n, text: "y", vector: null },
+      ],
+      [
+        { id: 5n, text: "x", vector: [1, 2, 3] },
+        { id: 6n, text: "y" },
+      ],
+    ]) {
+      await expect(t.add(mixed)).rejects.toThrow(/vector column 'vector'.*1 of 2 rows/);
+    }
+    expect(await t.countRows()).toBe(4);
+  });
+
+  test("fromDataToBuffer with a table's schema computes the vectors of its recorded function, as 0.39", async () => {
+    const vt = new FixedSizeList(3, new Field("item", new Float32(), true));
+    const schema = new Schema([new Field("id", new Int64(), false), new Field("text", new Utf8(), false), new Field("vector", vt, false)]);
+    const t = await (await connect(tmpDir())).createEmptyTable("buffered", schema, {
+      embeddingFunction: { function: letters2(), sourceColumn: "text" },
+    });
+    const tableSchema = await t.schema();
+    const data = [
+      { id: 1n, text: "ab" },
+      { id: 2n, text: "eee" },
+    ];
+    for (const buf of [
+      await fromDataToBuffer(data, undefined, tableSchema),
+      await fromDataToBuffer(makeArrowTable(data), undefined, tableSchema),
+    ]) {
+      const back = tableFromIPC(buf);
+      expect(back.schema.fields.map((f) => `${f.name}:${f.nullable}`)).toEqual(["id:false", "text:false", "vector:false"]);
+      expect(back.toArray().map((r) => Array.from(r.vector as ArrayLike<number>))).toEqual([letters("ab", 2), letters("eee", 2)]);
+    }
+    // The buffer adds as is.
+    await t.add(await fromDataToBuffer(data, undefined, tableSchema));
+    expect(await rows(t)).toEqual([
+      [1, "ab", letters("ab", 2)],
+      [2, "eee", letters("eee", 2)],
+    ]);
   });
 
   test("Arrow tables and IPC bytes lacking the vector column are embedded too", async () => {

@@ -10,7 +10,8 @@
  * inferred as Timestamp(ms) (0.39 cannot infer them). The async helpers take an embedding function config
  * (`{ function, sourceColumn, vectorColumn? }`, memwal/embedding) and compute the vector column it lacks;
  * makeArrowTable, synchronous, cannot run one: its `embeddings` / `embeddingFunction` options are a
- * NotSupportedError, never ignored.
+ * NotSupportedError, never ignored. Given a schema that records functions (a table's), the async helpers do as
+ * 0.39: every schema column, the recorded functions' vectors computed (lib/arrow-recorded.ts).
  */
 import {
   Table as ArrowTable,
@@ -44,6 +45,7 @@ import {
 } from "apache-arrow";
 
 import { buildTable, describe, inferSchema, toSchema } from "./arrow-infer";
+import { checkGivenConfig, recordedArrowTable, recordedRowsTable, recordsFunctions } from "./arrow-recorded";
 import { configOption, prepareCreate } from "./embedding/apply";
 import type { EmbeddingFunction } from "./embedding/embedding_function";
 import type { EmbeddingFunctionConfig } from "./embedding/registry";
@@ -155,7 +157,8 @@ function checkRows(what: string, data: unknown): ReadonlyArray<Record<string, un
 
 /**
  * Rows (plain objects) as an Arrow table, as 0.39's makeArrowTable. With `options.schema` its columns are
- * used, in its order (the ones some row has); without it types are inferred and every field is nullable:
+ * used, in its order: those some row gives a value other than undefined, a struct cut to the fields some row
+ * gives (a row without it has a struct of nulls); without it types are inferred and every field is nullable:
  * boolean -> Bool, number -> Float64, bigint -> Int64, string -> Utf8 (Dictionary<Int32, Utf8> with
  * `dictionaryEncodeStrings`), Date -> Timestamp(ms), Buffer -> Binary, a typed array -> FixedSizeList of its
  * element type, an array of numbers in a vector column (`vector`, any name containing "vector" or
@@ -194,7 +197,7 @@ export function makeArrowTable(
 export function makeEmptyTable(schema: SchemaLike, metadata?: Map<string, string>): ArrowTable {
   const s = toSchema(schema);
   if (metadata === undefined || metadata.size === 0) return new ArrowTable(s);
-  return new ArrowTable(new Schema(s.fields, new Map([...s.metadata, ...metadata])));
+  return new ArrowTable(toSchema(new Schema(s.fields, new Map([...s.metadata, ...metadata]))));
 }
 
 /** An empty Arrow table of `schema`. */
@@ -246,11 +249,18 @@ export async function convertToTable(
   embeddings?: EmbeddingFunctionConfig,
   makeTableOptions?: Partial<MakeArrowTableOptions>,
 ): Promise<ArrowTable> {
+  const given = makeTableOptions?.schema;
+  const schema = given === undefined || given === null ? undefined : toSchema(given);
+  if (recordsFunctions(schema)) {
+    refuseEmbeddings("convertToTable(makeTableOptions)", makeTableOptions?.embeddings ?? makeTableOptions?.embeddingFunction);
+    checkGivenConfig("convertToTable", schema, embeddings);
+    const rows = checkRows("convertToTable", data) as Array<Record<string, unknown>>;
+    return rows.length === 0 ? makeEmptyTable(schema) : recordedRowsTable(rows, schema);
+  }
   const t = makeArrowTable(data, makeTableOptions);
   if (embeddings === undefined || embeddings === null) return t;
   checkVectorColumn("convertToTable", data, embeddings);
-  const given = makeTableOptions?.schema;
-  return embedInto("convertToTable", t, embeddings, given === undefined || given === null ? undefined : toSchema(given));
+  return embedInto("convertToTable", t, embeddings, schema);
 }
 
 /** The Arrow type of a vector column: `dim` values of `innerType` (a float type of any apache-arrow copy). */
@@ -268,10 +278,20 @@ function asBuffer(u8: Uint8Array): Buffer {
  * The table to write: ours, its vectors computed with `embeddings`; an empty one takes `schema` when given
  * (0.39: "schema is required if the table is empty").
  */
-async function tableToWrite(what: string, table: unknown, embeddings: unknown, schema?: SchemaLike): Promise<ArrowTable> {
+async function tableToWrite(
+  what: string,
+  table: unknown,
+  embeddings: unknown,
+  schema?: SchemaLike,
+  validStructs = false,
+): Promise<ArrowTable> {
   if (!isArrowTable(table)) throw invalid(`${what}: expected an apache-arrow Table, got ${describe(table)}`);
   const t = ourTable(table);
   const s = schema === undefined || schema === null ? undefined : toSchema(schema);
+  if (recordsFunctions(s)) {
+    checkGivenConfig(what, s, embeddings);
+    return recordedArrowTable(t, s, validStructs);
+  }
   return embedInto(what, t.numRows === 0 && s !== undefined ? makeEmptyTable(s) : t, embeddings, s);
 }
 
@@ -309,7 +329,8 @@ export async function fromTableToStreamBuffer(
 
 /** Rows or an Arrow table as IPC file bytes. */
 export async function fromDataToBuffer(data: Data, embeddings?: EmbeddingFunctionConfig, schema?: Schema): Promise<Buffer> {
-  if (isArrowTable(data)) return fromTableToBuffer(data as ArrowTable, embeddings, schema);
+  // A table as a schema recording functions: its missing structs are ones of nulls (0.39's alignTableToSchema).
+  if (isArrowTable(data)) return asBuffer(tableToIPC(await tableToWrite("fromDataToBuffer", data, embeddings, schema, true), "file"));
   return fromRecordsToBuffer(checkRows("fromDataToBuffer", data) as Array<Record<string, unknown>>, embeddings, schema);
 }
 

@@ -40,6 +40,7 @@ import {
   vectorFromArray,
 } from "apache-arrow";
 
+import { usedFields } from "./arrow-subset";
 import { invalid } from "./errors";
 import { ourType } from "./foreign";
 
@@ -240,15 +241,31 @@ const TYPE_NAMES: Record<string, () => DataType> = {
   largebinary: () => new LargeBinary(),
 };
 
-function metadataOf(m: unknown): Map<string, string> | undefined {
-  if (m instanceof Map) return new Map([...m].map(([k, v]) => [String(k), String(v)]));
-  if (isPlainObject(m)) return new Map(Object.entries(m).map(([k, v]) => [k, String(v)]));
-  return undefined;
+/** 0.39's words for metadata that is not all strings (its tests match them). */
+const METADATA_NOT_STRINGS = "Expected metadata, if present, to be a Map<string, string> but it had non-string keys or values";
+
+/** Metadata (a Map or a plain object) as a Map of strings; a non-string key or value is refused, never converted. */
+function metadataOf(m: unknown, where: string): Map<string, string> | undefined {
+  if (m === undefined || m === null) return undefined;
+  const entries: Array<[unknown, unknown]> | undefined = m instanceof Map ? [...m] : isPlainObject(m) ? Object.entries(m) : undefined;
+  if (entries === undefined) throw invalid(`${where}: metadata must be a Map<string, string>, got ${describe(m)}`);
+  const bad = entries.find(([k, v]) => typeof k !== "string" || typeof v !== "string");
+  if (bad !== undefined) throw invalid(`${METADATA_NOT_STRINGS} (${where}: ${describe(bad[0])} -> ${describe(bad[1])})`);
+  return new Map(entries as Array<[string, string]>);
+}
+
+/** Checks the metadata of `f` and of the fields nested in its type (as 0.39's sanitizeField does). */
+function checkFieldMetadata(f: Field, where: string): void {
+  metadataOf(f.metadata, `field '${where}${f.name}'`);
+  for (const c of f.type?.children ?? []) checkFieldMetadata(c, `${where}${f.name}.`);
 }
 
 /** A field given as a Field of any apache-arrow copy or as `{ name, type, nullable?, metadata? }`. */
 function fieldOf(f: unknown, i: number): Field {
-  if (f instanceof Field) return f;
+  if (f instanceof Field) {
+    checkFieldMetadata(f, "");
+    return f;
+  }
   if (typeof f !== "object" || f === null) throw invalid(`schema field ${i} is ${describe(f)}, not a field`);
   const { name, type, nullable, metadata } = f as { name?: unknown; type?: unknown; nullable?: unknown; metadata?: unknown };
   if (typeof name !== "string") throw invalid(`schema field ${i} has no string 'name'`);
@@ -257,21 +274,30 @@ function fieldOf(f: unknown, i: number): Field {
     if (make === undefined) {
       throw invalid(`schema field '${name}': unknown type name ${JSON.stringify(type)} (use an apache-arrow DataType)`);
     }
-    return new Field(name, make(), nullable === undefined ? true : Boolean(nullable), metadataOf(metadata));
+    return new Field(name, make(), nullable === undefined ? true : Boolean(nullable), metadataOf(metadata, `field '${name}'`));
   }
   if (type === null || typeof type !== "object") throw invalid(`schema field '${name}' has no type`);
-  return new Field(name, ourType(type), nullable === undefined ? true : Boolean(nullable), metadataOf(metadata));
+  const field = new Field(name, ourType(type), nullable === undefined ? true : Boolean(nullable), metadataOf(metadata, `field '${name}'`));
+  checkFieldMetadata(field, "");
+  return field;
 }
 
-/** Our Schema for an apache-arrow Schema of any copy (15 to 21) or a plain `{ fields, metadata? }`. */
+/**
+ * Our Schema for an apache-arrow Schema of any copy (15 to 21) or a plain `{ fields, metadata? }`. Metadata (the
+ * schema's and every field's, nested too) must be strings, as 0.39 checks.
+ */
 export function toSchema(s: unknown): Schema {
-  if (s instanceof Schema) return s;
+  if (s instanceof Schema) {
+    metadataOf(s.metadata, "schema");
+    for (const f of s.fields) checkFieldMetadata(f, "");
+    return s;
+  }
   if (typeof s !== "object" || s === null || !Array.isArray((s as { fields?: unknown }).fields)) {
     throw invalid(`schema must be an apache-arrow Schema or { fields: [...] }, got ${describe(s)}`);
   }
   // A Schema of another apache-arrow copy reads as a plain one: its Fields have name, type, nullable, metadata.
   const { fields, metadata } = s as { fields: unknown[]; metadata?: unknown };
-  return new Schema(fields.map(fieldOf), metadataOf(metadata));
+  return new Schema(fields.map(fieldOf), metadataOf(metadata, "schema"));
 }
 
 /** Checks one value of a column and converts it to what apache-arrow's builder takes. */
@@ -281,7 +307,10 @@ type Fit = (v: unknown, row: number) => unknown;
 function fitField(path: string, field: Field): Fit {
   const inner = fitValue(path, field.type);
   const nullable = field.nullable;
+  // A struct a row leaves out is one whose fields are all missing (0.39), unlike an explicit null.
+  const struct = field.type.typeId === Type.Struct;
   return (v, row) => {
+    if (v === undefined && struct) return inner({}, row);
     if (v === null || v === undefined) {
       if (!nullable) throw invalid(`column '${path}' is not nullable but row ${row} has no value`);
       return null;
@@ -329,7 +358,7 @@ function fitStruct(path: string, children: Field[]): Fit {
     }
     const o = v as Record<string, unknown>;
     if (isPlainObject(o)) {
-      const extra = Object.keys(o).find((k) => !names.has(k));
+      const extra = Object.keys(o).find((k) => !names.has(k) && o[k] !== undefined);
       if (extra !== undefined)
         throw invalid(`column '${path}' has no field '${extra}' (row ${row}); its fields are ${[...names].join(", ")}`);
     }
@@ -391,19 +420,19 @@ function buildColumn(rows: ReadonlyArray<Record<string, unknown>>, field: Field)
 }
 
 /**
- * An Arrow table of `rows` under `schema`: the schema's columns that some row has, in the schema's order (a
- * key no field names is an error). Missing keys and `undefined` are nulls.
+ * An Arrow table of `rows` under `schema`: the part of it the rows give values for (usedFields: structs cut to
+ * the fields given), in the schema's order (a key no field names is an error). Missing keys and `undefined` are
+ * nulls; a missing struct is one of nulls.
  */
 export function buildTable(rows: ReadonlyArray<Record<string, unknown>>, schema: Schema, metadata?: Map<string, string>): ArrowTable {
   const names = new Set(schema.fields.map((f) => f.name));
-  const present = new Set<string>();
   rows.forEach((r, row) => {
     for (const k of Object.keys(r)) {
-      if (!names.has(k)) throw invalid(`column '${k}' (row ${row}) is not in the schema; its columns are ${[...names].join(", ")}`);
-      present.add(k);
+      if (!names.has(k) && r[k] !== undefined)
+        throw invalid(`column '${k}' (row ${row}) is not in the schema; its columns are ${[...names].join(", ")}`);
     }
   });
-  const fields = schema.fields.filter((f) => present.has(f.name));
+  const fields = usedFields(rows, schema.fields);
   if (fields.length === 0) throw invalid("the rows have no keys: no column to make (pass a schema and no rows for an empty table)");
   const vectors = fields.map((f) => buildColumn(rows, f));
   const meta = new Map([...schema.metadata, ...(metadata ?? [])]);

@@ -219,7 +219,7 @@ export class Connection {
 
   /**
    * Creates a table from rows. With `embeddingFunction` (or a `LanceSchema` schema) the vector column is computed
-   * from the source column for rows that lack it, and the functions are recorded with the table.
+   * from the source column when no row gives it (some rows only: InvalidInput), and the functions are recorded with the table.
    */
   async createTable(name: string, data: Data, options?: CreateTableOptions): Promise<Table> {
     const fn = await call(async () => {

@@ -87,7 +87,7 @@ export class MergeInsertBuilder {
   }
 
   /**
-   * Runs the merge. On a table with embedding functions, source rows lacking a vector column get it computed from
+   * Runs the merge. On a table with embedding functions, a vector column no source row gives gets computed from
    * the source column first (after the merge's options are validated, before anything is sent or written).
    */
   async execute(data: Data, options?: ExecuteOptions): Promise<MergeResult> {

@@ -359,7 +359,7 @@ export class Table {
 
   /**
    * Adds rows; answers `{ version }`, the version committed (as @lancedb/lancedb 0.39's `AddResult`). On a table
-   * with embedding functions, rows lacking a vector column get it computed from the source column first.
+   * with embedding functions, a vector column no row gives (missing or null) is computed from the source column first.
    */
   async add(data: Data, options?: AddOptions): Promise<AddResult> {
     const started = Date.now();

@@ -1,6 +1,7 @@
 /**
- * Embedding functions at work on a table (internal): the vector column computed from the source column for
- * rows that lack it (createTable, add, mergeInsert), the query vector of `search("text")`, and where a table
+ * Embedding functions at work on a table (internal): the vector column computed from the source column when
+ * no row gives it (missing or null in every row, as 0.39; given in some rows only is refused) on createTable,
+ * add and mergeInsert, the query vector of `search("text")`, and where a table
  * records its functions: the schema metadata key `embedding_functions` (as @lancedb/lancedb) and the same entry
  * on each vector field's metadata (which memwal's local tables keep; see the README for what persists where).
  */
@@ -62,6 +63,11 @@ export function recordedEntries(schema: Schema): EmbeddingMetadataEntry[] {
     const j = f.metadata.get(EMBEDDING_METADATA_KEY);
     return j === undefined ? [] : parseEmbeddingMetadata(j);
   });
+}
+
+/** The slots of the functions `schema` records, each made from the registry on first use. */
+export function recordedSlots(schema: Schema): Slot[] {
+  return recordedEntries(schema).map(recordedSlot);
 }
 
 /** A slot making its function from the registry once. */
@@ -140,13 +146,30 @@ async function embedValues(
   return { vectors, fn };
 }
 
-/** Rows with the vector column filled where it is absent (copies: the caller's rows are not changed). */
+/**
+ * Checks that the vector column of `s` is given (non-null) in all `given` of `total` rows or in none: 0.39
+ * computes a column only when no row gives it and stores null for the others, which memwal refuses.
+ */
+export function checkAllOrNone(s: { vectorColumn: string }, given: number, total: number): void {
+  if (given > 0 && given < total)
+    throw invalid(
+      `the vector column '${s.vectorColumn}' is given in ${given} of ${total} rows: @lancedb/lancedb computes it only when no row gives it (and would store null for the others); give it in every row or in none`,
+    );
+}
+
+/** The rows whose vector `s` computes: those with a source value, when no row gives the vector (else none). */
+function rowsToEmbed(rows: Rows, s: Slot): number[] {
+  const isRow = (r: unknown): r is Record<string, unknown> => r !== null && typeof r === "object";
+  const given = rows.filter((r) => isRow(r) && r[s.vectorColumn] != null).length;
+  checkAllOrNone(s, given, rows.length);
+  return given > 0 ? [] : rows.flatMap((r, i) => (isRow(r) && r[s.sourceColumn] != null ? [i] : []));
+}
+
+/** Rows with the vector column filled where no row gives it (copies: the caller's rows are not changed). */
 async function embedRows(rows: Rows, slots: Slot[], schema?: Schema): Promise<Rows> {
   let out: Array<Record<string, unknown>> | undefined;
   for (const s of slots) {
-    const need = rows.flatMap((r, i) =>
-      r !== null && typeof r === "object" && r[s.vectorColumn] === undefined && r[s.sourceColumn] != null ? [i] : [],
-    );
+    const need = rowsToEmbed(rows, s);
     if (need.length === 0) continue;
     const dims = listSize(schema?.fields.find((f) => f.name === s.vectorColumn)?.type);
     const { vectors } = await embedValues(
@@ -173,14 +196,16 @@ function vectorType(fn: EmbeddingFunction, dims: number | undefined, given?: Dat
   return new FixedSizeList(n, new Field("item", item, true));
 }
 
-/** An Arrow table with the vector columns it lacks computed from their source columns. */
+/** An Arrow table with the vector columns it lacks (or has all null) computed from their source columns. */
 async function embedArrow(t: ArrowTable, slots: Slot[], schema?: Schema): Promise<ArrowTable | undefined> {
   let out: ArrowTable | undefined;
   for (const s of slots) {
     const cur = out ?? t;
     const src = cur.getChild(s.sourceColumn);
-    if (cur.schema.fields.some((f) => f.name === s.vectorColumn) || src === null) continue;
-    const given = schema?.fields.find((f) => f.name === s.vectorColumn)?.type;
+    const have = cur.getChild(s.vectorColumn);
+    if (have !== null) checkAllOrNone(s, have.length - have.nullCount, have.length);
+    if ((have !== null && (have.nullCount < have.length || have.length === 0)) || src === null) continue;
+    const given = schema?.fields.find((f) => f.name === s.vectorColumn)?.type ?? have?.type;
     const values = Array.from({ length: cur.numRows }, (_, i) => src.get(i));
     const { vectors, fn } = await embedValues(s, values, listSize(given));
     const dims = vectors.find((v) => v !== null)?.length;
@@ -201,7 +226,7 @@ function arrowOf(data: Data): ArrowTable {
 }
 
 /** `data` with every slot's missing vectors computed; `data` itself when nothing was missing. */
-async function embedData(data: Data, slots: Slot[], schema?: Schema): Promise<Data> {
+export async function embedData(data: Data, slots: Slot[], schema?: Schema): Promise<Data> {
   if (slots.length === 0) return data;
   if (Array.isArray(data)) return embedRows(data as Rows, slots, schema);
   return (await embedArrow(arrowOf(data), slots, schema)) ?? data;
