@@ -11,6 +11,7 @@ import { configOption, type Known, prepareCreate } from "./embedding/apply";
 import type { EmbeddingFunctionConfig } from "./embedding/registry";
 import { call, invalid, notSupported } from "./errors";
 import { ourSchema } from "./foreign";
+import type { HeaderProvider } from "./header";
 import { type NativeConnection, native } from "./native";
 import { Table } from "./table";
 
@@ -46,12 +47,14 @@ export interface TlsConfig {
 
 /**
  * Headers for each request, asked before every try (so a refreshed token is
- * used on a retry): a function returning headers (or a promise of them), or
- * an object with `getHeaders()` as the official client's `HeaderProvider`.
+ * used on a retry): a {@link HeaderProvider} (e.g. `StaticHeaderProvider`,
+ * `OAuthHeaderProvider`), any object with `getHeaders()`, or a function
+ * returning headers (or a promise of them), as @lancedb/lancedb 0.39 takes.
  * Its headers replace same-named ones; if it throws, the request fails with
  * code `HeaderProvider` and is not sent.
  */
-export type HeaderProvider =
+export type HeaderProviderLike =
+  | HeaderProvider
   | (() => Record<string, string> | Promise<Record<string, string>>)
   | { getHeaders(): Record<string, string> | Promise<Record<string, string>> };
 
@@ -65,8 +68,8 @@ export interface ClientConfig {
   userId?: string;
   /** Adds `x-lancedb-mem-wal-enabled: true` to every request. */
   memWalEnabled?: boolean;
-  /** Per-request headers (see {@link HeaderProvider}). */
-  headerProvider?: HeaderProvider;
+  /** Per-request headers (see {@link HeaderProviderLike}). */
+  headerProvider?: HeaderProviderLike;
 }
 
 export interface ConnectionOptions {
@@ -295,7 +298,7 @@ export class Connection {
 }
 
 /** Turns any provider form into the one function the addon calls. */
-function providerFn(p: HeaderProvider | undefined): (() => Promise<Record<string, string>>) | undefined {
+function providerFn(p: HeaderProviderLike | undefined): (() => Promise<Record<string, string>>) | undefined {
   if (p === undefined) return undefined;
   const get = typeof p === "function" ? p : typeof p?.getHeaders === "function" ? () => p.getHeaders() : undefined;
   if (!get) throw invalid("headerProvider must be a function or an object with getHeaders()");
@@ -313,7 +316,7 @@ function nsArg(name: string, v: unknown): string[] | undefined {
 }
 
 /** Whether `x` is a header provider (a function, or an object with `getHeaders`). */
-function isProvider(x: unknown): x is HeaderProvider {
+function isProvider(x: unknown): x is HeaderProviderLike {
   return typeof x === "function" || (typeof x === "object" && x !== null && "getHeaders" in x);
 }
 
@@ -327,7 +330,7 @@ function connectArgs(
   optionsOrSession: unknown,
   sessionOrProvider: unknown,
   provider: unknown,
-): { uri: string; options?: ConnectionOptions; headerProvider?: HeaderProvider } {
+): { uri: string; options?: ConnectionOptions; headerProvider?: HeaderProviderLike } {
   const isSession = (x: unknown) => typeof x === "object" && x !== null && "inner" in x;
   if (typeof uriOrOptions === "object" && uriOrOptions !== null && !Array.isArray(uriOrOptions)) {
     const { uri, session, ...options } = uriOrOptions as ConnectionOptions & { uri?: unknown; session?: unknown };
@@ -348,7 +351,7 @@ function connectArgs(
   return {
     uri: str("connect(uri)", uriOrOptions),
     options: (optionsOrSession ?? undefined) as ConnectionOptions | undefined,
-    headerProvider: third ?? ((provider ?? undefined) as HeaderProvider | undefined),
+    headerProvider: third ?? ((provider ?? undefined) as HeaderProviderLike | undefined),
   };
 }
 
@@ -360,14 +363,14 @@ function connectArgs(
 export async function connect(
   uri: string | (ConnectionOptions & { uri: string }),
   options?: ConnectionOptions,
-  sessionOrHeaderProvider?: HeaderProvider | null,
-  headerProvider?: HeaderProvider,
+  sessionOrHeaderProvider?: HeaderProviderLike | null,
+  headerProvider?: HeaderProviderLike,
 ): Promise<Connection> {
   const args = await call(async () => connectArgs(uri, options, sessionOrHeaderProvider, headerProvider));
   return open(args.uri, args.options, args.headerProvider);
 }
 
-async function open(uri: string, options?: ConnectionOptions, headerProvider?: HeaderProvider): Promise<Connection> {
+async function open(uri: string, options?: ConnectionOptions, headerProvider?: HeaderProviderLike): Promise<Connection> {
   const { headerProvider: fromConfig, ...clientConfig } = options?.clientConfig ?? {};
   const provider = providerFn(headerProvider ?? fromConfig);
   const c = await call(async () => {
