@@ -134,12 +134,68 @@ export class Connection {
    */
   private readonly functions = new Map<string, Known>();
 
-  /** @internal */
-  constructor(private readonly inner: NativeConnection) {}
+  /** The native connection; undefined once closed. */
+  private _inner: NativeConnection | undefined;
+  private readonly _uri: string;
+  /** For a remote database: the host requests go to, and the namespace delimiter of table ids. */
+  private readonly remote?: { host: string; delimiter: string };
 
-  /** The URI. */
+  /** @internal */
+  constructor(inner: NativeConnection, remote?: { host: string; delimiter: string }) {
+    this._inner = inner;
+    this._uri = inner.uri;
+    this.remote = remote;
+  }
+
+  /** The native connection, or @lancedb/lancedb 0.39's error once closed: "Connection is closed". */
+  private get inner(): NativeConnection {
+    this.checkOpen();
+    return this._inner as NativeConnection;
+  }
+
+  /** The URI (also once closed). */
   get uri(): string {
-    return this.inner.uri;
+    return this._uri;
+  }
+
+  private checkOpen(): void {
+    if (this._inner === undefined) throw invalid("Connection is closed");
+  }
+
+  /** Whether the connection is open: true until {@link close}. */
+  isOpen(): boolean {
+    return this._inner !== undefined;
+  }
+
+  /**
+   * Closes the connection, as @lancedb/lancedb 0.39: every later call on it fails with "Connection is closed"
+   * (`display()` throws it). Tables opened through it stay open. Closing again does nothing.
+   */
+  close(): void {
+    this._inner = undefined;
+  }
+
+  /**
+   * A description, as @lancedb/lancedb 0.39's: `ListingDatabase(uri=..., read_consistency_interval=0s)` for a
+   * folder or memory (memwal reads always see the latest version: an interval of 0), `RemoteDatabase(host=...)`
+   * for db://. Throws "Connection is closed" once closed, as 0.39 does.
+   */
+  display(): string {
+    this.checkOpen();
+    if (this.remote) return `RemoteDatabase(host=${this.remote.host})`;
+    return `ListingDatabase(uri=${this._uri}, read_consistency_interval=0s)`;
+  }
+
+  /** console.log and util.inspect show {@link display}. */
+  [Symbol.for("nodejs.util.inspect.custom")](): string {
+    return this.display();
+  }
+
+  /** What a table of this connection displays (see {@link Table.display}). */
+  private tableDisplay(name: string, namespace?: string[]): string {
+    if (this.remote) return `RemoteTable(${[...(namespace ?? []), name].join(this.remote.delimiter)})`;
+    const sep = this._uri.endsWith("/") ? "" : "/";
+    return `NativeTable(${name}, uri=${this._uri}${sep}${name}, read_consistency_interval=0s)`;
   }
 
   /**
@@ -226,6 +282,7 @@ export class Connection {
    */
   async createTable(name: string, data: Data, options?: CreateTableOptions): Promise<Table> {
     const fn = await call(async () => {
+      this.checkOpen(); // refused before any embedding function runs
       checkOptions("createTable(options)", options, CREATE_TABLE_OPTIONS, CREATE_TABLE_UNSUPPORTED);
       const f = options?.embeddingFunction;
       return f === undefined ? undefined : configOption("createTable(options.embeddingFunction)", f);
@@ -244,12 +301,13 @@ export class Connection {
     const key = tableKey(name, options?.namespace);
     if (prepared.known !== undefined) this.functions.set(key, prepared.known);
     else if (options?.mode === "overwrite") this.functions.delete(key);
-    return new Table(t, this.functions.get(key));
+    return new Table(t, this.functions.get(key), this.tableDisplay(name, options?.namespace));
   }
 
   /** Creates an empty table with `schema`. */
   async createEmptyTable(name: string, schema: Schema, options?: Omit<CreateTableOptions, "schema">): Promise<Table> {
     const s = await call(async () => {
+      this.checkOpen();
       const fields = (schema as { fields?: unknown } | null)?.fields;
       if (!Array.isArray(fields)) throw invalid("createEmptyTable(schema) must be an apache-arrow Schema");
       return ourSchema(schema);
@@ -267,7 +325,7 @@ export class Connection {
    */
   async openTable(name: string, namespace?: string[]): Promise<Table> {
     const t = await call(async () => this.inner.openTable(str("openTable(name)", name), nsArg("openTable(namespace)", namespace)));
-    return new Table(t, this.functions.get(tableKey(name, namespace)));
+    return new Table(t, this.functions.get(tableKey(name, namespace)), this.tableDisplay(name, namespace));
   }
 
   /**
@@ -276,6 +334,7 @@ export class Connection {
    * the new name. Namespaces other than the root are refused by name.
    */
   renameTable(currentName: string, newName: string, options?: RenameTableOptions): Promise<void> {
+    if (this._inner === undefined) return call(async () => this.checkOpen());
     for (const ns of [options?.namespacePath, options?.newNamespacePath]) {
       if (ns !== undefined && ns.length > 0)
         return Promise.reject(notSupported(`renameTable across namespaces (${JSON.stringify(ns)}) is not supported by memwal yet`));
@@ -400,5 +459,11 @@ async function open(uri: string, options?: ConnectionOptions, headerProvider?: H
       provider,
     );
   });
-  return new Connection(c);
+  const remote = uri.startsWith("db://")
+    ? {
+        host: options?.hostOverride ?? `https://${uri.slice(5).split("/")[0]}.${options?.region ?? "us-east-1"}.api.lancedb.com`,
+        delimiter: clientConfig.idDelimiter ?? "$",
+      }
+    : undefined;
+  return new Connection(c, remote);
 }
