@@ -347,6 +347,24 @@ export class Connection {
     });
   }
 
+  /**
+   * Drops every table of the namespace (default: the root), as @lancedb/lancedb 0.39's `dropAllTables`. On a
+   * remote database it is refused as 0.39 refuses it (NotSupported: "Dropping all tables is not currently
+   * supported in the remote API").
+   */
+  dropAllTables(namespacePath?: string[]): Promise<void> {
+    return call(async () => {
+      const ns = nsArg("dropAllTables(namespacePath)", namespacePath);
+      const inner = this.inner;
+      if (this.remote) throw notSupported("dropAllTables: Dropping all tables is not currently supported in the remote API");
+      const path = ns !== undefined && ns.length > 0 ? ns : null;
+      for (const name of await inner.tableNames(null, null, path)) {
+        await inner.dropTable(name, path);
+        this.functions.delete(tableKey(name, ns));
+      }
+    });
+  }
+
   /** Drops a table and its data (`namespace` as in {@link openTable}). */
   dropTable(name: string, namespace?: string[]): Promise<void> {
     return call(async () => {
