@@ -4,7 +4,17 @@
  */
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
-import { connect, HeaderProvider, OAuthHeaderProvider, type Server, StaticHeaderProvider, serve, type TokenResponse } from "../lib";
+import {
+  connect,
+  HeaderProvider,
+  NotSupportedError,
+  OAuthFlowType,
+  OAuthHeaderProvider,
+  type Server,
+  StaticHeaderProvider,
+  serve,
+  type TokenResponse,
+} from "../lib";
 import { tmpDir } from "./helpers";
 
 let server: Server;
@@ -122,5 +132,15 @@ describe("OAuthHeaderProvider", () => {
     const failing = new OAuthHeaderProvider(() => Promise.reject(new Error("idp down")));
     await expect(failing.refreshToken()).rejects.toThrow("idp down");
     expect(() => failing.getHeaders()).toThrow("Token not initialized");
+  });
+});
+
+describe("oauthConfig", () => {
+  test("0.39's OAuth flows are refused by name, before any key is asked for", async () => {
+    const oauthConfig = { issuerUrl: "https://idp.example", clientId: "c", scopes: ["s"], flow: OAuthFlowType.ClientCredentials };
+    const e = await connect("db://test", { hostOverride: server.url, oauthConfig }).catch((x) => x);
+    expect(e).toBeInstanceOf(NotSupportedError);
+    expect(e.message).toContain("oauthConfig");
+    expect(OAuthFlowType.AzureManagedIdentity).toBe("azure_managed_identity");
   });
 });

@@ -11,7 +11,7 @@ import { configOption, type Known, prepareCreate } from "./embedding/apply";
 import type { EmbeddingFunctionConfig } from "./embedding/registry";
 import { call, invalid, notSupported } from "./errors";
 import { ourSchema } from "./foreign";
-import type { HeaderProvider } from "./header";
+import type { HeaderProvider, OAuthConfig } from "./header";
 import { type NativeConnection, native } from "./native";
 import { Table } from "./table";
 
@@ -84,6 +84,8 @@ export interface ConnectionOptions {
   storageOptions?: Record<string, string>;
   /** Accepted for @lancedb/lancedb code: memwal reads always see the latest version (an interval of 0). */
   readConsistencyInterval?: number;
+  /** 0.39's OAuth token flows: refused (NotSupported); give an `OAuthHeaderProvider` instead. */
+  oauthConfig?: OAuthConfig;
 }
 
 export interface CreateTableOptions {
@@ -454,6 +456,8 @@ async function open(uri: string, options?: ConnectionOptions, headerProvider?: H
     str("connect(uri)", uri);
     checkOptions("connect(options)", options, CONNECT_OPTIONS, {
       session: "memwal has no cache settings",
+      oauthConfig:
+        "its OAuth flows (client credentials, Azure managed identity) are not implemented: pass an OAuthHeaderProvider (or any header provider) instead",
     });
     const host = optStr("connect(options.hostOverride)", options?.hostOverride);
     if (host !== undefined) {

@@ -98,3 +98,23 @@ export class OAuthHeaderProvider extends HeaderProvider {
     await this._refreshTokenIfNeeded();
   }
 }
+
+/** The OAuth flows of 0.39's `oauthConfig` connect option (which memwal refuses: see {@link OAuthConfig}). */
+export enum OAuthFlowType {
+  ClientCredentials = "client_credentials",
+  AzureManagedIdentity = "azure_managed_identity",
+}
+
+/**
+ * 0.39's `connect(uri, { oauthConfig })`, for code that names the type: memwal refuses the option
+ * (NotSupported; its token flows are not implemented). Fetch tokens in an {@link OAuthHeaderProvider} instead.
+ */
+export interface OAuthConfig {
+  issuerUrl: string;
+  clientId: string;
+  scopes: string[];
+  flow?: OAuthFlowType;
+  clientSecret?: string;
+  managedIdentityClientId?: string;
+  refreshBufferSecs?: number;
+}

@@ -50,7 +50,14 @@ export {
   UnavailableError,
   VersionNotFoundError,
 } from "./errors";
-export { HeaderProvider, OAuthHeaderProvider, StaticHeaderProvider, type TokenResponse } from "./header";
+export {
+  HeaderProvider,
+  type OAuthConfig,
+  OAuthFlowType,
+  OAuthHeaderProvider,
+  StaticHeaderProvider,
+  type TokenResponse,
+} from "./header";
 export type {
   HnswOptions,
   IndexConfig,
