@@ -11,6 +11,7 @@ import { configOption, type Known, prepareCreate } from "./embedding/apply";
 import type { EmbeddingFunctionConfig } from "./embedding/registry";
 import { call, invalid, notSupported } from "./errors";
 import { ourSchema } from "./foreign";
+import type { HeaderProvider, OAuthConfig } from "./header";
 import { type NativeConnection, native } from "./native";
 import { Table } from "./table";
 
@@ -46,12 +47,14 @@ export interface TlsConfig {
 
 /**
  * Headers for each request, asked before every try (so a refreshed token is
- * used on a retry): a function returning headers (or a promise of them), or
- * an object with `getHeaders()` as the official client's `HeaderProvider`.
+ * used on a retry): a {@link HeaderProvider} (e.g. `StaticHeaderProvider`,
+ * `OAuthHeaderProvider`), any object with `getHeaders()`, or a function
+ * returning headers (or a promise of them), as @lancedb/lancedb 0.39 takes.
  * Its headers replace same-named ones; if it throws, the request fails with
  * code `HeaderProvider` and is not sent.
  */
-export type HeaderProvider =
+export type HeaderProviderLike =
+  | HeaderProvider
   | (() => Record<string, string> | Promise<Record<string, string>>)
   | { getHeaders(): Record<string, string> | Promise<Record<string, string>> };
 
@@ -65,8 +68,8 @@ export interface ClientConfig {
   userId?: string;
   /** Adds `x-lancedb-mem-wal-enabled: true` to every request. */
   memWalEnabled?: boolean;
-  /** Per-request headers (see {@link HeaderProvider}). */
-  headerProvider?: HeaderProvider;
+  /** Per-request headers (see {@link HeaderProviderLike}). */
+  headerProvider?: HeaderProviderLike;
 }
 
 export interface ConnectionOptions {
@@ -81,6 +84,8 @@ export interface ConnectionOptions {
   storageOptions?: Record<string, string>;
   /** Accepted for @lancedb/lancedb code: memwal reads always see the latest version (an interval of 0). */
   readConsistencyInterval?: number;
+  /** 0.39's OAuth token flows: refused (NotSupported); give an `OAuthHeaderProvider` instead. */
+  oauthConfig?: OAuthConfig;
 }
 
 export interface CreateTableOptions {
@@ -131,12 +136,68 @@ export class Connection {
    */
   private readonly functions = new Map<string, Known>();
 
-  /** @internal */
-  constructor(private readonly inner: NativeConnection) {}
+  /** The native connection; undefined once closed. */
+  private _inner: NativeConnection | undefined;
+  private readonly _uri: string;
+  /** For a remote database: the host requests go to, and the namespace delimiter of table ids. */
+  private readonly remote?: { host: string; delimiter: string };
 
-  /** The URI. */
+  /** @internal */
+  constructor(inner: NativeConnection, remote?: { host: string; delimiter: string }) {
+    this._inner = inner;
+    this._uri = inner.uri;
+    this.remote = remote;
+  }
+
+  /** The native connection, or @lancedb/lancedb 0.39's error once closed: "Connection is closed". */
+  private get inner(): NativeConnection {
+    this.checkOpen();
+    return this._inner as NativeConnection;
+  }
+
+  /** The URI (also once closed). */
   get uri(): string {
-    return this.inner.uri;
+    return this._uri;
+  }
+
+  private checkOpen(): void {
+    if (this._inner === undefined) throw invalid("Connection is closed");
+  }
+
+  /** Whether the connection is open: true until {@link close}. */
+  isOpen(): boolean {
+    return this._inner !== undefined;
+  }
+
+  /**
+   * Closes the connection, as @lancedb/lancedb 0.39: every later call on it fails with "Connection is closed"
+   * (`display()` throws it). Tables opened through it stay open. Closing again does nothing.
+   */
+  close(): void {
+    this._inner = undefined;
+  }
+
+  /**
+   * A description, as @lancedb/lancedb 0.39's: `ListingDatabase(uri=..., read_consistency_interval=0s)` for a
+   * folder or memory (memwal reads always see the latest version: an interval of 0), `RemoteDatabase(host=...)`
+   * for db://. Throws "Connection is closed" once closed, as 0.39 does.
+   */
+  display(): string {
+    this.checkOpen();
+    if (this.remote) return `RemoteDatabase(host=${this.remote.host})`;
+    return `ListingDatabase(uri=${this._uri}, read_consistency_interval=0s)`;
+  }
+
+  /** console.log and util.inspect show {@link display}. */
+  [Symbol.for("nodejs.util.inspect.custom")](): string {
+    return this.display();
+  }
+
+  /** What a table of this connection displays (see {@link Table.display}). */
+  private tableDisplay(name: string, namespace?: string[]): string {
+    if (this.remote) return `RemoteTable(${[...(namespace ?? []), name].join(this.remote.delimiter)})`;
+    const sep = this._uri.endsWith("/") ? "" : "/";
+    return `NativeTable(${name}, uri=${this._uri}${sep}${name}, read_consistency_interval=0s)`;
   }
 
   /**
@@ -223,6 +284,7 @@ export class Connection {
    */
   async createTable(name: string, data: Data, options?: CreateTableOptions): Promise<Table> {
     const fn = await call(async () => {
+      this.checkOpen(); // refused before any embedding function runs
       checkOptions("createTable(options)", options, CREATE_TABLE_OPTIONS, CREATE_TABLE_UNSUPPORTED);
       const f = options?.embeddingFunction;
       return f === undefined ? undefined : configOption("createTable(options.embeddingFunction)", f);
@@ -241,12 +303,13 @@ export class Connection {
     const key = tableKey(name, options?.namespace);
     if (prepared.known !== undefined) this.functions.set(key, prepared.known);
     else if (options?.mode === "overwrite") this.functions.delete(key);
-    return new Table(t, this.functions.get(key));
+    return new Table(t, this.functions.get(key), this.tableDisplay(name, options?.namespace));
   }
 
   /** Creates an empty table with `schema`. */
   async createEmptyTable(name: string, schema: Schema, options?: Omit<CreateTableOptions, "schema">): Promise<Table> {
     const s = await call(async () => {
+      this.checkOpen();
       const fields = (schema as { fields?: unknown } | null)?.fields;
       if (!Array.isArray(fields)) throw invalid("createEmptyTable(schema) must be an apache-arrow Schema");
       return ourSchema(schema);
@@ -264,7 +327,7 @@ export class Connection {
    */
   async openTable(name: string, namespace?: string[]): Promise<Table> {
     const t = await call(async () => this.inner.openTable(str("openTable(name)", name), nsArg("openTable(namespace)", namespace)));
-    return new Table(t, this.functions.get(tableKey(name, namespace)));
+    return new Table(t, this.functions.get(tableKey(name, namespace)), this.tableDisplay(name, namespace));
   }
 
   /**
@@ -273,6 +336,7 @@ export class Connection {
    * the new name. Namespaces other than the root are refused by name.
    */
   renameTable(currentName: string, newName: string, options?: RenameTableOptions): Promise<void> {
+    if (this._inner === undefined) return call(async () => this.checkOpen());
     for (const ns of [options?.namespacePath, options?.newNamespacePath]) {
       if (ns !== undefined && ns.length > 0)
         return Promise.reject(notSupported(`renameTable across namespaces (${JSON.stringify(ns)}) is not supported by memwal yet`));
@@ -282,6 +346,24 @@ export class Connection {
       const known = this.functions.get(tableKey(currentName));
       this.functions.delete(tableKey(currentName));
       if (known !== undefined) this.functions.set(tableKey(newName), known);
+    });
+  }
+
+  /**
+   * Drops every table of the namespace (default: the root), as @lancedb/lancedb 0.39's `dropAllTables`. On a
+   * remote database it is refused as 0.39 refuses it (NotSupported: "Dropping all tables is not currently
+   * supported in the remote API").
+   */
+  dropAllTables(namespacePath?: string[]): Promise<void> {
+    return call(async () => {
+      const ns = nsArg("dropAllTables(namespacePath)", namespacePath);
+      const inner = this.inner;
+      if (this.remote) throw notSupported("dropAllTables: Dropping all tables is not currently supported in the remote API");
+      const path = ns !== undefined && ns.length > 0 ? ns : null;
+      for (const name of await inner.tableNames(null, null, path)) {
+        await inner.dropTable(name, path);
+        this.functions.delete(tableKey(name, ns));
+      }
     });
   }
 
@@ -295,7 +377,7 @@ export class Connection {
 }
 
 /** Turns any provider form into the one function the addon calls. */
-function providerFn(p: HeaderProvider | undefined): (() => Promise<Record<string, string>>) | undefined {
+function providerFn(p: HeaderProviderLike | undefined): (() => Promise<Record<string, string>>) | undefined {
   if (p === undefined) return undefined;
   const get = typeof p === "function" ? p : typeof p?.getHeaders === "function" ? () => p.getHeaders() : undefined;
   if (!get) throw invalid("headerProvider must be a function or an object with getHeaders()");
@@ -313,7 +395,7 @@ function nsArg(name: string, v: unknown): string[] | undefined {
 }
 
 /** Whether `x` is a header provider (a function, or an object with `getHeaders`). */
-function isProvider(x: unknown): x is HeaderProvider {
+function isProvider(x: unknown): x is HeaderProviderLike {
   return typeof x === "function" || (typeof x === "object" && x !== null && "getHeaders" in x);
 }
 
@@ -327,7 +409,7 @@ function connectArgs(
   optionsOrSession: unknown,
   sessionOrProvider: unknown,
   provider: unknown,
-): { uri: string; options?: ConnectionOptions; headerProvider?: HeaderProvider } {
+): { uri: string; options?: ConnectionOptions; headerProvider?: HeaderProviderLike } {
   const isSession = (x: unknown) => typeof x === "object" && x !== null && "inner" in x;
   if (typeof uriOrOptions === "object" && uriOrOptions !== null && !Array.isArray(uriOrOptions)) {
     const { uri, session, ...options } = uriOrOptions as ConnectionOptions & { uri?: unknown; session?: unknown };
@@ -348,7 +430,7 @@ function connectArgs(
   return {
     uri: str("connect(uri)", uriOrOptions),
     options: (optionsOrSession ?? undefined) as ConnectionOptions | undefined,
-    headerProvider: third ?? ((provider ?? undefined) as HeaderProvider | undefined),
+    headerProvider: third ?? ((provider ?? undefined) as HeaderProviderLike | undefined),
   };
 }
 
@@ -360,20 +442,22 @@ function connectArgs(
 export async function connect(
   uri: string | (ConnectionOptions & { uri: string }),
   options?: ConnectionOptions,
-  sessionOrHeaderProvider?: HeaderProvider | null,
-  headerProvider?: HeaderProvider,
+  sessionOrHeaderProvider?: HeaderProviderLike | null,
+  headerProvider?: HeaderProviderLike,
 ): Promise<Connection> {
   const args = await call(async () => connectArgs(uri, options, sessionOrHeaderProvider, headerProvider));
   return open(args.uri, args.options, args.headerProvider);
 }
 
-async function open(uri: string, options?: ConnectionOptions, headerProvider?: HeaderProvider): Promise<Connection> {
+async function open(uri: string, options?: ConnectionOptions, headerProvider?: HeaderProviderLike): Promise<Connection> {
   const { headerProvider: fromConfig, ...clientConfig } = options?.clientConfig ?? {};
   const provider = providerFn(headerProvider ?? fromConfig);
   const c = await call(async () => {
     str("connect(uri)", uri);
     checkOptions("connect(options)", options, CONNECT_OPTIONS, {
       session: "memwal has no cache settings",
+      oauthConfig:
+        "its OAuth flows (client credentials, Azure managed identity) are not implemented: pass an OAuthHeaderProvider (or any header provider) instead",
     });
     const host = optStr("connect(options.hostOverride)", options?.hostOverride);
     if (host !== undefined) {
@@ -397,5 +481,11 @@ async function open(uri: string, options?: ConnectionOptions, headerProvider?: H
       provider,
     );
   });
-  return new Connection(c);
+  const remote = uri.startsWith("db://")
+    ? {
+        host: options?.hostOverride ?? `https://${uri.slice(5).split("/")[0]}.${options?.region ?? "us-east-1"}.api.lancedb.com`,
+        delimiter: clientConfig.idDelimiter ?? "$",
+      }
+    : undefined;
+  return new Connection(c, remote);
 }

@@ -16,7 +16,7 @@ export type {
   ClientConfig,
   ConnectionOptions,
   CreateTableOptions,
-  HeaderProvider,
+  HeaderProviderLike,
   RenameTableOptions,
   RetryConfig,
   TimeoutConfig,
@@ -50,6 +50,14 @@ export {
   UnavailableError,
   VersionNotFoundError,
 } from "./errors";
+export {
+  HeaderProvider,
+  type OAuthConfig,
+  OAuthFlowType,
+  OAuthHeaderProvider,
+  StaticHeaderProvider,
+  type TokenResponse,
+} from "./header";
 export type {
   HnswOptions,
   IndexConfig,

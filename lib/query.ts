@@ -6,7 +6,7 @@
  * checked here, by name; the engine checks the rest (the vector column,
  * dimensions) against the table and names what is wrong.
  */
-import type { Table as ArrowTable, RecordBatch } from "apache-arrow";
+import type { Table as ArrowTable, RecordBatch, Schema } from "apache-arrow";
 import { count, str, strList } from "./args";
 import { fromBuffer } from "./arrow";
 import { call, invalid } from "./errors";
@@ -132,6 +132,21 @@ abstract class QueryBase<Self> {
   async analyzePlan(): Promise<string> {
     const opts = await this.runOptions();
     return call(() => this.table.analyzePlan(opts));
+  }
+  /**
+   * The Arrow schema the query's answer has (projection, `_rowid`, `_distance`, `query_index` included), as
+   * @lancedb/lancedb 0.39's `outputSchema`: the query is checked and run for no rows (a text query's vector is
+   * computed first). Unknown columns are refused as running it would be.
+   */
+  async outputSchema(): Promise<Schema> {
+    const opts = await this.runOptions();
+    // A vector query needs k >= 1: it asks for one row of none (a filter no row passes, AND the query's own).
+    const none =
+      opts.vectors === undefined
+        ? { ...opts, limit: 0, offset: undefined }
+        : { ...opts, limit: 1, offset: undefined, filter: opts.filter === undefined ? "false" : `(${opts.filter}) AND (false)` };
+    const buf = await call(() => this.table.query(none));
+    return fromBuffer(buf).schema;
   }
   /** Runs the query. */
   async toArrow(): Promise<ArrowTable> {

@@ -201,18 +201,65 @@ export type DropColumnsResult = SchemaChangeResult;
 export class Table {
   /** The table's embedding functions (those it records, or those this process created it with). */
   private readonly embeddings: TableEmbeddings;
+  /** The native table; undefined once closed. */
+  private _inner: NativeTable | undefined;
+  private readonly _name: string;
+  private readonly _display: string;
 
-  /** @internal */
-  constructor(
-    private inner: NativeTable,
-    known?: Known,
-  ) {
+  /** @internal `display` is what {@link display} answers while open (the connection knows the table's place). */
+  constructor(inner: NativeTable, known?: Known, display?: string) {
+    this._inner = inner;
+    this._name = inner.name;
+    this._display = display ?? `NativeTable(${inner.name})`;
     this.embeddings = new TableEmbeddings(() => this.schema(), known);
   }
 
-  /** The table name. */
+  /** The native table, or @lancedb/lancedb 0.39's error once closed: "Table <name> is closed". */
+  private get inner(): NativeTable {
+    if (this._inner === undefined) throw invalid(`Table ${this._name} is closed`);
+    return this._inner;
+  }
+
+  private checkOpen(): void {
+    if (this._inner === undefined) throw invalid(`Table ${this._name} is closed`);
+  }
+
+  private set inner(t: NativeTable) {
+    this._inner = t;
+  }
+
+  /** The table name (also once closed). */
   get name(): string {
-    return this.inner.name;
+    return this._name;
+  }
+
+  /** Whether the table is open: true until {@link close}. */
+  isOpen(): boolean {
+    return this._inner !== undefined;
+  }
+
+  /**
+   * Closes this handle, as @lancedb/lancedb 0.39: every later call on it fails with "Table <name> is closed"
+   * (the builders `query`, `search`, `vectorSearch`, `mergeInsert`, `takeOffsets`, `takeRowIds` throw at once, the
+   * others reject); `name`, `isOpen` and `display` still answer. Queries built before keep working, other
+   * handles of the table too. Closing again does nothing.
+   */
+  close(): void {
+    this._inner = undefined;
+  }
+
+  /**
+   * A description, as @lancedb/lancedb 0.39's: `NativeTable(name, uri=..., read_consistency_interval=0s)` for a
+   * local table (memwal reads always see the latest version: an interval of 0), `RemoteTable(id)` for a remote
+   * one, `ClosedTable(name)` once closed.
+   */
+  display(): string {
+    return this._inner === undefined ? `ClosedTable(${this._name})` : this._display;
+  }
+
+  /** console.log and util.inspect show {@link display}. */
+  [Symbol.for("nodejs.util.inspect.custom")](): string {
+    return this.display();
   }
 
   /** The schema. */
@@ -364,6 +411,7 @@ export class Table {
   async add(data: Data, options?: AddOptions): Promise<AddResult> {
     const started = Date.now();
     const mode = await call(async () => {
+      this.checkOpen(); // refused before any embedding function runs
       checkOptions("add(options)", options, ["mode", "progress"]);
       const mode = options?.mode ?? "append";
       if (mode !== "append" && mode !== "overwrite") {
@@ -470,7 +518,7 @@ export class Table {
   }
 
   /** Every row. */
-  toArrow(): Promise<ArrowTable> {
+  async toArrow(): Promise<ArrowTable> {
     return this.query().toArrow();
   }
 
