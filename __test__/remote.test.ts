@@ -293,3 +293,21 @@ describe("tableNames({ startAfter, limit })", () => {
     }
   });
 });
+
+describe("connect options memwal does not honour are refused, never ignored", () => {
+  const base = { apiKey: "k", region: "local", hostOverride: "http://127.0.0.1:9" };
+  test.each([
+    [{ clientConfig: { fooBar: 1 } }, /unknown field `fooBar`/],
+    [{ clientConfig: { retryConfig: { retry: 3 } } }, /unknown field `retry`/],
+    [{ clientConfig: { timeoutConfig: { timeoutSecs: 3 } } }, /unknown field `timeoutSecs`/],
+    [{ clientConfig: { tlsConfig: { caFile: "x" } } }, /unknown field `caFile`/],
+  ])("%j is InvalidInput naming the key", async (extra, message) => {
+    await expect(connect("db://x", { ...base, ...extra } as never)).rejects.toMatchObject({ code: "InvalidInput", message });
+  });
+  test.each(["manifestEnabled", "namespaceClientProperties"])("0.39's %s is NotSupported by name", async (key) => {
+    await expect(connect("db://x", { ...base, [key]: true } as never)).rejects.toMatchObject({
+      code: "NotSupported",
+      message: expect.stringContaining(key),
+    });
+  });
+});

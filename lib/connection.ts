@@ -456,6 +456,8 @@ async function open(uri: string, options?: ConnectionOptions, headerProvider?: H
     str("connect(uri)", uri);
     checkOptions("connect(options)", options, CONNECT_OPTIONS, {
       session: "memwal has no cache settings",
+      manifestEnabled: "a namespace manifest for local databases is not implemented",
+      namespaceClientProperties: "namespace clients (connectNamespace) are not implemented",
       oauthConfig:
         "its OAuth flows (client credentials, Azure managed identity) are not implemented: pass an OAuthHeaderProvider (or any header provider) instead",
     });

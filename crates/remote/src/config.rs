@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 
 /// Retries (defaults: 3 each, factor 0.25 s, jitter 0.25 s, statuses 409/429/5xx).
 #[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct RetryConfig {
     pub retries: u32,
     pub connect_retries: u32,
@@ -34,7 +34,7 @@ impl Default for RetryConfig {
 
 /// Timeouts in seconds (defaults: none overall, connect 120, read 300, pool idle 300).
 #[derive(Debug, Clone, Deserialize, Default)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct TimeoutConfig {
     pub timeout: Option<f64>,
     pub connect_timeout: Option<f64>,
@@ -45,7 +45,7 @@ pub struct TimeoutConfig {
 /// TLS files (PEM). `assertHostname: false` accepts a server certificate
 /// whose names do not include the host (the chain is still verified).
 #[derive(Debug, Clone, Deserialize, Default)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct TlsConfig {
     pub cert_file: Option<String>,
     pub key_file: Option<String>,
@@ -55,7 +55,7 @@ pub struct TlsConfig {
 
 /// Everything about how requests are made.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct ClientConfig {
     pub user_agent: String,
     pub retry_config: RetryConfig,
