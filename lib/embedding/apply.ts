@@ -246,7 +246,7 @@ export function withRecord(t: ArrowTable, entries: EmbeddingMetadataEntry[]): Ar
   );
 }
 
-/** The entries of `configs` (each function's class must be registered, so that the table can make it again). */
+/** The entries of `configs`: each function's registered name, else its class name (see `functionToMetadata`). */
 export function entriesOf(configs: ResolvedEmbeddingFunctionConfig[]): EmbeddingMetadataEntry[] {
   return configs.map((c) => getRegistry().functionToMetadata(c) as EmbeddingMetadataEntry);
 }
