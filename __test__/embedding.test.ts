@@ -401,6 +401,10 @@ describe("errors name what is wrong and write nothing", () => {
     await expect(db.createTable("u", fruit(), { embeddingFunction: { function: new Anonymous(), sourceColumn: "text" } })).rejects.toThrow(
       /its class has no name and is not registered/,
     );
+    const plain = { computeSourceEmbeddings: async (xs: string[]) => xs.map((x) => letters(x)) } as unknown as EmbeddingFunction;
+    await expect(db.createTable("u", fruit(), { embeddingFunction: { function: plain, sourceColumn: "text" } })).rejects.toThrow(
+      /a plain object is not an instance of an EmbeddingFunction class/,
+    );
     const bad = { function: {} as EmbeddingFunction, sourceColumn: "text" };
     await expect(db.createTable("u", fruit(), { embeddingFunction: bad })).rejects.toThrow(/must be an EmbeddingFunction/);
     expect(await db.tableNames()).toEqual(["e"]);

@@ -193,12 +193,16 @@ export class EmbeddingFunctionRegistry {
     for (let p = Object.getPrototypeOf(fn); p !== null && name === undefined; p = Object.getPrototypeOf(p))
       name = this.#names.get(p.constructor);
     if (name === undefined) name = this.#unregisteredName(fn);
+    if (typeof fn.toJSON !== "function")
+      throw invalid(`embedding function ${name} has no toJSON() (extend EmbeddingFunction): the table records its options`);
     return { sourceColumn: conf.sourceColumn, vectorColumn: conf.vectorColumn ?? "vector", name, model: fn.toJSON() };
   }
 
   /** The name recorded for an instance of an unregistered class: its class name, when that cannot mislead. */
   #unregisteredName(fn: EmbeddingFunction): string {
     const name: unknown = fn?.constructor?.name;
+    if (fn?.constructor === Object)
+      throw invalid("embedding function: a plain object is not an instance of an EmbeddingFunction class, which the table records by name");
     if (typeof name !== "string" || name === "")
       throw invalid(
         `embedding function ${String(fn)}: its class has no name and is not registered, so the table could not record it: register the class (@register("name"))`,
