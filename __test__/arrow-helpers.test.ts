@@ -633,6 +633,18 @@ describe("embedding functions in the async helpers", () => {
     expect((await fromTableToBuffer(given, cfg(), schema)).byteLength).toBeGreaterThan(0);
   });
 
+  test("an empty table and a function without ndims(): no size for the vector column, said in 0.39's words", async () => {
+    class NoDims extends TextEmbeddingFunction {
+      async generateEmbeddings(texts: string[]): Promise<number[][]> {
+        return texts.map((t) => [t.length, 1]);
+      }
+    }
+    const empty = makeEmptyTable(new Schema([new Field("text", new Utf8(), true)]));
+    const noDims = { function: new NoDims(), sourceColumn: "text" };
+    await expect(fromTableToBuffer(empty, noDims)).rejects.toThrow(root.InvalidInputError);
+    await expect(fromTableToBuffer(empty, noDims)).rejects.toThrow(/does not specify `embeddingDimension`/);
+  });
+
   test("the buffer helpers compute it too", async () => {
     for (const b of [
       await fromRecordsToBuffer(rows, cfg()),
