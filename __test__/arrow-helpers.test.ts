@@ -620,6 +620,31 @@ describe("embedding functions in the async helpers", () => {
     expect(rowsOf(t)[0]).toEqual({ id: 1n, emb: [2, 1], text: "ab" });
   });
 
+  test("a schema without the vector column is refused when the vector would be computed (0.39's words), kept vectors pass", async () => {
+    const schema = new Schema([new Field("id", new Int64(), true), new Field("text", new Utf8(), true)]);
+    const missing = /the schema should include the embedding column but the column vector was missing/;
+    await expect(convertToTable(rows, cfg(), { schema })).rejects.toThrow(root.InvalidInputError);
+    await expect(convertToTable(rows, cfg(), { schema })).rejects.toThrow(missing);
+    await expect(convertToTable([], cfg(), { schema })).rejects.toThrow(missing);
+    await expect(fromRecordsToBuffer(rows, cfg(), schema)).rejects.toThrow(missing);
+    await expect(fromTableToBuffer(makeArrowTable(rows), cfg(), schema)).rejects.toThrow(missing);
+    // Vectors the table already holds are not computed, so 0.39 does not ask the schema for them.
+    const given = makeArrowTable(rows.map((r) => ({ ...r, vector: [9, 9] })));
+    expect((await fromTableToBuffer(given, cfg(), schema)).byteLength).toBeGreaterThan(0);
+  });
+
+  test("an empty table and a function without ndims(): no size for the vector column, said in 0.39's words", async () => {
+    class NoDims extends TextEmbeddingFunction {
+      async generateEmbeddings(texts: string[]): Promise<number[][]> {
+        return texts.map((t) => [t.length, 1]);
+      }
+    }
+    const empty = makeEmptyTable(new Schema([new Field("text", new Utf8(), true)]));
+    const noDims = { function: new NoDims(), sourceColumn: "text" };
+    await expect(fromTableToBuffer(empty, noDims)).rejects.toThrow(root.InvalidInputError);
+    await expect(fromTableToBuffer(empty, noDims)).rejects.toThrow(/does not specify `embeddingDimension`/);
+  });
+
   test("the buffer helpers compute it too", async () => {
     for (const b of [
       await fromRecordsToBuffer(rows, cfg()),

@@ -19,7 +19,7 @@ import {
   serve,
   type Table,
 } from "../lib";
-import { fromDataToBuffer, makeArrowTable, tableFromIPC } from "../lib/arrow-api";
+import { convertToTable, fromDataToBuffer, makeArrowTable, tableFromIPC } from "../lib/arrow-api";
 import { EmbeddingFunction, getRegistry, LanceSchema, register, TextEmbeddingFunction } from "../lib/embedding";
 import { tmpDir } from "./helpers";
 
@@ -305,6 +305,85 @@ describe("what a table records", () => {
   });
 });
 
+/** A function whose class is never registered, with an option (recorded as its `toJSON()`). */
+class Scaled extends TextEmbeddingFunction<{ scale?: number }> {
+  readonly scale: number;
+  constructor(options: { scale?: number } = {}) {
+    super();
+    this.scale = this.resolveVariables(options).scale ?? 1;
+  }
+  ndims(): number {
+    return 3;
+  }
+  async generateEmbeddings(texts: string[]): Promise<number[][]> {
+    return texts.map((t) => letters(t, this.scale));
+  }
+}
+
+describe("an instance whose class is not registered (as 0.39: used as given, recorded by its class name)", () => {
+  const entry = JSON.stringify([{ sourceColumn: "text", vectorColumn: "vector", name: "Scaled", model: { scale: 3 } }]);
+
+  test("createTable embeds with it, records the class name and toJSON(), and its connection keeps using it", async () => {
+    const dir = tmpDir();
+    const db = await connect(dir);
+    const t = await db.createTable("s", fruit(), { embeddingFunction: { function: new Scaled({ scale: 3 }), sourceColumn: "text" } });
+    expect((await t.schema()).metadata.get("embedding_functions")).toBe(entry);
+    await t.add([{ id: 4n, text: "pear" }]);
+    expect((await rows(t)).map((r) => r[2])).toEqual(["banana", "cherry", "apple tree", "pear"].map((x) => letters(x, 3)));
+    expect(await nearest(t, "cherry")).toEqual([2, 0]);
+    const again = await db.openTable("s");
+    await again.add([{ id: 5n, text: "fig" }]);
+    expect(await nearest(again, "fig")).toEqual([5, 0]);
+  });
+
+  test("another connection cannot make it: writes needing it and search(text) are refused naming it, nothing null is stored", async () => {
+    const dir = tmpDir();
+    await (await connect(dir)).createTable("s", fruit(), {
+      embeddingFunction: { function: new Scaled({ scale: 3 }), sourceColumn: "text" },
+    });
+    const t = await (await connect(dir)).openTable("s");
+    expect((await t.schema()).metadata.get("embedding_functions")).toBe(entry);
+    const why = /embedding function 'Scaled' \(text -> vector\) is not registered in this process/;
+    await expect(t.add([{ id: 4n, text: "pear" }])).rejects.toThrow(InvalidInputError);
+    await expect(t.add([{ id: 4n, text: "pear" }])).rejects.toThrow(why);
+    await expect(
+      t
+        .mergeInsert("id")
+        .whenNotMatchedInsertAll()
+        .execute([{ id: 4n, text: "pear" }]),
+    ).rejects.toThrow(why);
+    await expect(t.search("pear").toArray()).rejects.toThrow(why);
+    expect(await t.countRows()).toBe(3);
+    // Rows that give their vectors need no function.
+    await t.add([{ id: 4n, text: "pear", vector: letters("pear", 3) }]);
+    expect(await t.countRows()).toBe(4);
+  });
+
+  test("LanceSchema records it by class name and an empty table made from that schema embeds with it", async () => {
+    const fn = new Scaled({ scale: 3 });
+    const schema = LanceSchema({ id: new Int64(), text: fn.sourceField(), vector: fn.vectorField() });
+    expect(schema.metadata.get("embedding_functions")).toBe(entry);
+    const t = await (await connect(tmpDir())).createEmptyTable("e", schema);
+    await t.add([{ id: 1n, text: "kiwi" }]);
+    expect(await rows(t)).toEqual([[1, "kiwi", letters("kiwi", 3)]]);
+  });
+
+  test("convertToTable computes the vector column with it and records it", async () => {
+    const t = await convertToTable([{ text: "plum" }, { text: "lime" }], { function: new Scaled({ scale: 3 }), sourceColumn: "text" });
+    expect(t.schema.metadata.get("embedding_functions")).toBe(entry);
+    expect(t.toArray().map((r) => Array.from(r.vector as ArrayLike<number>))).toEqual([letters("plum", 3), letters("lime", 3)]);
+  });
+
+  test("a class named as another class is registered is refused: reopening would make the other one", async () => {
+    const Impostor = (() => class letters extends Scaled {})();
+    const db = await connect(tmpDir());
+    await expect(db.createTable("i", fruit(), { embeddingFunction: { function: new Impostor(), sourceColumn: "text" } })).rejects.toThrow(
+      /the name 'letters' is registered to another class/,
+    );
+    expect(await db.tableNames()).toEqual([]);
+  });
+});
+
 describe("errors name what is wrong and write nothing", () => {
   let db: Connection;
   let t: Table;
@@ -314,12 +393,18 @@ describe("errors name what is wrong and write nothing", () => {
   });
 
   test("an unregistered function, a malformed option and an unknown provider", async () => {
-    await expect(
-      db.createTable("u", fruit(), { embeddingFunction: { function: new Unregistered(), sourceColumn: "text" } }),
-    ).rejects.toThrow(InvalidInputError);
-    await expect(
-      db.createTable("u", fruit(), { embeddingFunction: { function: new Unregistered(), sourceColumn: "text" } }),
-    ).rejects.toThrow(/Unregistered is not registered/);
+    // An unregistered class is recorded by its class name; one without a name could never be made again.
+    const Anonymous = (() => class extends Unregistered {})();
+    await expect(db.createTable("u", fruit(), { embeddingFunction: { function: new Anonymous(), sourceColumn: "text" } })).rejects.toThrow(
+      InvalidInputError,
+    );
+    await expect(db.createTable("u", fruit(), { embeddingFunction: { function: new Anonymous(), sourceColumn: "text" } })).rejects.toThrow(
+      /its class has no name and is not registered/,
+    );
+    const plain = { computeSourceEmbeddings: async (xs: string[]) => xs.map((x) => letters(x)) } as unknown as EmbeddingFunction;
+    await expect(db.createTable("u", fruit(), { embeddingFunction: { function: plain, sourceColumn: "text" } })).rejects.toThrow(
+      /a plain object is not an instance of an EmbeddingFunction class/,
+    );
     const bad = { function: {} as EmbeddingFunction, sourceColumn: "text" };
     await expect(db.createTable("u", fruit(), { embeddingFunction: bad })).rejects.toThrow(/must be an EmbeddingFunction/);
     expect(await db.tableNames()).toEqual(["e"]);

@@ -216,6 +216,14 @@ async function embedInto(what: string, t: ArrowTable, embeddings: unknown, schem
   if (!has(cfg.sourceColumn) && !has(cfg.vectorColumn)) {
     throw invalid(`${what}: the embedding source column '${cfg.sourceColumn}' is not in the data (columns: ${t.schema.names.join(", ")})`);
   }
+  // As 0.39: a vector the schema has no column for is refused when it would be computed (the data lacks it, or it
+  // is null in every row), not appended outside the schema.
+  const vec = t.getChild(cfg.vectorColumn);
+  const computes = vec === null || (t.numRows > 0 && vec.nullCount === vec.length);
+  if (schema !== undefined && computes && !schema.fields.some((f) => f.name === cfg.vectorColumn))
+    throw invalid(
+      `${what}: When using embedding functions and specifying a schema the schema should include the embedding column but the column ${cfg.vectorColumn} was missing`,
+    );
   const out = (await prepareCreate(t, schema, cfg)).data as ArrowTable;
   if (schema === undefined) return out;
   // The schema's columns in its order (the computed one included), as makeArrowTable orders them.

@@ -190,7 +190,9 @@ function vectorType(fn: EmbeddingFunction, dims: number | undefined, given?: Dat
   if (given !== undefined) return given;
   const n = dims ?? fn.ndims();
   if (n === undefined)
-    throw invalid(`cannot tell the size of vector column: ${fn.constructor?.name}.ndims() is unknown and there are no rows`);
+    throw invalid(
+      `cannot tell the size of the vector column: there are no rows and the embeddings function does not specify \`embeddingDimension\` (${fn.constructor?.name}.ndims() is unknown)`,
+    );
   const item = ourType(fn.embeddingDataType());
   if (!(item instanceof Float)) throw invalid(`${fn.constructor?.name}.embeddingDataType() must be a float type, got ${item}`);
   return new FixedSizeList(n, new Field("item", item, true));
@@ -246,7 +248,7 @@ export function withRecord(t: ArrowTable, entries: EmbeddingMetadataEntry[]): Ar
   );
 }
 
-/** The entries of `configs` (each function's class must be registered, so that the table can make it again). */
+/** The entries of `configs`: each function's registered name, else its class name (see `functionToMetadata`). */
 export function entriesOf(configs: ResolvedEmbeddingFunctionConfig[]): EmbeddingMetadataEntry[] {
   return configs.map((c) => getRegistry().functionToMetadata(c) as EmbeddingMetadataEntry);
 }

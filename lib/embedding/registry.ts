@@ -180,18 +180,38 @@ export class EmbeddingFunctionRegistry {
     return out;
   }
 
-  /** The metadata entry of one config: the function's registered name and its options. */
+  /**
+   * The metadata entry of one config: the function's registered name, else (as 0.39) its class name, and its
+   * `toJSON()` options. An unregistered instance is still used as given by the table made with it; only making
+   * it again from the entry (another connection or process) needs the registry, and says so. Refused: a class
+   * without a name, and one named as another class is registered (reopening would make that other class).
+   */
   // biome-ignore lint/suspicious/noExplicitAny: as @lancedb/lancedb 0.39's functionToMetadata.
   functionToMetadata(conf: EmbeddingFunctionConfig): Record<string, any> {
     const fn = conf.function;
     let name: string | undefined;
     for (let p = Object.getPrototypeOf(fn); p !== null && name === undefined; p = Object.getPrototypeOf(p))
       name = this.#names.get(p.constructor);
-    if (name === undefined)
-      throw invalid(
-        `embedding function ${fn?.constructor?.name ?? String(fn)} is not registered: register its class (@register("name")) so the table can make it again`,
-      );
+    if (name === undefined) name = this.#unregisteredName(fn);
+    if (typeof fn.toJSON !== "function")
+      throw invalid(`embedding function ${name} has no toJSON() (extend EmbeddingFunction): the table records its options`);
     return { sourceColumn: conf.sourceColumn, vectorColumn: conf.vectorColumn ?? "vector", name, model: fn.toJSON() };
+  }
+
+  /** The name recorded for an instance of an unregistered class: its class name, when that cannot mislead. */
+  #unregisteredName(fn: EmbeddingFunction): string {
+    const name: unknown = fn?.constructor?.name;
+    if (fn?.constructor === Object)
+      throw invalid("embedding function: a plain object is not an instance of an EmbeddingFunction class, which the table records by name");
+    if (typeof name !== "string" || name === "")
+      throw invalid(
+        `embedding function ${String(fn)}: its class has no name and is not registered, so the table could not record it: register the class (@register("name"))`,
+      );
+    if (this.#functions.has(name))
+      throw invalid(
+        `embedding function class ${name} is not registered, and the name '${name}' is registered to another class: a table recording it would make that other class when reopened; register ${name} under a name of its own (@register("name"))`,
+      );
+    return name;
   }
 
   /** The schema metadata recording `functions`. */
