@@ -694,7 +694,9 @@ describe("embedding functions in the async helpers", () => {
   });
 
   test("a missing source column, vectors in some rows only, or a bad config are InvalidInputErrors", async () => {
-    await expect(convertToTable([{ id: 1n }], cfg())).rejects.toThrow(/embedding source column 'text' is not in the data/);
+    await expect(convertToTable([{ id: 1n }], cfg())).rejects.toThrow(
+      /the source column 'text' was not present in the data \(columns: id\)/,
+    );
     await expect(convertToTable([{ text: "a", vector: [1, 2] }, { text: "b" }], cfg())).rejects.toThrow(
       /1 of 2 rows have the vector column 'vector'/,
     );

@@ -410,7 +410,7 @@ describe("errors name what is wrong and write nothing", () => {
     expect(await db.tableNames()).toEqual(["e"]);
     expect(() => getRegistry().get("huggingface")).toThrow(NotSupportedError);
     expect(getRegistry().get("no-such")).toBeUndefined();
-    expect(() => getRegistry().register("letters")(Unregistered)).toThrow(/already registered/);
+    expect(() => getRegistry().register("letters")(Unregistered)).toThrow('Embedding function with alias "letters" already exists');
   });
 
   test("vectors of the wrong size, count, or a throwing function: the add fails and the rows stay as they were", async () => {
@@ -444,7 +444,9 @@ describe("errors name what is wrong and write nothing", () => {
   test("text searches without a function, full-text search, and a function the process does not have", async () => {
     const plain = await db.createTable("plain", [{ id: 1n, vector: [1, 2, 3] }]);
     await expect(plain.search("banana").toArray()).rejects.toThrow(InvalidInputError);
-    await expect(plain.search("banana").toArray()).rejects.toThrow(/has no embedding function/);
+    await expect(plain.search("banana").toArray()).rejects.toThrow(
+      /^No embedding functions are defined in the table: .*has no embedding function/,
+    );
     expect(() => t.search("banana", "fts")).toThrow(NotSupportedError);
     expect(() => t.search("banana", "auto", "text")).toThrow(NotSupportedError);
     await expect(t.search("banana").column("nope").toArray()).rejects.toThrow(/has none for column 'nope'/);
@@ -461,15 +463,21 @@ describe("errors name what is wrong and write nothing", () => {
       meta,
     );
     const gone = await db.createEmptyTable("gone", schema);
-    await expect(gone.add([{ id: 1n, text: "a" }])).rejects.toThrow(/'gone' \(text -> vector\) is not registered/);
+    await expect(gone.add([{ id: 1n, text: "a" }])).rejects.toThrow(
+      /^Function "gone" not found in registry: .*'gone' \(text -> vector\) is not registered/,
+    );
     await gone.add([{ id: 1n, text: "a", vector: [1, 1, 1] }]);
     expect(await gone.countRows()).toBe(1);
   });
 
   test("a sensitive option given raw is refused; variables resolve", () => {
     const openai = getRegistry().get("openai");
-    expect(() => openai?.create({ apiKey: "sk-raw" })).toThrow(/'apiKey' is sensitive/);
-    expect(() => openai?.create({ apiKey: "$var:never_set" })).toThrow(/variable 'never_set', which is not set/);
+    expect(() => openai?.create({ apiKey: "sk-raw" })).toThrow(
+      'The key "apiKey" is sensitive and cannot be set directly. Please use the $var: syntax to set it.',
+    );
+    expect(() => openai?.create({ apiKey: "$var:never_set" })).toThrow(
+      /^Variable "never_set" not found \(embedding option 'apiKey' names it\)/,
+    );
     expect(() => openai?.create({ apiKey: "$var:never_set:fallback" })).not.toThrow();
   });
 });

@@ -60,6 +60,7 @@ describe.each(kinds)("restore and stats on a %s table", (kind, open) => {
     ]);
     expect((await t.listVersions()).at(-1)?.version).toBe(await t.version());
     await expect(t.restore()).rejects.toThrow(InvalidInputError);
+    await expect(t.restore()).rejects.toThrow("checkout before running restore");
     await expect(t.restore(9999)).rejects.toThrow(VersionNotFoundError);
     await expect(t.restore(-1)).rejects.toThrow(InvalidInputError);
     if (kind === "served") {

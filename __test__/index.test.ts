@@ -125,7 +125,7 @@ describe.each(kinds)("indexes on a %s table", (kind, open) => {
     await expect(t.createIndex("vector", { config: Index.ivfPq({ numSubVectors: 3 }) })).rejects.toThrow("must divide");
     await expect(t.createIndex("nope")).rejects.toThrow("no such column");
     await expect(t.createIndex("vector", { config: Index.ivfPq({ numPartitions: 8 }), replace: false })).rejects.toThrow(
-      "already has the index 'vh'",
+      "Index 'vh' already exists on column 'vector'",
     );
     expect(() => Index.ivfPq({ numPartitions: -1 })).toThrow(InvalidInputError);
     expect(() => Index.ivfFlat({ numSubVectors: 4 } as never)).toThrow('unknown option "numSubVectors" for IVF_FLAT');

@@ -193,6 +193,7 @@ describe.each(kinds)("take on a %s table", (kind, open) => {
     expect(await t.takeRowIds([]).toArray()).toEqual([]);
     expect(() => t.takeOffsets([-1])).toThrow(InvalidInputError);
     expect(() => t.takeRowIds([1.5])).toThrow(InvalidInputError);
+    expect(() => t.takeRowIds([1.5])).toThrow("Row id must be an integer (or bigint)");
     // The filter may read _rowoffset with other columns, and page.
     const paged = await t.query().where("_rowoffset < 10 AND v IS NOT NULL").limit(2).offset(1).toArray();
     const want = all.slice(0, 10).filter((r) => r.v !== null);

@@ -214,7 +214,9 @@ async function embedInto(what: string, t: ArrowTable, embeddings: unknown, schem
   const cfg = configOption(`${what}(embeddings)`, embeddings);
   const has = (n: string) => t.schema.fields.some((f) => f.name === n);
   if (!has(cfg.sourceColumn) && !has(cfg.vectorColumn)) {
-    throw invalid(`${what}: the embedding source column '${cfg.sourceColumn}' is not in the data (columns: ${t.schema.names.join(", ")})`);
+    throw invalid(
+      `${what}: cannot apply embedding function because the source column '${cfg.sourceColumn}' was not present in the data (columns: ${t.schema.names.join(", ")})`,
+    );
   }
   // As 0.39: a vector the schema has no column for is refused when it would be computed (the data lacks it, or it
   // is null in every row), not appended outside the schema.

@@ -140,3 +140,64 @@ export function invalid(message: string, cause?: unknown): MemwalError {
 export function notSupported(message: string): MemwalError {
   return new NotSupportedError("NotSupported", message);
 }
+
+/**
+ * A rewrite of one of the addon's messages so it starts with the text @lancedb/lancedb 0.39 gives for the same
+ * refusal (code ported from it matches on that text): a pattern of our message, and the new message from its match.
+ */
+export type Reword = readonly [RegExp, (m: RegExpExecArray) => string];
+
+/** `e` with its message rewritten by the first rule matching it (same class, code and cause), or `e`. */
+export function reword(e: MemwalError, rules: readonly Reword[]): MemwalError {
+  for (const [pattern, text] of rules) {
+    const m = pattern.exec(e.message);
+    if (m) {
+      const Cls = ERROR_CLASSES[e.code];
+      return new Cls(e.code, text(m), e.cause === undefined ? undefined : { cause: e.cause });
+    }
+  }
+  return e;
+}
+
+/** `call()` whose errors' messages are rewritten by `rules` (for the calls where 0.39's texts are a contract). */
+export async function callReworded<T>(rules: readonly Reword[], f: () => Promise<T>): Promise<T> {
+  try {
+    return await f();
+  } catch (e) {
+    throw reword(convertError(e), rules);
+  }
+}
+
+/** add(): 0.39's texts for a non-nullable column the data leaves out, or gives nulls in. */
+export const ADD_REWORDS: readonly Reword[] = [
+  [/^column '.*' is missing from the data and is not nullable in the table/s, (m) => `Append with different schema: ${m.input}`],
+  [
+    /^column '(.*)' is not nullable but the data has (\d+) null value\(s\) in it/s,
+    (m) => `Column '${m[1]}' is declared as non-nullable but contains null values (${m[2]} in the data)${m.input.slice(m[0].length)}`,
+  ],
+];
+
+/** Running a query: 0.39's texts for a query vector no column fits. */
+export const QUERY_REWORDS: readonly Reword[] = [
+  [/^no vector column of dimension/, (m) => `N${m.input.slice(1)}`],
+  [
+    /^query vector has dimension (\d+) but column '(.*)' has dimension (\d+)/s,
+    (m) => `query dim(${m[1]}) doesn't match the column ${m[2]} vector dim(${m[3]}): ${m.input}`,
+  ],
+];
+
+/** createIndex(): 0.39's text for an index the table already has (without `replace`). */
+export const CREATE_INDEX_REWORDS: readonly Reword[] = [
+  [
+    /^table '(.*)' already has the index '(.*)' on column '(.*)'; (drop it first or pass replace: true.*)$/s,
+    (m) => `Index '${m[2]}' already exists on column '${m[3]}' of table '${m[1]}': ${m[4]}`,
+  ],
+];
+
+/** restore(): 0.39's text for a restore with no version, on a handle not checked out. */
+export const RESTORE_REWORDS: readonly Reword[] = [
+  [/^restore needs a version/, () => "restore needs a version: run checkout before running restore, or pass the version"],
+];
+
+/** mergeInsert().execute(): 0.39's text for its timeout. */
+export const MERGE_REWORDS: readonly Reword[] = [[/^operation timed out/, (m) => `merge insert timed out${m.input.slice(m[0].length)}`]];

@@ -8,7 +8,7 @@
 import type { Schema } from "apache-arrow";
 import { bool, checkOptions, count, optStr } from "./args";
 import { type Data, toBuffer } from "./arrow";
-import { call } from "./errors";
+import { call, callReworded, MERGE_REWORDS } from "./errors";
 import type { NativeMergeInsertOptions, NativeMergeResult, NativeTable } from "./native";
 
 /** What a merge insert did: version and row counts. */
@@ -99,6 +99,6 @@ export class MergeInsertBuilder {
     const schema = Array.isArray(data) ? await this.schema() : undefined;
     // Outside call(): an error of the caller's embedding function reaches the caller as thrown.
     const input = await this.embed(data, schema);
-    return call(async () => plan.execute(toBuffer(input, schema)));
+    return callReworded(MERGE_REWORDS, async () => plan.execute(toBuffer(input, schema)));
   }
 }

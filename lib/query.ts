@@ -9,7 +9,7 @@
 import type { Table as ArrowTable, RecordBatch, Schema } from "apache-arrow";
 import { count, str, strList } from "./args";
 import { fromBuffer } from "./arrow";
-import { call, invalid } from "./errors";
+import { callReworded, invalid, QUERY_REWORDS } from "./errors";
 import type { NativeQueryOptions, NativeTable } from "./native";
 
 /** A query vector: numbers, or a typed array of floats. */
@@ -126,12 +126,12 @@ abstract class QueryBase<Self> {
    */
   async explainPlan(verbose = false): Promise<string> {
     const opts = await this.runOptions();
-    return call(() => this.table.explainPlan(opts, verbose));
+    return callReworded(QUERY_REWORDS, () => this.table.explainPlan(opts, verbose));
   }
   /** Runs the query and returns its plan with the rows it returned and the time it took. */
   async analyzePlan(): Promise<string> {
     const opts = await this.runOptions();
-    return call(() => this.table.analyzePlan(opts));
+    return callReworded(QUERY_REWORDS, () => this.table.analyzePlan(opts));
   }
   /**
    * The Arrow schema the query's answer has (projection, `_rowid`, `_distance`, `query_index` included), as
@@ -145,13 +145,13 @@ abstract class QueryBase<Self> {
       opts.vectors === undefined
         ? { ...opts, limit: 0, offset: undefined }
         : { ...opts, limit: 1, offset: undefined, filter: opts.filter === undefined ? "false" : `(${opts.filter}) AND (false)` };
-    const buf = await call(() => this.table.query(none));
+    const buf = await callReworded(QUERY_REWORDS, () => this.table.query(none));
     return fromBuffer(buf).schema;
   }
   /** Runs the query. */
   async toArrow(): Promise<ArrowTable> {
     const opts = await this.runOptions();
-    const buf = await call(() => this.table.query(opts));
+    const buf = await callReworded(QUERY_REWORDS, () => this.table.query(opts));
     return fromBuffer(buf);
   }
   /** The options the query runs with (a text query's vector is computed here). */

@@ -5,7 +5,7 @@ import { Table as ArrowTable, DataType, Field, Schema } from "apache-arrow";
 import { checkOptions, count, optStr, str, strList } from "./args";
 import { type Data, fromBuffer, schemaFromBuffer, toBuffer } from "./arrow";
 import { type Known, TableEmbeddings } from "./embedding/apply";
-import { call, invalid, notSupported, TimeoutError } from "./errors";
+import { ADD_REWORDS, CREATE_INDEX_REWORDS, call, callReworded, invalid, notSupported, RESTORE_REWORDS, TimeoutError } from "./errors";
 import { ourField, ourType } from "./foreign";
 import { type IndexConfig, type IndexOptions, type IndexStatistics, indexOptions } from "./indices";
 import { MergeInsertBuilder } from "./merge";
@@ -285,7 +285,7 @@ export class Table {
    */
   async restore(version?: number): Promise<number> {
     const v = version === undefined ? null : await call(async () => count("restore(version)", version));
-    const committed = await call(() => this.inner.restore(v));
+    const committed = await callReworded(RESTORE_REWORDS, () => this.inner.restore(v));
     this.inner = await call(() => this.inner.checkout(null));
     return committed;
   }
@@ -424,7 +424,7 @@ export class Table {
     const schema = Array.isArray(data) && mode !== "overwrite" ? await this.schema() : undefined;
     // Outside call(): an error of the caller's embedding function reaches the caller as thrown.
     const input = mode === "overwrite" ? await this.embeddings.embedOverwrite(data) : await this.embeddings.embed(data, schema);
-    const { version, rows, bytes } = await call(async () => {
+    const { version, rows, bytes } = await callReworded(ADD_REWORDS, async () => {
       const buf = toBuffer(input, schema);
       const version = await this.inner.add(buf, mode);
       return { version, rows: options?.progress ? fromBuffer(buf).numRows : 0, bytes: buf.length };
@@ -487,9 +487,18 @@ export class Table {
    */
   takeRowIds(rowIds: Array<number | bigint>): Query {
     if (!Array.isArray(rowIds)) throw invalid("takeRowIds(rowIds) must be an array of row ids");
+    // The texts first, and the order of the checks, are @lancedb/lancedb 0.39's.
     const list = rowIds.map((r, i) => {
-      const ok = typeof r === "bigint" ? r >= 0n && r < 2n ** 64n : Number.isSafeInteger(r) && r >= 0;
-      if (!ok) throw invalid(`takeRowIds(rowIds)[${i}] must be a row id (a whole number from 0 to 2^64-1), got ${String(r)}`);
+      const bad = (text: string) =>
+        invalid(`${text}: takeRowIds(rowIds)[${i}] is ${String(r)} (a row id is a whole number from 0 to 2^64-1)`);
+      if (typeof r === "bigint") {
+        if (r < 0n) throw bad("Row id cannot be negative");
+        if (r >= 2n ** 64n) throw bad("Row id is too large to fit in u64");
+      } else {
+        if (!Number.isInteger(r)) throw bad("Row id must be an integer (or bigint)");
+        if (r < 0) throw bad("Row id cannot be negative");
+        if (!Number.isSafeInteger(r)) throw bad("Row id is too large for number; use bigint instead");
+      }
       return BigInt(r).toString();
     });
     return this.query().where(list.length === 0 ? "false" : `_rowid IN (${list.join(", ")})`);
@@ -570,7 +579,9 @@ export class Table {
    * commits a version recording it. Rows written later are searched exactly until `optimize()` adds them.
    */
   createIndex(column: string, options?: IndexOptions): Promise<void> {
-    return call(async () => this.inner.createIndex(str("createIndex(column)", column), indexOptions(options)));
+    return callReworded(CREATE_INDEX_REWORDS, async () =>
+      this.inner.createIndex(str("createIndex(column)", column), indexOptions(options)),
+    );
   }
 
   /** The indexes; `indexType` as @lancedb/lancedb 0.39 lists it (`IvfPq`, `IvfFlat`; indexStats says `IVF_PQ`). */

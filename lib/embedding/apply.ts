@@ -77,7 +77,7 @@ function recordedSlot(e: EmbeddingMetadataEntry): Slot {
     const f = getRegistry().get(e.name);
     if (f === undefined)
       throw invalid(
-        `the table's embedding function '${e.name}' (${e.sourceColumn} -> ${e.vectorColumn}) is not registered in this process: register its class (@register("${e.name}")) first`,
+        `Function "${e.name}" not found in registry: the table's embedding function '${e.name}' (${e.sourceColumn} -> ${e.vectorColumn}) is not registered in this process: register its class (@register("${e.name}")) first`,
       );
     return (await f.create(e.model)) as EmbeddingFunction;
   };
@@ -363,7 +363,9 @@ export class TableEmbeddings {
     const s = column === undefined ? slots[0] : slots.find((x) => x.vectorColumn === column);
     if (s === undefined) {
       const has = slots.length === 0 ? "has no embedding function" : `has none for column '${column}'`;
-      throw invalid(`search(query) got text, but the table ${has} to embed it (memwal has no full-text search); pass a vector`);
+      // 0.39's text first when the table has none at all.
+      const lead = slots.length === 0 ? "No embedding functions are defined in the table: " : "";
+      throw invalid(`${lead}search(query) got text, but the table ${has} to embed it (memwal has no full-text search); pass a vector`);
     }
     const fn = await s.fn();
     const [v] = checkVectors(`embedding function ${fn.constructor?.name ?? "?"} (query)`, [await fn.computeQueryEmbeddings(text)], 1);

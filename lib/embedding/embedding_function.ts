@@ -66,7 +66,7 @@ function resolveVar(key: string, value: string): string {
   const found = registryVars.get(name);
   if (found !== undefined) return found;
   if (at >= 0) return rest.slice(at + 1);
-  throw invalid(`embedding option '${key}' names variable '${name}', which is not set: call getRegistry().setVar("${name}", value)`);
+  throw invalid(`Variable "${name}" not found (embedding option '${key}' names it): call getRegistry().setVar("${name}", value)`);
 }
 
 /**
@@ -101,7 +101,7 @@ export abstract class EmbeddingFunction<T = any, M extends FunctionOptions = Fun
       const isVar = typeof v === "string" && v.startsWith("$var:");
       if (sensitive.includes(k) && v !== undefined && !isVar)
         throw invalid(
-          `embedding option '${k}' is sensitive and would be stored with the table: pass "$var:name" and call getRegistry().setVar("name", value)`,
+          `The key "${k}" is sensitive and cannot be set directly. Please use the $var: syntax to set it. (It would be stored with the table: pass "$var:name" and call getRegistry().setVar("name", value).)`,
         );
       out[k] = isVar ? resolveVar(k, v) : v;
     }

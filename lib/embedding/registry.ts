@@ -109,7 +109,7 @@ export class EmbeddingFunctionRegistry {
       if (typeof ctor !== "function") throw invalid("register(name) decorates a class of embedding function");
       const name = alias ?? ctor.name;
       if (typeof name !== "string" || name === "") throw invalid("register(name): the name must be a non-empty string");
-      if (this.#functions.has(name)) throw invalid(`embedding function '${name}' is already registered`);
+      if (this.#functions.has(name)) throw invalid(`Embedding function with alias "${name}" already exists in the registry`);
       return this.#add(name, ctor);
     };
     return decorate as (ctor: T) => EmbeddingFunctionConstructor;
@@ -172,7 +172,7 @@ export class EmbeddingFunctionRegistry {
       const f = this.get(e.name);
       if (f === undefined)
         throw invalid(
-          `the table's embedding function '${e.name}' (${e.sourceColumn} -> ${e.vectorColumn}) is not registered in this process: register it (@register("${e.name}")) before using the table`,
+          `Function "${e.name}" not found in registry: the table's embedding function '${e.name}' (${e.sourceColumn} -> ${e.vectorColumn}) is not registered in this process: register it (@register("${e.name}")) before using the table`,
         );
       const fn = await f.create(e.model);
       out.set(e.vectorColumn, { sourceColumn: e.sourceColumn, vectorColumn: e.vectorColumn, function: fn });
