@@ -26,7 +26,7 @@ fn bad_filters_and_names_leave_the_table_unchanged() {
         .merge_insert_sync(&checked(&p), people(&[(1, 11)]))
         .expect_err("bad key");
     assert!(e.to_string().contains("key column 'nokey'"), "{e}");
-    for bad in ["../x", "a/b", "", ".."] {
+    for bad in ["../memwal_escape_probe", "a/b", "", ".."] {
         let e = db
             .create_table_sync(bad, people(&[]), CreateOptions::default())
             .expect_err(bad);
@@ -37,7 +37,12 @@ fn bad_filters_and_names_leave_the_table_unchanged() {
             "InvalidInput"
         );
     }
-    assert!(!dir.path().parent().expect("p").join("x").exists());
+    assert!(!dir
+        .path()
+        .parent()
+        .expect("p")
+        .join("memwal_escape_probe")
+        .exists());
     assert_eq!(t.version_sync().expect("v"), 1);
     assert_eq!(ages(&t), vec![(1, Some(10))]);
     let _ = NativeDatabase::open("s3://bucket").expect_err("scheme");
