@@ -22,10 +22,12 @@ import { createRequire } from "node:module";
 import * as os from "node:os";
 import * as path from "node:path";
 import { performance } from "node:perf_hooks";
+import { rowMaker } from "./rows.mjs";
 
 // apache-arrow and the memwal build from the package root (bench/node_modules need not exist).
 const require = createRequire(new URL("../package.json", import.meta.url));
-const { Field, FixedSizeList, Float32, Table, Utf8, makeData, makeVector, tableToIPC, vectorFromArray } = require("apache-arrow");
+const arrow = require("apache-arrow");
+const { tableToIPC } = arrow;
 const memwal = require("./dist/lib/index.js");
 
 function envNum(name, def, min = 0) {
@@ -53,35 +55,10 @@ const MB = 1e6;
 // Colour codes in the server's log (built so, not as a regex literal with a control character).
 const ANSI = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g");
 
-// mulberry32, as worker.mjs.
-let seed = 42;
-function rnd() {
-  seed = (seed + 0x6d2b79f5) | 0;
-  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-}
+const { rnd, table: rowsTable } = rowMaker(arrow, DIM);
 
 /** worker.mjs's row shape, as the Arrow IPC stream bytes memwal takes. */
-function rows(ids) {
-  const n = ids.length;
-  const floats = new Float32Array(n * DIM);
-  for (let i = 0; i < floats.length; i++) floats[i] = rnd();
-  const fsl = new FixedSizeList(DIM, new Field("item", new Float32(), true));
-  const vec = makeVector(
-    makeData({ type: fsl, length: n, nullCount: 0, child: makeData({ type: new Float32(), length: n * DIM, data: floats }) }),
-  );
-  const t = new Table({
-    id: makeVector(BigInt64Array.from(ids, (x) => BigInt(x))),
-    a: makeVector(Float64Array.from(ids, () => rnd())),
-    s: vectorFromArray(
-      ids.map((x) => `s-${String(x).padStart(14, "0")}`.slice(0, 16)),
-      new Utf8(),
-    ),
-    vec,
-  });
-  return tableToIPC(t, "stream");
-}
+const rows = (ids) => tableToIPC(rowsTable(ids), "stream");
 
 const range = (a, b) => Array.from({ length: b - a }, (_, i) => a + i);
 const now = () => performance.now();

@@ -6,55 +6,20 @@ import * as fs from "node:fs";
 import { createRequire } from "node:module";
 import * as os from "node:os";
 import * as path from "node:path";
+import { rowMaker } from "./rows.mjs";
 
 const require = createRequire(import.meta.url);
 // The CommonJS build, as @lancedb/lancedb loads it (the ESM build's classes fail its instanceof checks).
-const {
-  Field,
-  FixedSizeList,
-  Float32,
-  Table,
-  Utf8,
-  makeData,
-  makeVector,
-  tableFromIPC,
-  tableToIPC,
-  vectorFromArray,
-} = require("apache-arrow");
+const arrow = require("apache-arrow");
+const { Field, FixedSizeList, Float32, Table, Utf8, makeData, makeVector, tableFromIPC, tableToIPC, vectorFromArray } = arrow;
 const [engine, workload] = process.argv.slice(2);
 const DIM = 128;
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), `bench-${engine}-${workload}-`));
 
-// mulberry32: the old `(seed * 1103515245 + 12345) & 0x7fffffff` lost bits in float
-// arithmetic and cycled within ~5k values, so "random" vectors repeated.
-let seed = 42;
-function rnd() {
-  seed = (seed + 0x6d2b79f5) | 0;
-  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-}
+const { rnd, table: rowsTable } = rowMaker(arrow, DIM);
 
-function rows(ids) {
-  const n = ids.length;
-  const floats = new Float32Array(n * DIM);
-  for (let i = 0; i < floats.length; i++) floats[i] = rnd();
-  const fsl = new FixedSizeList(DIM, new Field("item", new Float32(), true));
-  const vec = makeVector(
-    makeData({ type: fsl, length: n, nullCount: 0, child: makeData({ type: new Float32(), length: n * DIM, data: floats }) }),
-  );
-  const t = new Table({
-    id: makeVector(BigInt64Array.from(ids, (x) => BigInt(x))),
-    a: makeVector(Float64Array.from(ids, () => rnd())),
-    s: vectorFromArray(
-      ids.map((x) => `s-${String(x).padStart(14, "0")}`.slice(0, 16)),
-      new Utf8(),
-    ),
-    vec,
-  });
-  // Round-trip once so schema and batches agree exactly (the peer checks).
-  return tableFromIPC(tableToIPC(t, "stream"));
-}
+// Round-trip once so schema and batches agree exactly (the peer checks).
+const rows = (ids) => tableFromIPC(tableToIPC(rowsTable(ids), "stream"));
 
 const range = (a, b) => Array.from({ length: b - a }, (_, i) => a + i);
 
