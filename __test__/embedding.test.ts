@@ -26,9 +26,9 @@ import { tmpDir } from "./helpers";
 /** Every text each Letters function embedded, in order (source and query embeddings alike). */
 const embedded: string[] = [];
 
-/** A deterministic embedding: [a's, e's, length] of the text, times `scale` (an option recorded with the table). */
-@register("letters")
-class Letters extends TextEmbeddingFunction<{ scale?: number }> {
+/** A deterministic embedding: [a's, e's, length] of the text, times `scale` (an option recorded with the table);
+ * this class itself is never registered (recorded by its class name). */
+class Scaled extends TextEmbeddingFunction<{ scale?: number }> {
   readonly scale: number;
   constructor(options: { scale?: number } = {}) {
     super();
@@ -38,8 +38,16 @@ class Letters extends TextEmbeddingFunction<{ scale?: number }> {
     return 3;
   }
   async generateEmbeddings(texts: string[]): Promise<number[][]> {
-    embedded.push(...texts);
     return texts.map((t) => letters(t, this.scale));
+  }
+}
+
+/** Scaled, registered as "letters", recording every text it embeds in `embedded`. */
+@register("letters")
+class Letters extends Scaled {
+  async generateEmbeddings(texts: string[]): Promise<number[][]> {
+    embedded.push(...texts);
+    return super.generateEmbeddings(texts);
   }
 }
 
@@ -304,21 +312,6 @@ describe("what a table records", () => {
     ]);
   });
 });
-
-/** A function whose class is never registered, with an option (recorded as its `toJSON()`). */
-class Scaled extends TextEmbeddingFunction<{ scale?: number }> {
-  readonly scale: number;
-  constructor(options: { scale?: number } = {}) {
-    super();
-    this.scale = this.resolveVariables(options).scale ?? 1;
-  }
-  ndims(): number {
-    return 3;
-  }
-  async generateEmbeddings(texts: string[]): Promise<number[][]> {
-    return texts.map((t) => letters(t, this.scale));
-  }
-}
 
 describe("an instance whose class is not registered (as 0.39: used as given, recorded by its class name)", () => {
   const entry = JSON.stringify([{ sourceColumn: "text", vectorColumn: "vector", name: "Scaled", model: { scale: 3 } }]);
