@@ -15,7 +15,14 @@ npm install --prefix bench --no-audit --no-fund --no-save
 # The official Python client, in a venv of its own: a failed install fails the run.
 [ -x .venv-compat/bin/python ] || python3 -m venv .venv-compat
 .venv-compat/bin/python -m pip install --quiet --disable-pip-version-check lancedb==0.40.0 pyarrow
+# An S3-compatible server for the object-storage tests: moto_server (If-None-Match / If-Match enforced
+# with 412), pinned, on 127.0.0.1, stopped when this script exits. A failed install or start fails the run.
+.venv-compat/bin/python -m pip install --quiet --disable-pip-version-check "moto[server]==5.2.5"
+MEMWAL_TEST_S3_ENDPOINT=$(bash scripts/moto.sh 0 $$)
+export MEMWAL_TEST_S3_ENDPOINT
 cargo test --workspace --release
+# The engine suite again with every table on S3 (tests that damage files on disk stay local).
+MEMWAL_ENGINE_ON_S3=1 cargo test -p memwal-core --release --test engine
 npx jest --runInBand
 # The API reference builds without a warning, and the package installs and runs as a user gets it.
 npm run --silent docs

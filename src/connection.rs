@@ -19,7 +19,8 @@ pub struct NamespacePage {
     pub page_token: Option<String>,
 }
 
-/// Options of `connect` (remote ones are ignored for local URIs).
+/// Options of `connect`: `storage_options` configure an object store (s3://, gs://, az://) and
+/// are refused for a folder or memory://; the others are for db:// only.
 #[napi(object)]
 #[derive(Default)]
 pub struct ConnectOptions {
@@ -67,7 +68,8 @@ pub async fn connect(
         };
         Arc::new(memwal_remote::RemoteDatabase::connect(&uri, opts).map_err(error::remote)?)
     } else {
-        Arc::new(NativeDb::open(&uri).map_err(error::core)?)
+        let storage = options.storage_options.unwrap_or_default();
+        Arc::new(NativeDb::open_with(&uri, &storage).map_err(error::core)?)
     };
     Ok(Connection { inner, uri })
 }

@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::manifest::latest_version;
 use crate::name::validate_table_name;
 use crate::schema::{align_new_rows, validate_new_schema};
-use crate::storage::{LocalStorage, MemoryStorage, Storage};
+use crate::storage::{open_uri, Storage, StorageOptions};
 use crate::table::{lock, Inner, NativeTable};
 
 /// Tables in one folder or in memory.
@@ -25,23 +25,17 @@ pub struct NativeDatabase {
 
 impl NativeDatabase {
     /// Opens `uri`: `memory://` (anything after it is ignored), `file://PATH`
-    /// or a plain folder path (created if missing).
+    /// or a plain folder path (created if missing), or an object store
+    /// (`s3://bucket/prefix`, `gs://`, `az://`) configured from the
+    /// environment.
     pub fn open(uri: &str) -> Result<Self> {
-        let storage: Arc<dyn Storage> = if uri.starts_with("memory://") || uri == ":memory:" {
-            Arc::new(MemoryStorage::default())
-        } else {
-            let path = uri.strip_prefix("file://").unwrap_or(uri);
-            if path.is_empty() {
-                return Err(Error::invalid("database path is empty"));
-            }
-            if uri.contains("://") && !uri.starts_with("file://") {
-                return Err(Error::invalid(format!(
-                    "unsupported database URI {uri:?}: use a folder path, file://, memory:// or db://"
-                )));
-            }
-            Arc::new(LocalStorage::new(path)?)
-        };
-        Ok(Self::with_storage(uri, storage))
+        Self::open_with(uri, &StorageOptions::new())
+    }
+
+    /// As [`NativeDatabase::open`], with storage options (object-store
+    /// credentials, endpoint, ...; see [`crate::storage::open_uri`]).
+    pub fn open_with(uri: &str, options: &StorageOptions) -> Result<Self> {
+        Ok(Self::with_storage(uri, open_uri(uri, options)?))
     }
 
     /// A database over any storage (tests use [`crate::storage::FaultyStorage`]).
@@ -187,6 +181,11 @@ impl NativeDb {
     /// Opens `uri` (see [`NativeDatabase::open`]).
     pub fn open(uri: &str) -> Result<Self> {
         Ok(Self(Arc::new(NativeDatabase::open(uri)?)))
+    }
+
+    /// Opens `uri` with storage options (see [`NativeDatabase::open_with`]).
+    pub fn open_with(uri: &str, options: &StorageOptions) -> Result<Self> {
+        Ok(Self(Arc::new(NativeDatabase::open_with(uri, options)?)))
     }
 }
 

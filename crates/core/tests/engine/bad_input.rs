@@ -45,7 +45,7 @@ fn bad_filters_and_names_leave_the_table_unchanged() {
         .exists());
     assert_eq!(t.version_sync().expect("v"), 1);
     assert_eq!(ages(&t), vec![(1, Some(10))]);
-    let _ = NativeDatabase::open("s3://bucket").expect_err("scheme");
+    let _ = NativeDatabase::open("ftp://bucket").expect_err("scheme");
 }
 
 #[test]
@@ -74,7 +74,8 @@ fn malformed_ipc_is_a_clear_error() {
 #[test]
 fn regression_a_flipped_bit_in_a_data_file_is_corrupt_not_a_wrong_value() {
     let dir = tempfile::tempdir().expect("tmp");
-    let (_db, t) = new_table(dir.path(), people(&[(1, 10), (2, 20), (3, 30)]));
+    let (_db, t) =
+        crate::support::new_local_table(dir.path(), people(&[(1, 10), (2, 20), (3, 30)]));
     t.delete_sync("id = 2").expect("delete");
     for sub in ["data", "_deletions"] {
         let folder = dir.path().join("t").join(sub);
@@ -90,7 +91,7 @@ fn regression_a_flipped_bit_in_a_data_file_is_corrupt_not_a_wrong_value() {
         bad[at] ^= 0x04;
         std::fs::write(&file, &bad).expect("write");
         // A fresh handle loads the files again.
-        let db = NativeDatabase::open(dir.path().to_str().expect("p")).expect("db");
+        let db = memwal_core::NativeDatabase::open(dir.path().to_str().expect("p")).expect("db");
         let fresh = db.open_table_sync("t").expect("open");
         let e = fresh.count_rows_sync(Some("age > 0")).expect_err("corrupt");
         assert_eq!(e.code(), "Corrupt", "{sub}: {e}");
@@ -125,7 +126,7 @@ fn contradictory_query_shapes_are_refused() {
     let e = t.query_sync(&empty_alias).expect_err("alias").to_string();
     assert!(e.contains("empty alias"), "{e}");
     let v = dir.path().join("v");
-    let db = NativeDatabase::open(v.to_str().expect("p")).expect("db");
+    let db = crate::support::open_db(v.to_str().expect("p")).expect("db");
     let schema = std::sync::Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new(
         "v",
         arrow_schema::DataType::FixedSizeList(

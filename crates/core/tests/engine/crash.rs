@@ -92,7 +92,7 @@ fn crash_after_data_files_before_manifest() {
     }
     let dir = tempfile::tempdir().expect("tmp");
     let path = dir.path().to_str().expect("p");
-    let (_db, _t) = new_table(dir.path(), people(&[(1, 10)]));
+    let (_db, _t) = crate::support::new_local_table(dir.path(), people(&[(1, 10)]));
     let crashing = NativeDatabase::with_storage(
         "x",
         Arc::new(NoDelete(LocalStorage::new(dir.path()).expect("l"))),
@@ -119,7 +119,7 @@ fn crash_after_data_files_before_manifest() {
 fn concurrent_writers_both_land_with_retries() {
     let dir = tempfile::tempdir().expect("tmp");
     let path = dir.path().to_str().expect("p").to_string();
-    let (_db, _t) = new_table(dir.path(), people(&[]));
+    let (_db, _t) = crate::support::new_local_table(dir.path(), people(&[]));
     let rounds = 30;
     let handles: Vec<_> = (0..2i64)
         .map(|w| {

@@ -86,7 +86,7 @@ fn schema_changes_keep_rows_deletions_and_indexes() {
 
     // Another process (a fresh database) reads the same; the old version
     // reads with its schema and rows.
-    let again = NativeDatabase::open(dir.path().to_str().expect("p"))
+    let again = crate::support::open_db(dir.path().to_str().expect("p"))
         .expect("db")
         .open_table_sync("t")
         .expect("open");
@@ -106,7 +106,7 @@ fn schema_changes_keep_rows_deletions_and_indexes() {
 #[test]
 fn a_schema_change_that_fails_to_write_changes_nothing() {
     let dir = tempfile::tempdir().expect("tmp");
-    let (_db, t) = new_table(dir.path(), people(&[(1, 10), (2, 20)]));
+    let (_db, t) = crate::support::new_local_table(dir.path(), people(&[(1, 10), (2, 20)]));
     let rows = dump(&t);
     let v = t.version_sync().expect("v");
     let local: Arc<dyn Storage> = Arc::new(LocalStorage::new(dir.path()).expect("local"));
@@ -185,7 +185,7 @@ fn a_rename_swap_moves_each_index_with_its_column() {
         ]
     );
     drop(db);
-    let again = NativeDatabase::open(dir.path().to_str().expect("p"))
+    let again = crate::support::open_db(dir.path().to_str().expect("p"))
         .expect("db")
         .open_table_sync("t")
         .expect("open");

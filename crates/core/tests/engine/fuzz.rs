@@ -240,7 +240,7 @@ proptest! {
     #[test]
     fn manifest_reader_never_panics(muts in prop::collection::vec(mutation(), 1..4)) {
         let dir = tempfile::tempdir().expect("tmp");
-        let (_db, t) = new_table(dir.path(), people(&[(1, 10), (2, 20)]));
+        let (_db, t) = crate::support::new_local_table(dir.path(), people(&[(1, 10), (2, 20)]));
         t.delete_sync("id = 1").expect("delete");
         let path = dir.path().join("t/_versions").join(format!("{:020}.manifest", 2));
         let bytes = std::fs::read(&path).expect("manifest");
@@ -258,7 +258,7 @@ proptest! {
 #[test]
 fn a_manifest_naming_a_file_outside_the_table_is_corrupt() {
     let dir = tempfile::tempdir().expect("tmp");
-    let (_db, _t) = new_table(dir.path(), people(&[(1, 10)]));
+    let (_db, _t) = crate::support::new_local_table(dir.path(), people(&[(1, 10)]));
     let path = dir
         .path()
         .join("t/_versions")

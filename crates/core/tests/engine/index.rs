@@ -75,7 +75,14 @@ impl Gen {
 }
 
 fn table(dir: &std::path::Path, dim: usize, vecs: &[Vec<f32>]) -> NativeTable {
-    let db = NativeDatabase::open(dir.to_str().expect("utf8")).expect("db");
+    table_in(
+        crate::support::open_db(dir.to_str().expect("utf8")).expect("db"),
+        dim,
+        vecs,
+    )
+}
+
+fn table_in(db: NativeDatabase, dim: usize, vecs: &[Vec<f32>]) -> NativeTable {
     let ids: Vec<i64> = (0..vecs.len() as i64).collect();
     db.create_table_sync("t", data(dim, &ids, vecs), CreateOptions::default())
         .expect("create")
@@ -244,7 +251,7 @@ fn hnsw_graphs_search_persist_and_fold() {
     t.add_sync(data(dim, &ids, &fresh), AddMode::Append)
         .expect("add");
     assert_eq!(ids_of(&t, &fresh[4], 1, |_| {})[0], 70_004);
-    let db = NativeDatabase::open(dir.path().to_str().expect("utf8")).expect("db");
+    let db = crate::support::open_db(dir.path().to_str().expect("utf8")).expect("db");
     let t2 = db.open_table_sync("t").expect("reopen");
     let q = vecs[5].clone();
     assert_eq!(ids_of(&t2, &q, 5, |_| {}), ids_of(&t, &q, 5, |_| {}));
@@ -269,7 +276,7 @@ fn survives_restart_and_checkout_and_drop_and_replace() {
     let q = vecs[42].clone();
     let want = ids_of(&t, &q, 5, |_| {});
     drop(t);
-    let db = NativeDatabase::open(dir.path().to_str().expect("utf8")).expect("db");
+    let db = crate::support::open_db(dir.path().to_str().expect("utf8")).expect("db");
     let t = db.open_table_sync("t").expect("open");
     let list = t.list_indices_sync().expect("list");
     assert_eq!(list.len(), 1);
@@ -539,7 +546,8 @@ fn a_failed_build_leaves_no_half_index() {
             .create_index_sync(&request(IndexType::IvfPq, DistanceType::L2, 8))
             .expect_err("injected");
         assert!(e.to_string().contains("I/O error"), "{fail_at}: {e}");
-        let fresh = NativeDatabase::open(dir.path().to_str().expect("utf8")).expect("db");
+        let fresh =
+            memwal_core::NativeDatabase::open(dir.path().to_str().expect("utf8")).expect("db");
         let t2 = fresh.open_table_sync("t").expect("open");
         assert_eq!(t2.version_sync().expect("v"), 1, "{fail_at}");
         assert!(t2.list_indices_sync().expect("list").is_empty());
@@ -583,7 +591,8 @@ fn damaged_index_files_are_corrupt_errors() {
     ];
     for (req, n_files) in builds {
         let dir = tempfile::tempdir().expect("tmp");
-        let t = table(dir.path(), dim, &vecs);
+        let db = NativeDatabase::open(dir.path().to_str().expect("utf8")).expect("db");
+        let t = table_in(db, dim, &vecs);
         t.create_index_sync(&req).expect("index");
         let files: Vec<_> = std::fs::read_dir(dir.path().join("t/_indices"))
             .expect("ls")
@@ -600,7 +609,8 @@ fn damaged_index_files_are_corrupt_errors() {
             }
             for bad in cases {
                 std::fs::write(f, &bad).expect("write");
-                let db = NativeDatabase::open(dir.path().to_str().expect("utf8")).expect("db");
+                let db = memwal_core::NativeDatabase::open(dir.path().to_str().expect("utf8"))
+                    .expect("db");
                 let e = db
                     .open_table_sync("t")
                     .and_then(|t| t.list_indices_sync())
@@ -609,7 +619,7 @@ fn damaged_index_files_are_corrupt_errors() {
             }
             std::fs::write(f, &good).expect("restore");
         }
-        let db = NativeDatabase::open(dir.path().to_str().expect("utf8")).expect("db");
+        let db = memwal_core::NativeDatabase::open(dir.path().to_str().expect("utf8")).expect("db");
         let t = db.open_table_sync("t").expect("open");
         assert_eq!(t.list_indices_sync().expect("ok").len(), 1);
         assert_eq!(ids_of(&t, &vecs[9], 1, |_| {}), vec![9]);
@@ -775,7 +785,7 @@ fn a_rename_during_an_index_build_leaves_nothing_behind() {
     let dir = tempfile::tempdir().expect("tmp");
     let dim = 32;
     let vecs = Gen(3).mixture(6_000, dim, 8);
-    let db = NativeDatabase::open(dir.path().to_str().expect("utf8")).expect("db");
+    let db = crate::support::open_db(dir.path().to_str().expect("utf8")).expect("db");
     let ids: Vec<i64> = (0..vecs.len() as i64).collect();
     db.create_table_sync("a", data(dim, &ids, &vecs), CreateOptions::default())
         .expect("create");
@@ -875,7 +885,7 @@ fn a_compaction_remaps_indexes_and_every_answer_stays() {
         assert_eq!(hits(&t, &queries), before, "{kind:?}");
         assert_eq!(filtered(&t), before_f, "{kind:?}");
         // Reopened: the remapped files are what the manifest names.
-        let again = NativeDatabase::open(dir.path().to_str().expect("p"))
+        let again = crate::support::open_db(dir.path().to_str().expect("p"))
             .expect("db")
             .open_table_sync("t")
             .expect("open");

@@ -11,6 +11,7 @@ mod fuzz;
 mod index;
 mod merge;
 mod model;
+mod s3;
 mod scalar_index;
 mod scale;
 mod table_ops;

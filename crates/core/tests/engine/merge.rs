@@ -167,7 +167,7 @@ fn null_keys_never_match() {
             .expect("b")],
         )
     };
-    let db = memwal_core::NativeDatabase::open(dir.path().to_str().expect("p")).expect("db");
+    let db = crate::support::open_db(dir.path().to_str().expect("p")).expect("db");
     let t = db
         .create_table_sync(
             "n",

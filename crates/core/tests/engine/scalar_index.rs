@@ -13,8 +13,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use memwal_core::index::IndexType;
 use memwal_core::table::scan::RowFilter;
 use memwal_core::{
-    AddMode, CreateOptions, Data, ErrorCode, IndexRequest, NativeDatabase, NativeTable,
-    QueryRequest,
+    AddMode, CreateOptions, Data, ErrorCode, IndexRequest, NativeTable, QueryRequest,
 };
 use proptest::prelude::*;
 
@@ -46,7 +45,10 @@ fn data(first: i64, rows: &[Row]) -> Data {
 }
 
 fn open(dir: &std::path::Path) -> NativeTable {
-    let db = NativeDatabase::open(dir.to_str().expect("path")).expect("db");
+    open_in(crate::support::open_db(dir.to_str().expect("path")).expect("db"))
+}
+
+fn open_in(db: memwal_core::NativeDatabase) -> NativeTable {
     match db.open_table_sync("t") {
         Ok(t) => t,
         Err(_) => db
@@ -343,7 +345,8 @@ fn btree_life_cycle_and_refusals() {
 #[test]
 fn a_damaged_btree_file_is_a_corrupt_error() {
     let dir = tempfile::tempdir().expect("tmp");
-    let t = open(dir.path());
+    let t =
+        open_in(memwal_core::NativeDatabase::open(dir.path().to_str().expect("p")).expect("db"));
     let rows: Vec<Row> = (0..300).map(|k| (Some(k), None, None)).collect();
     t.add_sync(data(0, &rows), AddMode::Append).expect("add");
     t.create_index_sync(&btree("i")).expect("index");
@@ -357,7 +360,8 @@ fn a_damaged_btree_file_is_a_corrupt_error() {
     let mid = bytes.len() / 2;
     bytes[mid] ^= 0x40;
     std::fs::write(&file, &bytes).expect("write");
-    let t = open(dir.path());
+    let t =
+        open_in(memwal_core::NativeDatabase::open(dir.path().to_str().expect("p")).expect("db"));
     let e = t.count_rows_sync(Some("i = 3")).expect_err("corrupt");
     assert_eq!(e.code(), ErrorCode::Corrupt, "{e}");
 }

@@ -67,7 +67,7 @@ fn create_splits_rows_into_fragments_like_add() {
     assert_eq!(lengths, vec![1 << 20, 10]);
     assert_eq!(t.version_sync().expect("v"), 1);
     drop((db, t));
-    let t = memwal_core::NativeDatabase::open(dir.path().to_str().expect("p"))
+    let t = crate::support::open_db(dir.path().to_str().expect("p"))
         .expect("db")
         .open_table_sync("t")
         .expect("open");

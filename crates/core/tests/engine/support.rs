@@ -37,7 +37,84 @@ pub fn people(pairs: &[(i64, i64)]) -> Data {
     rows(&ids, &ages, &names)
 }
 
+/// The S3 endpoint the tests use (moto_server on 127.0.0.1): `MEMWAL_TEST_S3_ENDPOINT` when
+/// scripts/test.sh started one, otherwise one started here (once per test binary, stopped
+/// when it exits) by scripts/moto.sh. A missing moto fails the test: no silent skip.
+pub fn s3_endpoint() -> String {
+    static EP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    EP.get_or_init(|| {
+        if let Ok(ep) = std::env::var("MEMWAL_TEST_S3_ENDPOINT") {
+            return ep;
+        }
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/moto.sh");
+        let out = std::process::Command::new("bash")
+            .args([script, "0", &std::process::id().to_string()])
+            .output()
+            .expect("run scripts/moto.sh");
+        assert!(
+            out.status.success(),
+            "moto.sh: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    })
+    .clone()
+}
+
+/// Options that reach the test S3 server.
+pub fn s3_options() -> memwal_core::storage::StorageOptions {
+    [
+        ("aws_endpoint", s3_endpoint()),
+        ("aws_allow_http", "true".into()),
+        ("aws_access_key_id", "testing".into()),
+        ("aws_secret_access_key", "testing".into()),
+        ("aws_region", "us-east-1".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// A fresh database URI in the test bucket.
+pub fn s3_uri(name: &str) -> String {
+    format!("s3://memwal-test/{name}-{}", uuid_like())
+}
+
+fn uuid_like() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "{}-{t}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Opens the database of a test folder: the folder, or with `MEMWAL_ENGINE_ON_S3=1` (the
+/// second pass of scripts/test.sh) a prefix of the test bucket named after the folder, so that a
+/// test reopening its folder reopens the same tables.
+pub fn open_db(path: &str) -> memwal_core::Result<NativeDatabase> {
+    if std::env::var("MEMWAL_ENGINE_ON_S3").is_ok_and(|v| v == "1") {
+        let prefix = path.trim_start_matches('/');
+        NativeDatabase::open_with(&format!("s3://memwal-test/{prefix}"), &s3_options())
+    } else {
+        NativeDatabase::open(path)
+    }
+}
+
 pub fn new_table(dir: &std::path::Path, data: Data) -> (NativeDatabase, NativeTable) {
+    let db = crate::support::open_db(dir.to_str().expect("path")).expect("open db");
+    let t = db
+        .create_table_sync("t", data, CreateOptions::default())
+        .expect("create");
+    (db, t)
+}
+
+/// As [`new_table`], always in the folder: for tests that read or damage its files.
+pub fn new_local_table(dir: &std::path::Path, data: Data) -> (NativeDatabase, NativeTable) {
     let db = NativeDatabase::open(dir.to_str().expect("path")).expect("open db");
     let t = db
         .create_table_sync("t", data, CreateOptions::default())

@@ -68,7 +68,7 @@ fn versions_checkout_and_reopen() {
         "VersionNotFound"
     );
     // A new process sees the same latest state from disk alone.
-    let t2 = NativeDatabase::open(dir.path().to_str().expect("p"))
+    let t2 = crate::support::open_db(dir.path().to_str().expect("p"))
         .expect("db")
         .open_table_sync("t")
         .expect("open");
@@ -139,7 +139,7 @@ fn memory_database_works_without_files() {
 #[test]
 fn data_files_are_plain_arrow_ipc() {
     let dir = tempfile::tempdir().expect("tmp");
-    let (_db, _t) = new_table(dir.path(), people(&[(1, 1), (2, 2)]));
+    let (_db, _t) = crate::support::new_local_table(dir.path(), people(&[(1, 1), (2, 2)]));
     let f = std::fs::read_dir(dir.path().join("t/data"))
         .expect("ls")
         .next()
@@ -194,7 +194,7 @@ fn restore_makes_an_old_version_the_latest() {
     assert_eq!(e.code(), "VersionNotFound");
     // A reopened table reads the restored version.
     drop(t);
-    let t = NativeDatabase::open(dir.path().to_str().expect("p"))
+    let t = crate::support::open_db(dir.path().to_str().expect("p"))
         .expect("db")
         .open_table_sync("t")
         .expect("open");
@@ -204,7 +204,8 @@ fn restore_makes_an_old_version_the_latest() {
 #[test]
 fn stats_report_sizes_and_fragments() {
     let dir = tempfile::tempdir().expect("tmp");
-    let (_db, t) = new_table(dir.path(), people(&[(1, 10), (2, 20), (3, 30)]));
+    let (_db, t) =
+        crate::support::new_local_table(dir.path(), people(&[(1, 10), (2, 20), (3, 30)]));
     t.add_sync(people(&[(4, 40)]), AddMode::Append)
         .expect("add");
     t.delete_sync("id = 1").expect("delete");
@@ -280,7 +281,7 @@ fn tags_name_versions() {
     assert!(t.delete_tag_sync("first").is_err());
     // Tags live with the table: a reopened one sees them.
     drop(t);
-    let t = NativeDatabase::open(dir.path().to_str().expect("p"))
+    let t = crate::support::open_db(dir.path().to_str().expect("p"))
         .expect("db")
         .open_table_sync("t")
         .expect("open");

@@ -12,8 +12,7 @@ use arrow::array::{Array, AsArray, FixedSizeListArray, Int64Array, RecordBatch, 
 use arrow::datatypes::{Float32Type, Int32Type, Int64Type, UInt64Type};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use memwal_core::{
-    AddMode, CreateOptions, Data, DistanceType, NativeDatabase, NativeTable, QueryRequest,
-    VectorQuery,
+    AddMode, CreateOptions, Data, DistanceType, NativeTable, QueryRequest, VectorQuery,
 };
 use proptest::prelude::*;
 
@@ -325,7 +324,7 @@ proptest! {
         old in any::<bool>(),
     ) {
         let dir = tempfile::tempdir().expect("dir");
-        let db = NativeDatabase::open(dir.path().to_str().expect("p")).expect("db");
+        let db = crate::support::open_db(dir.path().to_str().expect("p")).expect("db");
         let t = db.create_table_sync("t", data(&[]), CreateOptions::default()).expect("create");
         let (mut model, mut next) = (Vec::new(), 0i64);
         let mut snapshot = None;
@@ -349,7 +348,7 @@ proptest! {
 }
 
 fn small_table(dir: &std::path::Path) -> NativeTable {
-    let db = NativeDatabase::open(dir.to_str().expect("p")).expect("db");
+    let db = crate::support::open_db(dir.to_str().expect("p")).expect("db");
     let rows: Vec<Row> = (0..20)
         .map(|i| Row {
             id: i,
@@ -431,7 +430,7 @@ fn the_column_is_found_by_dimension_and_every_float_width_is_searched() {
     use arrow::datatypes::{ArrowPrimitiveType, Float16Type, Float64Type};
     type F16 = <Float16Type as ArrowPrimitiveType>::Native;
     let dir = tempfile::tempdir().expect("dir");
-    let db = NativeDatabase::open(dir.path().to_str().expect("p")).expect("db");
+    let db = crate::support::open_db(dir.path().to_str().expect("p")).expect("db");
     let fsl =
         |t: DataType, n: i32| DataType::FixedSizeList(Arc::new(Field::new("item", t, true)), n);
     let s = Arc::new(Schema::new(vec![
@@ -500,7 +499,7 @@ fn the_column_is_found_by_dimension_and_every_float_width_is_searched() {
 #[test]
 fn a_large_scan_split_across_threads_gives_the_oracle_answer() {
     let dir = tempfile::tempdir().expect("dir");
-    let db = NativeDatabase::open(dir.path().to_str().expect("p")).expect("db");
+    let db = crate::support::open_db(dir.path().to_str().expect("p")).expect("db");
     let t = db
         .create_table_sync("t", data(&[]), CreateOptions::default())
         .expect("create");

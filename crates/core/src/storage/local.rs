@@ -1,0 +1,231 @@
+//! [`LocalStorage`]: a folder on local disk. Every file is fsynced before a
+//! call returns, a new file's folder entry too; `put_new` publishes with a
+//! hard link, which fails when the name exists, so two writers can never both
+//! publish the same version.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{ErrorKind, Write};
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+
+use super::{PutNew, Storage};
+use crate::error::{Error, Result};
+
+/// Files in a folder on local disk.
+#[derive(Debug)]
+pub struct LocalStorage {
+    root: PathBuf,
+}
+
+impl LocalStorage {
+    /// Opens (and creates if missing) the folder `root`.
+    pub fn new(root: impl Into<PathBuf>) -> Result<Self> {
+        let root = root.into();
+        fs::create_dir_all(&root).map_err(|e| Error::io(root.display().to_string(), e))?;
+        Ok(Self { root })
+    }
+
+    fn full(&self, path: &str) -> PathBuf {
+        self.root.join(path)
+    }
+
+    /// How an error names `p`: relative to the storage's folder, so that the
+    /// absolute folders of a server never reach a client (a 500's body).
+    fn shown(&self, p: &Path) -> String {
+        match p.strip_prefix(&self.root) {
+            Ok(rel) if rel.as_os_str().is_empty() => ".".into(),
+            Ok(rel) => rel.display().to_string(),
+            Err(_) => p
+                .file_name()
+                .map_or_else(|| "?".into(), |n| n.to_string_lossy().into_owned()),
+        }
+    }
+
+    /// `e` with its path shown as [`LocalStorage::shown`] shows it.
+    fn relabel(&self, e: Error) -> Error {
+        match e {
+            Error::Io { path, source } => Error::Io {
+                path: self.shown(Path::new(&path)),
+                source,
+            },
+            other => other,
+        }
+    }
+
+    fn ensure_parent(&self, full: &Path) -> Result<()> {
+        if let Some(parent) = full.parent() {
+            if !parent.exists() {
+                fs::create_dir_all(parent).map_err(|e| Error::io(self.shown(parent), e))?;
+                // The new folder's entry must be durable too.
+                if let Some(grand) = parent.parent() {
+                    sync_dir(grand).map_err(|e| self.relabel(e))?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// fsyncs a directory so that entries created in it survive a crash.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    let f = File::open(dir).map_err(|e| Error::io(dir.display().to_string(), e))?;
+    f.sync_all()
+        .map_err(|e| Error::io(dir.display().to_string(), e))
+}
+
+fn write_synced(path: &Path, data: &[u8]) -> Result<()> {
+    let io = |e| Error::io(path.display().to_string(), e);
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .map_err(io)?;
+    f.write_all(data).map_err(io)?;
+    f.sync_data().map_err(io)
+}
+
+impl Storage for LocalStorage {
+    fn put(&self, path: &str, data: &[u8]) -> Result<()> {
+        let full = self.full(path);
+        self.ensure_parent(&full)?;
+        write_synced(&full, data).map_err(|e| self.relabel(e))
+    }
+
+    fn put_with(
+        &self,
+        path: &str,
+        write: &mut dyn FnMut(&mut dyn std::io::Write) -> Result<()>,
+    ) -> Result<()> {
+        let full = self.full(path);
+        self.ensure_parent(&full)?;
+        let io = |e| Error::io(self.shown(&full), e);
+        let f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&full)
+            .map_err(io)?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+        write(&mut w)?;
+        let f = w.into_inner().map_err(|e| io(e.into_error()))?;
+        f.sync_data().map_err(io)
+    }
+
+    fn put_new(&self, path: &str, data: &[u8]) -> Result<PutNew> {
+        let full = self.full(path);
+        self.ensure_parent(&full)?;
+        if full.exists() {
+            return Ok(PutNew::AlreadyExists);
+        }
+        // Write a private temporary file, make it durable, then hard-link it
+        // into place: link(2) fails if the target exists, so two writers can
+        // never both publish the same name and no reader sees a partial file.
+        let tmp = full.with_extension(format!("tmp-{}", uuid::Uuid::new_v4().simple()));
+        write_synced(&tmp, data).map_err(|e| self.relabel(e))?;
+        let linked = fs::hard_link(&tmp, &full);
+        let _ = fs::remove_file(&tmp);
+        match linked {
+            Ok(()) => {
+                if let Some(parent) = full.parent() {
+                    sync_dir(parent).map_err(|e| self.relabel(e))?;
+                }
+                Ok(PutNew::Created)
+            }
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(PutNew::AlreadyExists),
+            Err(e) => Err(Error::io(self.shown(&full), e)),
+        }
+    }
+
+    fn get(&self, path: &str) -> Result<Option<Bytes>> {
+        let full = self.full(path);
+        match fs::read(&full) {
+            Ok(v) => Ok(Some(Bytes::from(v))),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io(self.shown(&full), e)),
+        }
+    }
+
+    fn exists(&self, path: &str) -> Result<bool> {
+        Ok(self.full(path).exists())
+    }
+
+    fn size(&self, path: &str) -> Result<Option<u64>> {
+        let full = self.full(path);
+        match fs::metadata(&full) {
+            Ok(m) => Ok(Some(m.len())),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io(self.shown(&full), e)),
+        }
+    }
+
+    fn modified(&self, path: &str) -> Result<Option<std::time::SystemTime>> {
+        let full = self.full(path);
+        match fs::metadata(&full).and_then(|m| m.modified()) {
+            Ok(t) => Ok(Some(t)),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io(self.shown(&full), e)),
+        }
+    }
+
+    fn list(&self, dir: &str) -> Result<Vec<String>> {
+        let full = self.full(dir);
+        let rd = match fs::read_dir(&full) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(vec![]),
+            Err(e) => return Err(Error::io(self.shown(&full), e)),
+        };
+        let mut out = Vec::new();
+        for entry in rd {
+            let entry = entry.map_err(|e| Error::io(self.shown(&full), e))?;
+            if let Some(name) = entry.file_name().to_str() {
+                out.push(name.to_string());
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    fn delete(&self, path: &str) -> Result<()> {
+        let full = self.full(path);
+        match fs::remove_file(&full) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Error::io(self.shown(&full), e)),
+        }
+    }
+
+    fn delete_dir(&self, dir: &str) -> Result<()> {
+        let full = self.full(dir);
+        match fs::remove_dir_all(&full) {
+            Ok(()) => sync_dir(&self.root).map_err(|e| self.relabel(e)),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Error::io(self.shown(&full), e)),
+        }
+    }
+
+    fn rename_dir(&self, from: &str, to: &str) -> Result<()> {
+        let (src, dst) = (self.full(from), self.full(to));
+        if dst.exists() {
+            return Err(Error::io(
+                self.shown(&dst),
+                std::io::Error::from(ErrorKind::AlreadyExists),
+            ));
+        }
+        fs::rename(&src, &dst).map_err(|e| Error::io(self.shown(&src), e))?;
+        sync_dir(&self.root).map_err(|e| self.relabel(e))
+    }
+
+    fn local_path(&self, dir: &str) -> Option<PathBuf> {
+        Some(self.full(dir))
+    }
+
+    fn sync(&self, dir: &str) -> Result<()> {
+        let full = self.full(dir);
+        if full.exists() {
+            sync_dir(&full)?;
+        }
+        Ok(())
+    }
+}

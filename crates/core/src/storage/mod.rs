@@ -1,0 +1,136 @@
+//! Where table files live. [`Storage`] is the narrow interface the engine
+//! writes through: immutable files (`put`), atomically published files
+//! (`put_new`, create-new: the commit point of a version), reads, listing and
+//! removal. [`LocalStorage`] is a folder on disk with fsync before
+//! acknowledging; [`MemoryStorage`] backs `memory://`; [`FaultyStorage`]
+//! fails chosen operations so tests can simulate a crash mid-commit;
+//! [`ObjectStorage`] puts them on S3, GCS or Azure ([`open_uri`] picks one
+//! by URI).
+
+use std::path::PathBuf;
+
+use bytes::Bytes;
+
+use crate::error::Result;
+
+mod faulty;
+mod local;
+mod memory;
+mod object;
+mod options;
+
+pub use faulty::{FaultFn, FaultyStorage, Op};
+pub use local::{sync_dir, LocalStorage};
+pub use memory::MemoryStorage;
+pub use object::ObjectStorage;
+pub use options::{open_uri, StorageOptions};
+
+/// Outcome of [`Storage::put_new`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PutNew {
+    /// The file did not exist and now holds the bytes.
+    Created,
+    /// The file existed already; nothing was written.
+    AlreadyExists,
+}
+
+/// A flat namespace of files addressed by `/`-separated relative paths.
+pub trait Storage: Send + Sync + std::fmt::Debug {
+    /// Writes an immutable file durably (overwrites if it exists).
+    fn put(&self, path: &str, data: &[u8]) -> Result<()>;
+    /// Like [`Storage::put`], with the bytes produced by `write` (so a
+    /// large file need not be held in memory first where the storage can
+    /// stream it; the default gathers them and calls `put`).
+    fn put_with(
+        &self,
+        path: &str,
+        write: &mut dyn FnMut(&mut dyn std::io::Write) -> Result<()>,
+    ) -> Result<()> {
+        let mut buf = Vec::new();
+        write(&mut buf)?;
+        self.put(path, &buf)
+    }
+    /// Publishes a file atomically with create-new semantics: readers see
+    /// either no file or all of it, and an existing file is never replaced.
+    fn put_new(&self, path: &str, data: &[u8]) -> Result<PutNew>;
+    /// Reads a whole file; `Ok(None)` if it does not exist.
+    fn get(&self, path: &str) -> Result<Option<Bytes>>;
+    /// Whether a file exists.
+    fn exists(&self, path: &str) -> Result<bool>;
+    /// A file's size in bytes; `Ok(None)` if it does not exist (the default
+    /// reads it).
+    fn size(&self, path: &str) -> Result<Option<u64>> {
+        Ok(self.get(path)?.map(|b| b.len() as u64))
+    }
+    /// When a file was last written; `Ok(None)` if it does not exist or the
+    /// storage keeps no times (cleanup then treats files no version names
+    /// as too new to remove, unless told to remove them).
+    fn modified(&self, _path: &str) -> Result<Option<std::time::SystemTime>> {
+        Ok(None)
+    }
+    /// Names (not paths) of the entries directly under `dir`, sorted.
+    fn list(&self, dir: &str) -> Result<Vec<String>>;
+    /// Removes a file; missing is fine.
+    fn delete(&self, path: &str) -> Result<()>;
+    /// Removes everything under `dir`.
+    fn delete_dir(&self, dir: &str) -> Result<()>;
+    /// Moves everything under `from` to `to` in one step (a folder rename
+    /// on disk); `to` must not exist.
+    fn rename_dir(&self, from: &str, to: &str) -> Result<()>;
+    /// A local folder for `dir`, when this storage is on local disk.
+    fn local_path(&self, dir: &str) -> Option<PathBuf>;
+    /// Makes the entries of files created in `dir` durable (fsync of the
+    /// folder); called once per commit before the manifest is published.
+    fn sync(&self, _dir: &str) -> Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exercise(s: &dyn Storage) {
+        s.put("t/data/a.arrow", b"abc").expect("put");
+        assert_eq!(
+            s.get("t/data/a.arrow").expect("get").as_deref(),
+            Some(&b"abc"[..])
+        );
+        assert_eq!(s.get("t/data/none").expect("get"), None);
+        assert_eq!(
+            s.put_new("t/_versions/1", b"v1").expect("new"),
+            PutNew::Created
+        );
+        assert_eq!(
+            s.put_new("t/_versions/1", b"xx").expect("new"),
+            PutNew::AlreadyExists
+        );
+        assert_eq!(
+            s.get("t/_versions/1").expect("get").as_deref(),
+            Some(&b"v1"[..])
+        );
+        assert_eq!(s.list("t").expect("list"), vec!["_versions", "data"]);
+        assert_eq!(s.list("").expect("list"), vec!["t"]);
+        s.put("u/x", b"u").expect("put u");
+        s.rename_dir("t", "u").expect_err("onto an existing folder");
+        s.delete_dir("u").expect("rm u");
+        s.rename_dir("t", "u").expect("rename");
+        assert_eq!(s.list("").expect("list"), vec!["u"]);
+        assert_eq!(
+            s.get("u/data/a.arrow").expect("get").as_deref(),
+            Some(&b"abc"[..])
+        );
+        assert!(!s.exists("t/_versions/1").expect("exists"));
+        s.delete_dir("u").expect("rm");
+        assert!(!s.exists("u/_versions/1").expect("exists"));
+    }
+
+    #[test]
+    fn local_memory_and_object_storage_behave_alike() {
+        let dir = tempfile::tempdir().expect("tmp");
+        exercise(&LocalStorage::new(dir.path()).expect("local"));
+        exercise(&MemoryStorage::default());
+        let store = std::sync::Arc::new(object_store::memory::InMemory::new());
+        exercise(&ObjectStorage::new(store, "db/x".into(), "mem://db/x"));
+    }
+}
