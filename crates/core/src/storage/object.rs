@@ -269,7 +269,7 @@ impl Storage for ObjectStorage {
         }
         let mut paths = self.list_all(from)?;
         // Manifests last: the new name becomes a table only once every file it names is there.
-        paths.sort_by_key(|p| is_manifest(p));
+        paths.sort_by_key(is_manifest);
         let from_root = self.path(from);
         for src in &paths {
             let rest: Vec<String> = src
