@@ -41,9 +41,12 @@ pub struct ServerConfig {
     pub body_timeout: std::time::Duration,
     /// MemWAL tuning.
     pub memwal: MemWalConfig,
-    /// The tables' storage (default: the local folder `data_dir`); tests
-    /// inject faults here.
+    /// The tables' storage (default: the local folder `data_dir`, which
+    /// then holds only the WALs and the server's own files): an object
+    /// store, or in tests a storage that injects faults.
     pub storage: Option<Arc<dyn memwal_core::storage::Storage>>,
+    /// The URI `storage` was opened from, for logs and the database's URI.
+    pub data_uri: Option<String>,
 }
 
 impl ServerConfig {
@@ -58,6 +61,7 @@ impl ServerConfig {
             body_timeout: std::time::Duration::from_secs(30),
             memwal: MemWalConfig::default(),
             storage: None,
+            data_uri: None,
         }
     }
 }
@@ -135,7 +139,11 @@ pub async fn start(config: ServerConfig) -> Result<ServerHandle> {
             tracing::error!(error = %e, "server stopped");
         }
     });
-    tracing::info!(%addr, data = %config.data_dir.display(), "memwal-server listening");
+    let data = config
+        .data_uri
+        .clone()
+        .unwrap_or_else(|| config.data_dir.display().to_string());
+    tracing::info!(%addr, %data, wal = %config.data_dir.display(), "memwal-server listening");
     Ok(ServerHandle {
         addr,
         shutdown: Some(tx),

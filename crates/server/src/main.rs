@@ -39,9 +39,20 @@ enum Recovery {
     after_help = "Log level: MEMWAL_LOG (e.g. info, debug; default info)."
 )]
 struct Args {
-    /// Folder of the tables and their WALs.
+    /// Where the tables live: a folder (which also holds their WALs), or an object store
+    /// (`s3://bucket/prefix`, `gs://...`, `az://...`, configured by the service's usual
+    /// environment variables and `--storage-option` / `MEMWAL_STORAGE_*`; needs `--wal`).
     #[arg(long, env = "MEMWAL_DATA")]
-    data: std::path::PathBuf,
+    data: String,
+    /// A local folder for the WALs and the server's own files, when `--data` is an object store
+    /// (default: inside the `--data` folder). A WAL on an object store is not supported yet.
+    #[arg(long, env = "MEMWAL_WAL")]
+    wal: Option<String>,
+    /// An object-store option KEY=VALUE (repeatable), e.g. aws_region=eu-west-1 or
+    /// aws_endpoint=http://127.0.0.1:9000; also read from MEMWAL_STORAGE_<KEY> variables. Secrets
+    /// (keys, tokens) are refused here: a command line shows in `ps`; use the variables.
+    #[arg(long = "storage-option", value_name = "KEY=VALUE")]
+    storage_options: Vec<String>,
     /// Address to listen on.
     #[arg(long, env = "MEMWAL_HOST", default_value = "127.0.0.1")]
     host: String,
@@ -86,8 +97,8 @@ struct Args {
 }
 
 impl Args {
-    fn config(&self) -> ServerConfig {
-        let mut cfg = ServerConfig::new(&self.data);
+    fn config(&self) -> Result<ServerConfig, String> {
+        let mut cfg = self.place()?;
         cfg.host = self.host.clone();
         cfg.port = self.port;
         cfg.api_key = self.api_key.clone();
@@ -106,8 +117,68 @@ impl Args {
             Recovery::Strict => RecoveryMode::Strict,
             Recovery::Cut => RecoveryMode::CutAtFirstBad,
         };
-        cfg
+        Ok(cfg)
     }
+
+    /// Where the tables and the WALs go (see `--data` and `--wal`).
+    fn place(&self) -> Result<ServerConfig, String> {
+        let remote = self.data.contains("://") && !self.data.starts_with("file://");
+        if let Some(wal) = &self.wal {
+            if wal.contains("://") && !wal.starts_with("file://") {
+                return Err(format!(
+                    "--wal {wal:?}: a WAL on an object store is not supported yet; give a local folder"
+                ));
+            }
+        }
+        if !remote {
+            if self.wal.is_some() || !self.storage_options.is_empty() {
+                return Err("--wal and --storage-option apply only when --data is an object store (s3://, gs://, az://)".into());
+            }
+            return Ok(ServerConfig::new(self.data.trim_start_matches("file://")));
+        }
+        let Some(wal) = &self.wal else {
+            return Err(format!(
+                "--data {:?} is an object store: give --wal, a local folder for the WALs",
+                self.data
+            ));
+        };
+        let options = storage_options(&self.storage_options)?;
+        let storage =
+            memwal_core::storage::open_uri(&self.data, &options).map_err(|e| e.to_string())?;
+        let mut cfg = ServerConfig::new(wal.trim_start_matches("file://"));
+        cfg.storage = Some(storage);
+        cfg.data_uri = Some(self.data.clone());
+        Ok(cfg)
+    }
+}
+
+/// The object-store options: `MEMWAL_STORAGE_<KEY>` variables, then `--storage-option` flags
+/// (which refuse secrets).
+fn storage_options(flags: &[String]) -> Result<memwal_core::storage::StorageOptions, String> {
+    let mut out = memwal_core::storage::StorageOptions::new();
+    for (k, v) in std::env::vars() {
+        if let Some(key) = k.strip_prefix("MEMWAL_STORAGE_") {
+            out.insert(key.to_ascii_lowercase(), v);
+        }
+    }
+    for f in flags {
+        let Some((k, v)) = f.split_once('=') else {
+            return Err(format!("--storage-option {f:?}: expected KEY=VALUE"));
+        };
+        let key = k.trim().to_ascii_lowercase();
+        let secret = ["secret", "token", "password", "sas", "credential"]
+            .iter()
+            .any(|s| key.contains(s))
+            || (key.contains("access_key") && !key.ends_with("_id"));
+        if secret {
+            return Err(format!(
+                "--storage-option {key}: a secret on the command line shows in `ps`; set MEMWAL_STORAGE_{} instead",
+                key.to_ascii_uppercase()
+            ));
+        }
+        out.insert(key, v.to_string());
+    }
+    Ok(out)
 }
 
 /// Resolves on Ctrl-C or SIGTERM.
@@ -135,7 +206,14 @@ async fn main() {
         .with_writer(std::io::stderr)
         .init();
     let args = Args::parse();
-    let handle = match start(args.config()).await {
+    let config = match args.config() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("memwal-server: {e}");
+            std::process::exit(2);
+        }
+    };
+    let handle = match start(config).await {
         Ok(h) => h,
         Err(e) => {
             eprintln!("memwal-server: {e}");

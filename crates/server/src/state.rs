@@ -80,7 +80,10 @@ impl AppState {
     pub fn new(config: ServerConfig) -> Result<Self> {
         std::fs::create_dir_all(&config.data_dir)?;
         upgrade_layout(&config.data_dir)?;
-        let uri = config.data_dir.to_str().unwrap_or_default();
+        let uri = match &config.data_uri {
+            Some(u) => u.as_str(),
+            None => config.data_dir.to_str().unwrap_or_default(),
+        };
         let db = Arc::new(match &config.storage {
             Some(s) => NativeDatabase::with_storage(uri, s.clone()),
             None => NativeDatabase::open(uri)?,

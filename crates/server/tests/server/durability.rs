@@ -10,11 +10,18 @@ use std::time::Duration;
 
 use crate::support::*;
 
-fn spawn(dir: &std::path::Path) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_memwal-server"))
+/// Where a spawned server keeps its tables: the folder, or (with `Some(uri)`) an S3 prefix on
+/// the test server with the folder holding only the WALs.
+fn spawn_at(dir: &std::path::Path, s3: Option<&str>) -> (Child, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_memwal-server"));
+    match s3 {
+        None => cmd.args(["--data", dir.to_str().expect("p")]),
+        Some(uri) => cmd
+            .args(["--data", uri, "--wal", dir.to_str().expect("p")])
+            .envs(s3_env()),
+    };
+    let mut child = cmd
         .args([
-            "--data",
-            dir.to_str().expect("p"),
             "--port",
             "0",
             "--api-key",
@@ -38,7 +45,19 @@ fn spawn(dir: &std::path::Path) -> (Child, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_acknowledged_row_survives_sigkill() {
+    sigkill_rounds(None).await;
+}
+
+/// The same with the tables on S3 (moto) and the WAL on local disk: a flush that a kill cuts
+/// short is replayed from the WAL into the bucket.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_acknowledged_row_survives_sigkill_with_tables_on_s3() {
+    sigkill_rounds(Some(&s3_uri("sigkill"))).await;
+}
+
+async fn sigkill_rounds(s3: Option<&str>) {
     let dir = tempfile::tempdir().expect("tmp");
+    let spawn = |d: &std::path::Path| spawn_at(d, s3);
     let (mut child, mut url) = spawn(dir.path());
     Client::new(&url).create("t", &[]).await;
     // key -> (last acknowledged value, value possibly in flight)
@@ -185,4 +204,52 @@ async fn sigterm_flushes_and_options_come_from_the_environment() {
     let db = memwal_core::NativeDatabase::open(dir.path().to_str().expect("p")).expect("db");
     let t = db.open_table_sync("t").expect("table");
     assert_eq!(t.count_rows_sync(None).expect("count"), 21);
+}
+
+/// What the binary refuses before it starts, each by name: an object store without a local
+/// WAL folder, a WAL on an object store, a secret on the command line, an unknown option key.
+#[test]
+fn object_store_options_are_checked_at_start() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let d = dir.path().to_str().expect("p");
+    let uri = s3_uri("refused");
+    let cases: [(Vec<&str>, &str); 4] = [
+        (vec!["--data", &uri], "give --wal"),
+        (
+            vec!["--data", &uri, "--wal", "s3://memwal-test/w"],
+            "not supported yet",
+        ),
+        (
+            vec![
+                "--data",
+                &uri,
+                "--wal",
+                d,
+                "--storage-option",
+                "aws_secret_access_key=x",
+            ],
+            "MEMWAL_STORAGE_AWS_SECRET_ACCESS_KEY",
+        ),
+        (
+            vec![
+                "--data",
+                &uri,
+                "--wal",
+                d,
+                "--storage-option",
+                "aws_regoin=x",
+            ],
+            "aws_regoin",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = Command::new(env!("CARGO_BIN_EXE_memwal-server"))
+            .args(&args)
+            .envs(s3_env())
+            .output()
+            .expect("run");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} started");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
 }

@@ -149,3 +149,50 @@ pub fn config(dir: &std::path::Path) -> memwal_server::ServerConfig {
     c.api_key = Some("k".into());
     c
 }
+
+/// The S3 test server (moto_server on 127.0.0.1): `MEMWAL_TEST_S3_ENDPOINT` when scripts/test.sh
+/// started one, otherwise started here by scripts/moto.sh once per test binary (stopped when it
+/// exits). A missing moto fails the test: no silent skip.
+pub fn s3_endpoint() -> String {
+    static EP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    EP.get_or_init(|| {
+        if let Ok(ep) = std::env::var("MEMWAL_TEST_S3_ENDPOINT") {
+            return ep;
+        }
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/moto.sh");
+        let out = std::process::Command::new("bash")
+            .args([script, "0", &std::process::id().to_string()])
+            .output()
+            .expect("run scripts/moto.sh");
+        assert!(
+            out.status.success(),
+            "moto.sh: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    })
+    .clone()
+}
+
+/// The environment a server needs to reach the S3 test server (as an operator gives it:
+/// `MEMWAL_STORAGE_*` variables, the secret never on the command line).
+pub fn s3_env() -> Vec<(String, String)> {
+    [
+        ("MEMWAL_STORAGE_AWS_ENDPOINT", s3_endpoint()),
+        ("MEMWAL_STORAGE_AWS_ALLOW_HTTP", "true".into()),
+        ("MEMWAL_STORAGE_AWS_REGION", "us-east-1".into()),
+        ("AWS_ACCESS_KEY_ID", "testing".into()),
+        ("AWS_SECRET_ACCESS_KEY", "testing".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// A fresh prefix in the test bucket.
+pub fn s3_uri(name: &str) -> String {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("s3://memwal-test/{name}-{}-{t}", std::process::id())
+}
