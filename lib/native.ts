@@ -169,8 +169,12 @@ export interface NativeConnectOptions {
 
 /** How `serve()` runs the bundled server (re-exported as `ServeOptions`). */
 export interface NativeServeOptions {
-  /** Folder holding the tables and their WALs. */
+  /** Folder holding the tables and their WALs (only the WALs when `data` is given). */
   dataDir: string;
+  /** The tables on an object store instead (`s3://bucket/prefix`, `gs://`, `az://`). */
+  data?: string;
+  /** Options of that object store, with LanceDB's keys (`aws_endpoint`, `aws_region`, ...). */
+  storageOptions?: Record<string, string>;
   /** Default 127.0.0.1. */
   host?: string;
   /** Default 0: a free port. */

@@ -17,6 +17,11 @@ pub struct ServeOptions {
     pub max_body_bytes: Option<f64>,
     pub flush_rows: Option<u32>,
     pub flush_interval_ms: Option<u32>,
+    /// Where the tables live when not in `data_dir`: an object store URI
+    /// (s3://, gs://, az://); `data_dir` then holds only the WALs.
+    pub data: Option<String>,
+    /// Options of that object store (LanceDB's keys, e.g. aws_endpoint).
+    pub storage_options: Option<std::collections::HashMap<String, String>>,
 }
 
 /// A running server.
@@ -31,6 +36,20 @@ pub struct Server {
 #[napi(catch_unwind)]
 pub async fn serve(options: ServeOptions) -> napi::Result<Server> {
     let mut cfg = memwal_server::ServerConfig::new(&options.data_dir);
+    let storage = options.storage_options.unwrap_or_default();
+    match options.data {
+        Some(uri) => {
+            let st = memwal_core::storage::open_uri(&uri, &storage).map_err(error::core)?;
+            cfg.storage = Some(st);
+            cfg.data_uri = Some(uri);
+        }
+        None if !storage.is_empty() => {
+            return Err(error::invalid(
+                "storageOptions apply to `data` (an object store); the tables are in dataDir",
+            ))
+        }
+        None => {}
+    }
     if let Some(h) = options.host {
         cfg.host = h;
     }

@@ -1,0 +1,151 @@
+/**
+ * Tables on an object store, through the real addon: `connect("s3://...", { storageOptions })` for a
+ * local database and `serve({ data: "s3://...", dataDir })` for the server (WALs in dataDir), against
+ * moto_server's S3 API on 127.0.0.1 (scripts/moto.sh; scripts/test.sh installs moto into .venv-compat,
+ * and a missing moto fails this suite, it never skips). The official Node client talks to the
+ * S3-backed server as to any other.
+ */
+
+import { execFileSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { connect, MemwalError, type Server, serve } from "../lib";
+import { tmpDir } from "./helpers";
+
+const root = path.join(__dirname, "..");
+let endpoint = process.env.MEMWAL_TEST_S3_ENDPOINT ?? "";
+let counter = 0;
+
+function s3Uri(name: string): string {
+  counter += 1;
+  return `s3://memwal-test/jest-${name}-${process.pid}-${Date.now()}-${counter}`;
+}
+
+function storageOptions(): Record<string, string> {
+  return {
+    aws_endpoint: endpoint,
+    aws_allow_http: "true",
+    aws_access_key_id: "testing",
+    aws_secret_access_key: "testing",
+    aws_region: "us-east-1",
+  };
+}
+
+beforeAll(() => {
+  if (!endpoint) {
+    expect(fs.existsSync(path.join(root, ".venv-compat", "bin", "moto_server"))).toBe(true);
+    endpoint = execFileSync("bash", [path.join(root, "scripts", "moto.sh"), "0", String(process.pid)], {
+      encoding: "utf8",
+    }).trim();
+  }
+  expect(endpoint).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+});
+
+const rows = (ids: number[], v: number) => ids.map((id) => ({ id, v, vector: [id, v, 1] }));
+
+describe("a local database on S3", () => {
+  test("create, add, upsert, search, optimize; a new connection sees it all; drop removes it", async () => {
+    const uri = s3Uri("local");
+    const db = await connect(uri, { storageOptions: storageOptions() });
+    const t = await db.createTable("t", rows([1, 2, 3], 0));
+    await t.add(rows([4], 0));
+    const r = await t
+      .mergeInsert("id")
+      .whenMatchedUpdateAll()
+      .whenNotMatchedInsertAll()
+      .execute(rows([3, 5], 7));
+    expect([r.numUpdatedRows, r.numInsertedRows]).toEqual([1, 1]);
+    await t.delete("id = 1");
+    const hit = await t.search([5, 7, 1]).limit(1).toArray();
+    expect(Number(hit[0].id)).toBe(5);
+    const stats = await t.optimize({ cleanupOlderThan: new Date(Date.now() + 1000), deleteUnverified: true });
+    expect(stats.prune.oldVersionsRemoved).toBeGreaterThan(0);
+
+    const again = await connect(uri, { storageOptions: storageOptions() });
+    expect(await again.tableNames()).toEqual(["t"]);
+    const t2 = await again.openTable("t");
+    const got = (await t2.query().toArray()).map((x) => [Number(x.id), Number(x.v)]).sort((a, b) => a[0] - b[0]);
+    expect(got).toEqual([
+      [2, 0],
+      [3, 7],
+      [4, 0],
+      [5, 7],
+    ]);
+    await again.dropTable("t");
+    expect(await db.tableNames()).toEqual([]);
+  });
+
+  test("an option the store does not read, or options on a folder, are refused by name", async () => {
+    const bad = { ...storageOptions(), aws_regoin: "x" };
+    await expect(connect(s3Uri("bad"), { storageOptions: bad })).rejects.toThrow(/aws_regoin/);
+    await expect(connect(tmpDir(), { storageOptions: storageOptions() })).rejects.toThrow(/do not apply to a database on local disk/);
+    const e = await connect(tmpDir(), { storageOptions: { aws_region: "x" } }).catch((x) => x);
+    expect(e).toBeInstanceOf(MemwalError);
+  });
+});
+
+describe("a server whose tables are on S3", () => {
+  let server: Server;
+  const uri = s3Uri("served");
+  const walDir = tmpDir();
+  const start = () => serve({ dataDir: walDir, data: uri, storageOptions: storageOptions(), apiKey: "k", flushRows: 50 });
+  beforeAll(async () => {
+    server = await start();
+  });
+  afterAll(async () => server.close());
+
+  test("memWal upserts are read at once, survive a restart, and land in the bucket", async () => {
+    const db = await connect("db://s3", { apiKey: "k", hostOverride: server.url });
+    const t = await db.createTable("t", rows([0], 0));
+    for (let i = 1; i <= 120; i++) {
+      await t
+        .mergeInsert("id")
+        .whenMatchedUpdateAll()
+        .whenNotMatchedInsertAll()
+        .memWal()
+        .execute(rows([i, 1000 + (i % 7)], i));
+    }
+    expect(await t.countRows()).toBe(128);
+    await server.close();
+    server = await start();
+    const t2 = await (await connect("db://s3", { apiKey: "k", hostOverride: server.url })).openTable("t");
+    expect(await t2.countRows()).toBe(128);
+    const v = new Map((await t2.query().toArray()).map((x) => [Number(x.id), Number(x.v)]));
+    for (let k = 1; k <= 120; k++) expect(v.get(k)).toBe(k);
+    for (let k = 0; k < 7; k++) expect(v.get(1000 + k)).toBe(lastWrite(k));
+    // The base table is on S3: a local database over the same prefix reads what was flushed.
+    const direct = await (await connect(uri, { storageOptions: storageOptions() })).openTable("t");
+    expect(await direct.countRows()).toBeGreaterThan(0);
+  });
+
+  test("the official @lancedb/lancedb 0.39 client works against it", async () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const lancedb = require(path.join(root, "bench", "node_modules", "@lancedb", "lancedb"));
+    const db = await lancedb.connect("db://s3", { apiKey: "k", region: "us-east-1", hostOverride: server.url });
+    const t = await db.createTable("official", [
+      { id: 1, s: "a" },
+      { id: 2, s: "b" },
+    ]);
+    await t
+      .mergeInsert("id")
+      .whenMatchedUpdateAll()
+      .whenNotMatchedInsertAll()
+      .execute([
+        { id: 2, s: "B" },
+        { id: 3, s: "c" },
+      ]);
+    const got = (await t.query().toArray()).map((x: { id: number; s: string }) => [Number(x.id), x.s]).sort();
+    expect(got).toEqual([
+      [1, "a"],
+      [2, "B"],
+      [3, "c"],
+    ]);
+  });
+});
+
+/** The value the upsert loop above last wrote for key 1000 + `k`. */
+function lastWrite(k: number): number {
+  let last = -1;
+  for (let i = 1; i <= 120; i++) if (i % 7 === k) last = i;
+  return last;
+}
