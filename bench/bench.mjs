@@ -34,6 +34,12 @@ const runs = [
   ["lancedb", "S"],
   ["memwal", "G1m"],
   ["lancedb", "G1m"],
+  ["memwal", "Klocal"],
+  ["memwal", "Ks3"],
+  ["lancedb", "Klocal"],
+  ["lancedb", "Ks3"],
+  ["memwal-server", "KDlocal"],
+  ["memwal-server", "KDs3"],
 ];
 const only = process.argv[2];
 // D8proc runs the memwal-server binary: build it (incremental) where cargo puts it.
@@ -46,6 +52,13 @@ if (!only || only.split(",").includes("D8proc")) {
   });
   process.env.MEMWAL_SERVER_BIN = `${target}/release/memwal-server`;
   console.log("done");
+}
+// K runs against an S3 API on 127.0.0.1: moto_server (scripts/test.sh installs it), stopped with this process.
+if (!only || only.split(",").some((w) => w.startsWith("K"))) {
+  if (!process.env.MEMWAL_TEST_S3_ENDPOINT) {
+    const moto = new URL("../scripts/moto.sh", import.meta.url).pathname;
+    process.env.MEMWAL_TEST_S3_ENDPOINT = execFileSync("bash", [moto, "0", String(process.pid)], { encoding: "utf8" }).trim();
+  }
 }
 const results = {};
 for (const [engine, wl] of runs) {
@@ -252,6 +265,33 @@ const rows = [
     "",
   ],
 ];
+const k = (e, w, f) => g(`${e}:${w}`, f);
+eRows.push(
+  [
+    "K: 200-row upserts into 20k, table on S3 (moto): p50 ms, rows/s",
+    `${f2(k("memwal", "Ks3", "upsert_p50_ms"))}, ${f1(k("memwal", "Ks3", "rows_per_s"))}`,
+    `${f2(k("lancedb", "Ks3", "upsert_p50_ms"))}, ${f1(k("lancedb", "Ks3", "rows_per_s"))}`,
+    `${f2(k("lancedb", "Ks3", "upsert_p50_ms") / k("memwal", "Ks3", "upsert_p50_ms"))}x faster`,
+  ],
+  [
+    "K: same on local disk: p50 ms, rows/s",
+    `${f2(k("memwal", "Klocal", "upsert_p50_ms"))}, ${f1(k("memwal", "Klocal", "rows_per_s"))}`,
+    `${f2(k("lancedb", "Klocal", "upsert_p50_ms"))}, ${f1(k("lancedb", "Klocal", "rows_per_s"))}`,
+    `S3 / local p50: ${f2(k("memwal", "Ks3", "upsert_p50_ms") / k("memwal", "Klocal", "upsert_p50_ms"))} vs peer ${f2(k("lancedb", "Ks3", "upsert_p50_ms") / k("lancedb", "Klocal", "upsert_p50_ms"))}`,
+  ],
+  [
+    "K: flat top-10 over S3, 20k rows: cold first query ms / warm p50 ms",
+    `${f2(k("memwal", "Ks3", "search_cold_ms"))} / ${f2(k("memwal", "Ks3", "search_p50_ms"))}`,
+    `${f2(k("lancedb", "Ks3", "search_cold_ms"))} / ${f2(k("lancedb", "Ks3", "search_p50_ms"))}`,
+    `${f2(k("lancedb", "Ks3", "search_p50_ms") / k("memwal", "Ks3", "search_p50_ms"))}x faster warm`,
+  ],
+  [
+    "K: MemWAL 1 client p50 / p99 ms, tables on S3 (WAL local) | on local disk",
+    `${f2(k("memwal-server", "KDs3", "p50_ms"))} / ${f2(k("memwal-server", "KDs3", "p99_ms"))}`,
+    `local ${f2(k("memwal-server", "KDlocal", "p50_ms"))} / ${f2(k("memwal-server", "KDlocal", "p99_ms"))}`,
+    `${f2(k("memwal-server", "KDs3", "p50_ms") / k("memwal-server", "KDlocal", "p50_ms"))}x of local p50`,
+  ],
+);
 rows.push(...eRows);
 let md = `| measure | memwal | @lancedb/lancedb 0.39.0 | ratio |\n|---|---|---|---|\n`;
 for (const r of rows) if (!r.slice(1).every((c) => c === "" || /n\/a|undefined/.test(c))) md += `| ${r.join(" | ")} |\n`;

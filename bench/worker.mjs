@@ -1,6 +1,7 @@
 // One measurement in a fresh process (so peak RSS is its own):
 //   node worker.mjs <engine> <workload>
 // engine: memwal | lancedb | fsync | bw ; workload: A | B | C | D1 | D8 | Ddirect | Dlsm | fsync | E100k | E1m | F | G100k | G1m | H | S | bw
+//   | Klocal | Ks3 | KDlocal | KDs3 (K: moto S3 at MEMWAL_TEST_S3_ENDPOINT, started by bench.mjs)
 // Prints one JSON line. Data generation and IPC encoding are outside the timed part.
 import * as fs from "node:fs";
 import { createRequire } from "node:module";
@@ -599,6 +600,65 @@ async function spawnServer(dataDir) {
   };
 }
 
+/** The moto S3 bucket bench.mjs started (MEMWAL_TEST_S3_ENDPOINT), with LanceDB's option keys (both engines read them). */
+function s3Options() {
+  const endpoint = process.env.MEMWAL_TEST_S3_ENDPOINT;
+  if (!endpoint) throw new Error("K needs MEMWAL_TEST_S3_ENDPOINT (bench.mjs starts moto_server)");
+  return {
+    aws_endpoint: endpoint,
+    allow_http: "true",
+    aws_access_key_id: "testing",
+    aws_secret_access_key: "testing",
+    aws_region: "us-east-1",
+  };
+}
+
+/** K: a 20k-row table on local disk or on S3 (moto): 100 native 200-row upserts, then flat top-10 searches from a
+ * fresh connection (the first one cold: nothing cached in the process), the peer on the same bucket. */
+async function objectStore(onS3) {
+  const uri = onS3 ? `s3://memwal-test/bench-${engine}-${process.pid}-${Date.now()}` : path.join(dir, "db");
+  const opts = onS3 ? { storageOptions: s3Options() } : {};
+  const open = async () =>
+    engine === "memwal" ? (await memwalDb(uri, opts)).db : await require("@lancedb/lancedb").connect(uri, opts);
+  const tbl = await (await open()).createTable("t", input(rows(range(0, 20_000))));
+  const up = await sequential(tbl, 100, 200, 20_000);
+  const t2 = await (await open()).openTable("t");
+  const qs = Array.from({ length: 41 }, () => Array.from({ length: DIM }, () => rnd()));
+  const s0 = now();
+  const first = await t2.search(qs[0]).limit(10).toArray();
+  const cold = now() - s0;
+  const lat = [];
+  for (const q of qs.slice(1)) {
+    const s = now();
+    await t2.search(q).limit(10).toArray();
+    lat.push(now() - s);
+  }
+  return {
+    upsert_p50_ms: up.p50_ms,
+    upsert_p99_ms: up.p99_ms,
+    rows_per_s: up.rows_per_s,
+    counts_exact: up.counts_exact && up.count_rows_sees_all && first.length === 10,
+    search_cold_ms: cold,
+    search_p50_ms: pct(lat, 0.5),
+    search_p99_ms: pct(lat, 0.99),
+  };
+}
+
+/** KD: MemWAL upserts (1 client, 300 x 200 rows) through a server whose tables are on local disk or on S3;
+ * the WAL is on local disk in both. */
+async function servedObjectStore(onS3) {
+  const m = require("../dist/lib/index.js");
+  const where = onS3
+    ? { data: `s3://memwal-test/bench-kd-${process.pid}-${Date.now()}`, storageOptions: s3Options() }
+    : {};
+  const server = await m.serve({ dataDir: path.join(dir, "server"), apiKey: "k", ...where });
+  const db = await m.connect("db://bench", { apiKey: "k", hostOverride: server.url });
+  const tbl = await db.createTable("t", input(rows(range(0, 20_000))));
+  const r = await sequential(tbl, 300, 200, 20_000, true);
+  await server.close();
+  return { p50_ms: r.p50_ms, p99_ms: r.p99_ms, counts_exact: r.counts_exact && r.count_rows_sees_all };
+}
+
 async function main() {
   let result = {};
   if (workload === "fsync") {
@@ -650,6 +710,10 @@ async function main() {
     result = await freshness();
   } else if (workload === "bw") {
     result = bandwidth();
+  } else if (workload === "Klocal" || workload === "Ks3") {
+    result = await objectStore(workload === "Ks3");
+  } else if (workload === "KDlocal" || workload === "KDs3") {
+    result = await servedObjectStore(workload === "KDs3");
   } else if (workload === "B" || workload === "C") {
     const initial = workload === "B" ? 100_000 : 1_000_000;
     const { tbl } = await openEngine(initial);

@@ -13,7 +13,7 @@ use crate::manifest::latest_version;
 use crate::name::validate_table_name;
 use crate::schema::{align_new_rows, validate_new_schema};
 use crate::storage::{open_uri, Storage, StorageOptions};
-use crate::table::{lock, Inner, NativeTable};
+use crate::table::{lock, Inner, NativeTable, ReadConsistency};
 
 /// Tables in one folder or in memory.
 #[derive(Debug)]
@@ -21,6 +21,7 @@ pub struct NativeDatabase {
     uri: String,
     storage: Arc<dyn Storage>,
     tables: Mutex<HashMap<String, Arc<Inner>>>,
+    consistency: ReadConsistency,
 }
 
 impl NativeDatabase {
@@ -44,7 +45,15 @@ impl NativeDatabase {
             uri: uri.to_string(),
             storage,
             tables: Mutex::new(HashMap::new()),
+            consistency: ReadConsistency::default(),
         }
+    }
+
+    /// The same database with reads checking for other writers' versions
+    /// as `c` says (set before any table is opened).
+    pub fn with_read_consistency(mut self, c: ReadConsistency) -> Self {
+        self.consistency = c;
+        self
     }
 
     /// The URI it was opened with.
@@ -65,7 +74,7 @@ impl NativeDatabase {
         let mut tables = lock(&self.tables);
         let inner = tables
             .entry(name.to_string())
-            .or_insert_with(|| NativeTable::new_inner(name, self.storage.clone()))
+            .or_insert_with(|| NativeTable::new_inner(name, self.storage.clone(), self.consistency))
             .clone();
         NativeTable::from_inner(inner)
     }

@@ -45,4 +45,4 @@ pub use index::{IndexInfo, IndexRequest, IndexType};
 pub use merge::{MergeInsert, MergeInsertParams, MergeResult};
 pub use query::{DistanceType, IndexTuning, OrderBy, QueryRequest, VectorQuery};
 pub use stats::{LsmStats, TableStats};
-pub use table::{NativeTable, Snapshot};
+pub use table::{NativeTable, ReadConsistency, Snapshot};

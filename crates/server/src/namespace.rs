@@ -132,7 +132,10 @@ impl Namespaces {
             return Err(not_found(path));
         }
         let dir = self.dir(path);
-        let db = Arc::new(NativeDatabase::open(dir.to_str().unwrap_or_default())?);
+        let db = Arc::new(
+            NativeDatabase::open(dir.to_str().unwrap_or_default())?
+                .with_read_consistency(memwal_core::ReadConsistency::OwnWritesOnly),
+        );
         dbs.insert(path.to_vec(), db.clone());
         Ok(db)
     }

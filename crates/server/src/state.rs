@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use memwal_core::{AddMode, CreateMode, CreateOptions, Data, NativeDatabase};
+use memwal_core::{AddMode, CreateMode, CreateOptions, Data, NativeDatabase, ReadConsistency};
 
 use crate::error::{Error, Result};
 use crate::memwal::{Health, MemWalTable, Turn};
@@ -84,10 +84,15 @@ impl AppState {
             Some(u) => u.as_str(),
             None => config.data_dir.to_str().unwrap_or_default(),
         };
-        let db = Arc::new(match &config.storage {
-            Some(s) => NativeDatabase::with_storage(uri, s.clone()),
-            None => NativeDatabase::open(uri)?,
-        });
+        // The server owns its tables: reads need not look for other writers' versions
+        // (a HEAD per read on an object store); its own commits are seen at once.
+        let db = Arc::new(
+            match &config.storage {
+                Some(s) => NativeDatabase::with_storage(uri, s.clone()),
+                None => NativeDatabase::open(uri)?,
+            }
+            .with_read_consistency(ReadConsistency::OwnWritesOnly),
+        );
         let mut state = Self {
             namespaces: Namespaces::new(config.data_dir.clone(), db.clone()),
             db,

@@ -326,6 +326,7 @@ impl NativeTable {
         }
         st.retain_files(&c.manifest);
         st.manifest = Some(c.manifest.clone());
+        st.checked = Some(std::time::Instant::now());
     }
 
     /// Plans against the latest version and commits, re-planning on every

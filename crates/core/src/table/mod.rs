@@ -70,6 +70,9 @@ pub(crate) struct State {
     pub deletions: HashMap<String, Arc<RoaringBitmap>>,
     /// Loaded indexes by their first file.
     pub ann: HashMap<String, indices::IndexData>,
+    /// When `manifest` was last known to be the latest (a probe of
+    /// storage, or this process's own commit).
+    pub checked: Option<std::time::Instant>,
 }
 
 impl State {
@@ -97,6 +100,26 @@ pub(crate) struct Inner {
     /// to publish them: while any runs, cleanup leaves files no version
     /// names alone (they may be theirs).
     pub building: std::sync::atomic::AtomicUsize,
+    /// How often reads look for versions other processes committed.
+    pub consistency: ReadConsistency,
+}
+
+/// How often reads look in storage for versions that other processes (or
+/// other databases in this one) committed: LanceDB's
+/// `read_consistency_interval`. Writes always plan on the latest version
+/// (the create-only publish fences them), and a handle sees the commits of
+/// its own database at once, whatever the setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReadConsistency {
+    /// Every read checks (the default: one small request per read, a
+    /// HEAD on an object store).
+    #[default]
+    Strong,
+    /// Reads check at most once per interval.
+    Interval(std::time::Duration),
+    /// Reads never check: this database is the table's only writer (a
+    /// server that owns its data).
+    OwnWritesOnly,
 }
 
 /// Counts one index build in [`Inner::building`] while it lives.
@@ -141,8 +164,13 @@ impl NativeTable {
         }
     }
 
-    pub(crate) fn new_inner(name: &str, storage: Arc<dyn Storage>) -> Arc<Inner> {
+    pub(crate) fn new_inner(
+        name: &str,
+        storage: Arc<dyn Storage>,
+        consistency: ReadConsistency,
+    ) -> Arc<Inner> {
         Arc::new(Inner {
+            consistency,
             name: name.to_string(),
             storage,
             state: Mutex::new(State::default()),
@@ -180,6 +208,7 @@ impl NativeTable {
 
     /// Brings the cached manifest up to date with storage; returns it.
     pub(crate) fn refresh_locked(&self, st: &mut State) -> Result<Arc<Manifest>> {
+        st.checked = Some(std::time::Instant::now());
         let hint = st.manifest.as_ref().map(|m| m.version).unwrap_or(0);
         let latest = latest_version(self.storage(), self.dir(), hint)?.ok_or_else(|| {
             Error::TableNotFound {
@@ -201,6 +230,22 @@ impl NativeTable {
         st.retain_files(&m);
         st.manifest = Some(m.clone());
         Ok(m)
+    }
+
+    /// The cached manifest when the read-consistency setting lets reads
+    /// skip the check, otherwise [`NativeTable::refresh_locked`].
+    pub(crate) fn refresh_for_read(&self, st: &mut State) -> Result<Arc<Manifest>> {
+        if let (Some(m), Some(at)) = (&st.manifest, st.checked) {
+            let fresh = match self.inner.consistency {
+                ReadConsistency::Strong => false,
+                ReadConsistency::Interval(d) => at.elapsed() < d,
+                ReadConsistency::OwnWritesOnly => true,
+            };
+            if fresh {
+                return Ok(m.clone());
+            }
+        }
+        self.refresh_locked(st)
     }
 
     /// Loads every fragment of `m` (from cache where possible).
@@ -317,7 +362,7 @@ impl NativeTable {
             return Ok(m.clone());
         }
         let mut st = lock(&self.inner.state);
-        self.refresh_locked(&mut st)
+        self.refresh_for_read(&mut st)
     }
 
     /// The rows of the version reads should see.
@@ -325,7 +370,7 @@ impl NativeTable {
         let mut st = lock(&self.inner.state);
         let m = match &self.pinned {
             Some(m) => m.clone(),
-            None => self.refresh_locked(&mut st)?,
+            None => self.refresh_for_read(&mut st)?,
         };
         self.load_locked(&mut st, &m)
     }
@@ -395,7 +440,7 @@ impl NativeTable {
                     .collect())
             };
         let mut st = lock(&self.inner.state);
-        let m = self.refresh_locked(&mut st)?;
+        let m = self.refresh_for_read(&mut st)?;
         let enc = KeyEncoder::new(&m.schema, on)?;
         let keys = enc.encode(batch)?;
         let fresh = |i: &Option<KeyIndex>| {

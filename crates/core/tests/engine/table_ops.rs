@@ -287,3 +287,53 @@ fn tags_name_versions() {
         .expect("open");
     assert_eq!(t.tag_version_sync("latest-1.0").expect("v"), v2);
 }
+
+/// Reads follow the read-consistency setting (LanceDB's `read_consistency_interval`); writes
+/// always plan on the latest version, so a handle with a stale read view never loses a write.
+#[test]
+fn read_consistency_decides_when_reads_see_other_writers() {
+    use memwal_core::ReadConsistency;
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().to_str().expect("p");
+    let (_w, writer) = new_table(dir.path(), people(&[(1, 1)]));
+    let open = |c| {
+        crate::support::open_db(path)
+            .expect("db")
+            .with_read_consistency(c)
+            .open_table_sync("t")
+            .expect("open")
+    };
+    let strong = open(ReadConsistency::Strong);
+    let owned = open(ReadConsistency::OwnWritesOnly);
+    let lagging = open(ReadConsistency::Interval(std::time::Duration::from_millis(
+        300,
+    )));
+    for t in [&strong, &owned, &lagging] {
+        assert_eq!(t.count_rows_sync(None).expect("count"), 1);
+    }
+    writer
+        .add_sync(people(&[(2, 2)]), AddMode::Append)
+        .expect("add");
+    assert_eq!(strong.count_rows_sync(None).expect("count"), 2);
+    assert_eq!(
+        owned.count_rows_sync(None).expect("count"),
+        1,
+        "never looks"
+    );
+    assert_eq!(
+        lagging.count_rows_sync(None).expect("count"),
+        1,
+        "inside its interval"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(350));
+    assert_eq!(
+        lagging.count_rows_sync(None).expect("count"),
+        2,
+        "after its interval"
+    );
+    // A write from the stale handle lands on the latest version, and its own reads see it all.
+    owned
+        .add_sync(people(&[(3, 3)]), AddMode::Append)
+        .expect("add");
+    assert_eq!(ages(&owned), vec![(1, Some(1)), (2, Some(2)), (3, Some(3))]);
+}
