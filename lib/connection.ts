@@ -13,6 +13,7 @@ import { call, invalid, notSupported } from "./errors";
 import { ourSchema } from "./foreign";
 import type { HeaderProvider, OAuthConfig } from "./header";
 import { type NativeConnection, native } from "./native";
+import { Scannable, scanToTable } from "./scannable";
 import { Table } from "./table";
 
 export interface RetryConfig {
@@ -282,13 +283,14 @@ export class Connection {
    * Creates a table from rows. With `embeddingFunction` (or a `LanceSchema` schema) the vector column is computed
    * from the source column when no row gives it (some rows only: InvalidInput), and the functions are recorded with the table.
    */
-  async createTable(name: string, data: Data, options?: CreateTableOptions): Promise<Table> {
+  async createTable(name: string, data: Data | Scannable, options?: CreateTableOptions): Promise<Table> {
     const fn = await call(async () => {
       this.checkOpen(); // refused before any embedding function runs
       checkOptions("createTable(options)", options, CREATE_TABLE_OPTIONS, CREATE_TABLE_UNSUPPORTED);
       const f = options?.embeddingFunction;
       return f === undefined ? undefined : configOption("createTable(options.embeddingFunction)", f);
     });
+    if (data instanceof Scannable) data = await call(() => scanToTable(data as Scannable));
     // Outside call(): an error of the caller's embedding function reaches the caller as thrown.
     const prepared = await prepareCreate(data, options?.schema, fn);
     const t = await call(async () =>

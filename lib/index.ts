@@ -73,6 +73,7 @@ export { MergeInsertBuilder } from "./merge";
 export type { LsmStats, NativeMergeResult, NativeServeOptions, TableStatistics } from "./native";
 export type { DistanceType, IntoVector } from "./query";
 export { type ColumnOrdering, Query, VectorQuery } from "./query";
+export { type ScanHandle, Scannable, type ScannableOptions } from "./scannable";
 export type { ServeOptions, Server } from "./server";
 export { serve } from "./server";
 export type { AddOptions, AddResult, OptimizeOptions, OptimizeStats, UpdateOptions, VersionInfo, WriteProgress } from "./table";

@@ -11,6 +11,7 @@ import { type IndexConfig, type IndexOptions, type IndexStatistics, indexOptions
 import { MergeInsertBuilder } from "./merge";
 import type { LsmStats, NativeTable, TableStatistics } from "./native";
 import { embeddedQuery, type IntoVector, Query, type VectorQuery, vectorQuery } from "./query";
+import { Scannable, scanToTable } from "./scannable";
 
 export interface VersionInfo {
   version: number;
@@ -407,8 +408,9 @@ export class Table {
   /**
    * Adds rows; answers `{ version }`, the version committed (as @lancedb/lancedb 0.39's `AddResult`). On a table
    * with embedding functions, a vector column no row gives (missing or null) is computed from the source column first.
+   * A {@link Scannable} is scanned once and its batches written as one version.
    */
-  async add(data: Data, options?: AddOptions): Promise<AddResult> {
+  async add(data: Data | Scannable, options?: AddOptions): Promise<AddResult> {
     const started = Date.now();
     const mode = await call(async () => {
       this.checkOpen(); // refused before any embedding function runs
@@ -421,6 +423,7 @@ export class Table {
         throw invalid("add(options.progress) must be a function");
       return mode;
     });
+    if (data instanceof Scannable) data = await call(() => scanToTable(data as Scannable));
     const schema = Array.isArray(data) && mode !== "overwrite" ? await this.schema() : undefined;
     // Outside call(): an error of the caller's embedding function reaches the caller as thrown.
     const input = mode === "overwrite" ? await this.embeddings.embedOverwrite(data) : await this.embeddings.embed(data, schema);
