@@ -14,6 +14,7 @@ import {
   Float32,
   Float64,
   Int64,
+  List,
   type RecordBatch,
   type Schema,
   TimestampMillisecond,
@@ -39,12 +40,38 @@ function isBatchLike(d: unknown): d is RecordBatch {
   return typeof d === "object" && d !== null && "schema" in d && "data" in d && "numRows" in d && !("batches" in d);
 }
 
+/**
+ * The type of a column of JS arrays that are not all numbers, by @lancedb/lancedb 0.39's rule: a list of strings
+ * or of booleans, its item type told by the first item that is not null (empty lists and null items say nothing);
+ * any other mix is refused by name.
+ */
+function inferListType(name: string, values: unknown[]): DataType {
+  const items = values.flatMap((x) => (Array.isArray(x) ? x.filter((i) => i !== null && i !== undefined) : []));
+  if (items.length === 0) {
+    throw invalid(`cannot infer the type of column '${name}': it holds only empty lists or nulls; pass a schema or an Arrow table`);
+  }
+  const kind = typeof items[0];
+  const bad = items.find((i) => typeof i !== kind);
+  if (bad !== undefined) {
+    throw invalid(
+      `cannot infer the type of column '${name}': its lists mix ${kind} and ${typeof bad} items; pass a schema or an Arrow table`,
+    );
+  }
+  if (kind === "string") return new List(new Field("item", new Utf8(), true));
+  if (kind === "boolean") return new List(new Field("item", new Bool(), true));
+  throw invalid(`cannot infer the type of column '${name}' from lists of ${kind} items; pass a schema or an Arrow table`);
+}
+
 /** Infers a column type from JS values (numbers are float64, as in LanceDB). */
 function inferType(name: string, values: unknown[]): DataType {
-  const v = values.find((x) => x !== null && x !== undefined);
+  // An empty list says nothing of its column's type: the first non-empty one does.
+  const v =
+    values.find((x) => x !== null && x !== undefined && !(Array.isArray(x) && x.length === 0)) ??
+    values.find((x) => x !== null && x !== undefined);
   if (v === undefined) {
     throw invalid(`cannot infer the type of column '${name}': every value is null; pass a schema or an Arrow table`);
   }
+  if (Array.isArray(v) && (v.length === 0 || !v.every((x) => typeof x === "number"))) return inferListType(name, values);
   if (typeof v === "bigint") return new Int64();
   if (typeof v === "number") return new Float64();
   if (typeof v === "string") return new Utf8();

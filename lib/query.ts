@@ -160,7 +160,13 @@ abstract class QueryBase<Self> {
   }
   /** Runs the query and returns plain objects. */
   async toArray(): Promise<Record<string, unknown>[]> {
-    return (await this.toArrow()).toArray().map((r) => ({ ...r.toJSON() }));
+    // Plain objects, each with a toJSON (not enumerable) as apache-arrow's rows have: code that calls
+    // `row.toJSON()` on @lancedb/lancedb's answers runs unchanged.
+    return (await this.toArrow()).toArray().map((r) => {
+      const row: Record<string, unknown> = { ...r.toJSON() };
+      Object.defineProperty(row, "toJSON", { value: () => ({ ...row }), enumerable: false, writable: true, configurable: true });
+      return row;
+    });
   }
   /** The answer's record batches, one by one. */
   async *[Symbol.asyncIterator](): AsyncGenerator<RecordBatch> {
