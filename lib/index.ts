@@ -76,7 +76,16 @@ export { type ColumnOrdering, Query, VectorQuery } from "./query";
 export { type ScanHandle, Scannable, type ScannableOptions } from "./scannable";
 export type { ServeOptions, Server } from "./server";
 export { serve } from "./server";
-export type { AddOptions, AddResult, OptimizeOptions, OptimizeStats, UpdateOptions, VersionInfo, WriteProgress } from "./table";
+export type {
+  AddOptions,
+  AddResult,
+  LsmWriteSpec,
+  OptimizeOptions,
+  OptimizeStats,
+  UpdateOptions,
+  VersionInfo,
+  WriteProgress,
+} from "./table";
 export {
   type AddColumnsResult,
   type AddColumnsSql,
