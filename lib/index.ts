@@ -71,6 +71,15 @@ export { Index } from "./indices";
 export type { ExecuteOptions, MergeResult } from "./merge";
 export { MergeInsertBuilder } from "./merge";
 export type { LsmStats, NativeMergeResult, NativeServeOptions, TableStatistics } from "./native";
+export {
+  PermutationBuilder,
+  permutationBuilder,
+  type ShuffleOptions,
+  type SplitCalculatedOptions,
+  type SplitHashOptions,
+  type SplitRandomOptions,
+  type SplitSequentialOptions,
+} from "./permutation";
 export type { DistanceType, IntoVector } from "./query";
 export { type ColumnOrdering, Query, VectorQuery } from "./query";
 export { type ScanHandle, Scannable, type ScannableOptions } from "./scannable";
