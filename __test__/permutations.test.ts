@@ -23,7 +23,11 @@ async function source(n = 20): Promise<{ db: import("../lib").Connection; t: Tab
   return { db, t, idOf };
 }
 
-const sizes = (rows: Row[]) => rows.reduce<number[]>((acc, r) => ((acc[r.split] = (acc[r.split] ?? 0) + 1), acc), []);
+function sizes(rows: Row[]): number[] {
+  const out: number[] = [];
+  for (const r of rows) out[r.split] = (out[r.split] ?? 0) + 1;
+  return out;
+}
 
 describe("permutationBuilder", () => {
   test("no split: every row id once, in order, split 0; the source version in the metadata", async () => {

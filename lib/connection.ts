@@ -2,6 +2,8 @@
  * `connect()` and `Connection`: a folder, `memory://`, or `db://name` on
  * LanceDB Cloud / Enterprise / a memwal server.
  */
+import * as fs from "node:fs";
+import * as path from "node:path";
 import type { Schema } from "apache-arrow";
 import { Table as ArrowTable } from "apache-arrow";
 import { checkOptions, count, optStr, str, strList } from "./args";
@@ -9,9 +11,10 @@ import { checkOptions, count, optStr, str, strList } from "./args";
 import { type Data, toBuffer } from "./arrow";
 import { configOption, type Known, prepareCreate } from "./embedding/apply";
 import type { EmbeddingFunctionConfig } from "./embedding/registry";
-import { call, invalid, notSupported } from "./errors";
+import { call, invalid, notSupported, TableNotFoundError } from "./errors";
 import { ourSchema } from "./foreign";
 import type { HeaderProvider, OAuthConfig } from "./header";
+import { Job } from "./job";
 import { type NativeConnection, native } from "./native";
 import { Scannable, scanToTable } from "./scannable";
 import { Table } from "./table";
@@ -369,6 +372,62 @@ export class Connection {
     });
   }
 
+  /**
+   * 0.39's materialized views (`createMaterializedView`, `openMaterializedView`, `listMaterializedViews`) are not
+   * built: each is refused by name, before any request, on every kind of database.
+   */
+  async createMaterializedView(_name: string, _source: string, _options?: unknown): Promise<never> {
+    throw materializedViews("createMaterializedView");
+  }
+
+  /** Refused: see {@link createMaterializedView}. */
+  async openMaterializedView(_name: string): Promise<never> {
+    throw materializedViews("openMaterializedView");
+  }
+
+  /** Refused: see {@link createMaterializedView}. */
+  async listMaterializedViews(): Promise<never> {
+    throw materializedViews("listMaterializedViews");
+  }
+
+  /** As 0.39's `dropTableAsync`: drops the table (as {@link dropTable}) and answers a finished {@link Job}. */
+  async dropTableAsync(name: string, namespace?: string[]): Promise<Job> {
+    await this.dropTable(name, namespace);
+    return new Job();
+  }
+
+  /**
+   * As 0.39's `cloneTable`: a new table `targetTableName` holding the rows and schema of the table at
+   * `sourceUri` (its latest version, or `sourceVersion`, or the version `sourceTag` names), with one version of
+   * its own. `sourceUri` is a memwal table's folder (`DIR/name`); 0.39's spelling `DIR/name.lance` names the same
+   * table. memwal copies the rows (a deep clone, whatever `isShallow` says) and builds no index on the clone
+   * (searches are exact until `createIndex`); tags and history stay with the source. Local databases only.
+   */
+  async cloneTable(
+    targetTableName: string,
+    sourceUri: string,
+    options?: { targetNamespacePath?: string[]; sourceVersion?: number; sourceTag?: string; isShallow?: boolean },
+  ): Promise<Table> {
+    const target = await call(async () => {
+      this.checkOpen();
+      checkOptions("cloneTable(options)", options, ["targetNamespacePath", "sourceVersion", "sourceTag", "isShallow"]);
+      if (this.remote) throw notSupported("cloneTable is not supported by memwal on a remote database");
+      if (options?.sourceVersion !== undefined && options?.sourceTag !== undefined) {
+        throw invalid("Cannot specify both source_version and source_tag");
+      }
+      if (options?.isShallow !== undefined && typeof options.isShallow !== "boolean")
+        throw invalid("cloneTable(options.isShallow) must be a boolean");
+      return str("cloneTable(targetTableName)", targetTableName);
+    });
+    const uri = await call(async () => str("cloneTable(sourceUri)", sourceUri));
+    const source = await openByUri(uri);
+    if (options?.sourceTag !== undefined) await source.checkout(str("cloneTable(options.sourceTag)", options.sourceTag));
+    else if (options?.sourceVersion !== undefined) await source.checkout(count("cloneTable(options.sourceVersion)", options.sourceVersion));
+    const rows = await source.toArrow();
+    const schema = await source.schema();
+    return this.createTable(target, new ArrowTable(schema, rows.batches), { namespace: options?.targetNamespacePath });
+  }
+
   /** Drops a table and its data (`namespace` as in {@link openTable}). */
   dropTable(name: string, namespace?: string[]): Promise<void> {
     return call(async () => {
@@ -492,4 +551,27 @@ async function open(uri: string, options?: ConnectionOptions, headerProvider?: H
       }
     : undefined;
   return new Connection(c, remote);
+}
+
+/** The refusal of 0.39's materialized views (0.39 has them only on local databases; memwal on none). */
+function materializedViews(what: string): Error {
+  return notSupported(
+    `${what}: materialized views are not supported by memwal (@lancedb/lancedb 0.39 offers them only on local databases)`,
+  );
+}
+
+/** The table at a folder path: `DIR/name`, or 0.39's spelling of it `DIR/name.lance` when only `DIR/name` exists. */
+async function openByUri(uri: string): Promise<Table> {
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(uri) && !uri.startsWith("file://")) {
+    throw notSupported(`cloneTable(sourceUri): memwal clones tables of a local folder, not ${uri}`);
+  }
+  const full = path.resolve(uri.startsWith("file://") ? uri.slice("file://".length) : uri);
+  const candidates = [full];
+  if (full.endsWith(".lance")) candidates.push(full.slice(0, -".lance".length));
+  for (const c of candidates) {
+    if (!fs.existsSync(path.join(c, "_versions"))) continue;
+    const db = await connect(path.dirname(c));
+    return db.openTable(path.basename(c));
+  }
+  throw new TableNotFoundError("TableNotFound", `cloneTable(sourceUri): Dataset at path ${uri} was not found (no memwal table there)`);
 }

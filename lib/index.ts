@@ -68,6 +68,7 @@ export type {
   IvfPqOptions,
 } from "./indices";
 export { Index } from "./indices";
+export { Job, type JobEventsOptions } from "./job";
 export type { ExecuteOptions, MergeResult } from "./merge";
 export { MergeInsertBuilder } from "./merge";
 export type { LsmStats, NativeMergeResult, NativeServeOptions, TableStatistics } from "./native";

@@ -8,6 +8,7 @@ import { type Known, TableEmbeddings } from "./embedding/apply";
 import { ADD_REWORDS, CREATE_INDEX_REWORDS, call, callReworded, invalid, notSupported, RESTORE_REWORDS, TimeoutError } from "./errors";
 import { ourField, ourType } from "./foreign";
 import { type IndexConfig, type IndexOptions, type IndexStatistics, indexOptions } from "./indices";
+import { Job } from "./job";
 import { MergeInsertBuilder } from "./merge";
 import type { LsmStats, NativeTable, TableStatistics } from "./native";
 import { embeddedQuery, type IntoVector, Query, type VectorQuery, vectorQuery } from "./query";
@@ -758,6 +759,14 @@ export class Table {
     return callReworded(CREATE_INDEX_REWORDS, async () =>
       this.inner.createIndex(str("createIndex(column)", column), indexOptions(options)),
     );
+  }
+
+  /**
+   * As 0.39's `createIndexAsync`: builds the index (as {@link createIndex}) and answers a finished {@link Job}.
+   */
+  async createIndexAsync(column: string, options?: IndexOptions): Promise<Job> {
+    await this.createIndex(column, options);
+    return new Job();
   }
 
   /** The indexes; `indexType` as @lancedb/lancedb 0.39 lists it (`IvfPq`, `IvfFlat`; indexStats says `IVF_PQ`). */
