@@ -15,6 +15,7 @@ import {
   Float64,
   Int64,
   List,
+  makeData,
   type RecordBatch,
   type Schema,
   TimestampMillisecond,
@@ -23,6 +24,7 @@ import {
   tableToIPC,
   Utf8,
   type Vector,
+  Vector as VectorOf,
   vectorFromArray,
 } from "apache-arrow";
 
@@ -125,6 +127,29 @@ function coerce(name: string, values: unknown[], type: DataType): unknown[] {
   return values.map((x) => (x === undefined ? null : x));
 }
 
+/**
+ * A fixed-size list column with null rows. apache-arrow's builder gives a null row no child values, so the child
+ * comes out shorter than rows x size and the IPC is malformed; here a null row holds `size` zeros behind its
+ * validity bit, as the format wants.
+ */
+function fixedSizeListWithNulls(values: Array<number[] | null>, type: FixedSizeList): Vector {
+  const size = type.listSize;
+  const flat: number[] = [];
+  const validity = new Uint8Array(Math.ceil(values.length / 8));
+  let nulls = 0;
+  values.forEach((v, i) => {
+    if (v === null) {
+      nulls += 1;
+      for (let k = 0; k < size; k++) flat.push(0);
+    } else {
+      validity[i >> 3] |= 1 << (i & 7);
+      flat.push(...v);
+    }
+  });
+  const child = vectorFromArray(flat, type.children[0].type).data[0];
+  return new VectorOf([makeData({ type, length: values.length, nullCount: nulls, nullBitmap: validity, child })]);
+}
+
 /** Builds an Arrow table from plain objects, with `schema` when known. */
 export function rowsToTable(rows: ReadonlyArray<Record<string, unknown>>, schema?: Schema): ArrowTable {
   const names: string[] = [];
@@ -153,7 +178,11 @@ export function rowsToTable(rows: ReadonlyArray<Record<string, unknown>>, schema
     const values = rows.map((r) => r[name]);
     const type = fields.get(name)?.type ?? inferType(name, values);
     try {
-      columns[name] = vectorFromArray(coerce(name, values, type), type);
+      const coerced = coerce(name, values, type);
+      columns[name] =
+        type.typeId === Type.FixedSizeList && coerced.some((x) => x === null)
+          ? fixedSizeListWithNulls(coerced as Array<number[] | null>, type as FixedSizeList)
+          : vectorFromArray(coerced, type);
     } catch (e) {
       if (e instanceof Error && e.name === "InvalidInputError") throw e;
       throw invalid(`cannot convert column '${name}' to ${type}: ${(e as Error).message}`, e);
