@@ -100,6 +100,8 @@ export {
   type AddColumnsResult,
   type AddColumnsSql,
   type AlterColumnsResult,
+  type BranchContents,
+  Branches,
   type ColumnAlteration,
   type DropColumnsResult,
   type SchemaChangeResult,

@@ -5,7 +5,7 @@
  * NotSupportedError naming the type.
  */
 import { bool, count, optStr } from "./args";
-import { invalid } from "./errors";
+import { invalid, notSupported } from "./errors";
 import type { NativeIndexOptions } from "./native";
 import type { DistanceType } from "./query";
 
@@ -124,13 +124,18 @@ export interface IndexOptions {
   name?: string;
   /** Accepted for compatibility: memwal builds the index before createIndex returns. */
   waitTimeoutSeconds?: number;
+  /**
+   * As 0.39's: train the index on the rows present (true, the default and what memwal always does). `false` (an
+   * empty index that `optimize` fills later) is refused as not supported.
+   */
+  train?: boolean;
 }
 
 /** The native options of `createIndex(column, options)`. */
 export function indexOptions(options: IndexOptions | undefined): NativeIndexOptions {
   if (options === undefined || options === null) return {};
   if (typeof options !== "object") throw invalid(`createIndex(options) must be an object, got ${String(options)}`);
-  const known = ["config", "replace", "name", "waitTimeoutSeconds"];
+  const known = ["config", "replace", "name", "waitTimeoutSeconds", "train"];
   for (const k of Object.keys(options)) {
     if (!known.includes(k)) throw invalid(`unknown createIndex option ${JSON.stringify(k)} (it takes ${known.join(", ")})`);
   }
@@ -138,6 +143,11 @@ export function indexOptions(options: IndexOptions | undefined): NativeIndexOpti
     throw invalid("createIndex(options.config) must be made by Index.ivfPq(), Index.ivfFlat(), ...");
   }
   if (options.waitTimeoutSeconds !== undefined) count("createIndex(options.waitTimeoutSeconds)", options.waitTimeoutSeconds);
+  if (options.train !== undefined && !bool("createIndex(options.train)", options.train)) {
+    throw notSupported(
+      "createIndex(options.train = false) is not supported by memwal: an index is always trained on the rows present (an empty index filled by optimize is not built)",
+    );
+  }
   return {
     ...(options.config?.native ?? {}),
     name: optStr("createIndex(options.name)", options.name),

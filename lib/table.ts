@@ -167,6 +167,40 @@ export class Tags {
   }
 }
 
+/** What a branch records, as 0.39's `BranchContents`. */
+export interface BranchContents {
+  parentBranch?: string;
+  parentVersion: number;
+  createTime: number;
+  manifestSize: number;
+}
+
+/**
+ * A table's branches, as 0.39's `Branches`. memwal tables have none besides the main line: `list()` answers that;
+ * `create`, `checkout`, `delete` and `diff` are refused by name (NotSupported).
+ */
+export class Branches {
+  /** Every branch by name: none. */
+  async list(): Promise<Record<string, BranchContents>> {
+    return {};
+  }
+  async create(_name: string, _fromRef?: string, _fromVersion?: number): Promise<never> {
+    throw notSupported(BRANCHES);
+  }
+  async checkout(_name: string, _version?: number): Promise<never> {
+    throw notSupported(BRANCHES);
+  }
+  async delete(_name: string): Promise<never> {
+    throw notSupported(BRANCHES);
+  }
+  async diff(_fromBranch: string): Promise<never> {
+    throw notSupported(BRANCHES);
+  }
+}
+
+const BRANCHES =
+  "branches are not supported by memwal: a table has one line of versions (tags name versions of it; checkout(version) reads one)";
+
 /** A column to add: its name and the SQL computing its value from each row (as @lancedb/lancedb). */
 export interface AddColumnsSql {
   name: string;
@@ -540,6 +574,21 @@ export class Table {
         ? await this.tags().then((t) => t.getVersion(version))
         : await call(async () => count("checkout(version)", version));
     this.inner = await call(() => this.inner.checkout(v));
+  }
+
+  /**
+   * The branch this handle reads, as 0.39's `currentBranch`: null (the main line). memwal tables have no other
+   * branch (see {@link branches}).
+   */
+  currentBranch(): string | null {
+    this.checkOpen();
+    return null;
+  }
+
+  /** 0.39's branches: a memwal table has only its main line, so `list()` is empty and the rest is refused. */
+  async branches(): Promise<Branches> {
+    this.checkOpen();
+    return new Branches();
   }
 
   /** Names for versions, as @lancedb/lancedb 0.39's `tags()`. */
