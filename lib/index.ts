@@ -66,6 +66,7 @@ export type {
   IvfFlatOptions,
   IvfOptions,
   IvfPqOptions,
+  IvfRqOptions,
 } from "./indices";
 export { Index } from "./indices";
 export { Job, type JobEventsOptions } from "./job";

@@ -73,6 +73,14 @@ function config(kind: string, allowed: string[], options: unknown): NativeIndexO
 
 const IVF = ["numPartitions", "targetPartitionSize", "distanceType", "maxIterations", "sampleRate"];
 
+/** Options of `Index.ivfRq`, as 0.39's `IvfRqOptions`. */
+export interface IvfRqOptions {
+  numPartitions: number;
+  numBits: number;
+  distanceType: DistanceType;
+  maxIterations: number;
+}
+
 /** An index config for `createIndex(column, { config })`. */
 export class Index {
   private constructor(
@@ -95,6 +103,17 @@ export class Index {
   /** HNSW over product-quantised vectors (not built by memwal yet). */
   static hnswPq(options?: Partial<HnswOptions>): Index {
     return new Index(config("IVF_HNSW_PQ", [...IVF, "m", "efConstruction", "numSubVectors"], options));
+  }
+  /**
+   * As 0.39's `Index.ivfRq` (IVF partitions of RaBitQ-quantised vectors): memwal does not build it yet, so
+   * `createIndex` refuses it by name (NotSupported); the options are checked here.
+   */
+  static ivfRq(options?: Partial<IvfRqOptions>): Index {
+    return new Index(config("IVF_RQ", ["numPartitions", "numBits", "distanceType", "maxIterations"], options));
+  }
+  /** As 0.39's `Index.fm` (an FM-index for substring search): not built by memwal, refused by `createIndex`. */
+  static fm(): Index {
+    return new Index({ indexType: "FM" });
   }
   /** A B-tree over a scalar column (not built by memwal yet). */
   static btree(): Index {
