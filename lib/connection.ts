@@ -373,6 +373,36 @@ export class Connection {
   }
 
   /**
+   * A page of table names, as 0.39's `listTables`: a namespace path may come first; `pageToken` (from the last
+   * page) resumes after it, `limit` bounds the page. A full page carries a token; the last page none.
+   */
+  async listTables(
+    namespacePathOrOptions?: string[] | { pageToken?: string; limit?: number },
+    options?: { pageToken?: string; limit?: number },
+  ): Promise<{ tables: string[]; pageToken?: string }> {
+    const ns = Array.isArray(namespacePathOrOptions) ? namespacePathOrOptions : undefined;
+    const opts = Array.isArray(namespacePathOrOptions) ? options : namespacePathOrOptions;
+    await call(async () => checkOptions("listTables(options)", opts, ["pageToken", "limit"]));
+    const page = { startAfter: opts?.pageToken, limit: opts?.limit };
+    const tables = ns === undefined ? await this.tableNames(page) : await this.tableNames(ns, page);
+    const full = opts?.limit !== undefined && tables.length > 0 && tables.length >= opts.limit;
+    return full ? { tables, pageToken: tables[tables.length - 1] } : { tables };
+  }
+
+  /** 0.39's jobs of a server (`openJob`, `listJobs`, `cancelJob`): memwal keeps none (its operations finish first). */
+  async openJob(_id: string): Promise<never> {
+    throw notSupported(NO_JOBS);
+  }
+  /** Refused: see {@link openJob}. */
+  async listJobs(_options?: unknown): Promise<never> {
+    throw notSupported(NO_JOBS);
+  }
+  /** Refused: see {@link openJob}. */
+  async cancelJob(_id: string): Promise<never> {
+    throw notSupported(NO_JOBS);
+  }
+
+  /**
    * 0.39's materialized views (`createMaterializedView`, `openMaterializedView`, `listMaterializedViews`) are not
    * built: each is refused by name, before any request, on every kind of database.
    */
@@ -552,6 +582,9 @@ async function open(uri: string, options?: ConnectionOptions, headerProvider?: H
     : undefined;
   return new Connection(c, remote);
 }
+
+const NO_JOBS =
+  "jobs are not supported by memwal: createIndexAsync and dropTableAsync finish before they answer, so there is no job to open, list or cancel";
 
 /** The refusal of 0.39's materialized views (0.39 has them only on local databases; memwal on none). */
 function materializedViews(what: string): Error {

@@ -110,3 +110,4 @@ export {
   type TagContents,
   Tags,
 } from "./table";
+export { packBits } from "./util";

@@ -5,7 +5,17 @@ import { Table as ArrowTable, DataType, Field, Schema, Type } from "apache-arrow
 import { checkOptions, count, optStr, str, strList } from "./args";
 import { type Data, fromBuffer, schemaFromBuffer, toBuffer } from "./arrow";
 import { type Known, TableEmbeddings } from "./embedding/apply";
-import { ADD_REWORDS, CREATE_INDEX_REWORDS, call, callReworded, invalid, notSupported, RESTORE_REWORDS, TimeoutError } from "./errors";
+import {
+  ADD_REWORDS,
+  CREATE_INDEX_REWORDS,
+  call,
+  callReworded,
+  IndexNotFoundError,
+  invalid,
+  notSupported,
+  RESTORE_REWORDS,
+  TimeoutError,
+} from "./errors";
 import { ourField, ourType } from "./foreign";
 import { type IndexConfig, type IndexOptions, type IndexStatistics, indexOptions } from "./indices";
 import { Job } from "./job";
@@ -860,6 +870,54 @@ export class Table {
       }
       await new Promise((r) => setTimeout(r, Math.min(1000, limit - waited)));
     }
+  }
+
+  /**
+   * As 0.39's `prewarmIndex`: memwal loads an index when a search first uses it and keeps it, so this checks the
+   * index exists (an IndexNotFoundError naming it otherwise) and loads nothing ahead.
+   */
+  async prewarmIndex(name: string): Promise<void> {
+    const n = await call(async () => str("prewarmIndex(name)", name));
+    if ((await this.indexStats(n)) === undefined) throw new IndexNotFoundError("IndexNotFound", `index ${n} not found`);
+  }
+
+  /**
+   * 0.39's `updateFieldMetadata` is refused by name: memwal cannot yet change a column's metadata after the table
+   * is created (a schema given to createTable keeps its field metadata).
+   */
+  async updateFieldMetadata(_updates: unknown): Promise<never> {
+    this.checkOpen();
+    throw notSupported("updateFieldMetadata is not supported by memwal yet: field metadata is set when the table is created");
+  }
+
+  /** 0.39's computed-column refresh: refused by name, as `addColumns({ computed })` is. */
+  async refreshColumn(_column: string): Promise<never> {
+    this.checkOpen();
+    throw notSupported("refreshColumn: computed columns are not supported by memwal yet");
+  }
+
+  /** Refused: see {@link refreshColumn}. */
+  async refreshColumnAsync(_column: string): Promise<never> {
+    this.checkOpen();
+    throw notSupported("refreshColumnAsync: computed columns are not supported by memwal yet");
+  }
+
+  /** 0.39's materialized-view refresh: refused by name (memwal has no materialized views). */
+  async refreshMaterializedView(_options?: unknown): Promise<never> {
+    this.checkOpen();
+    throw notSupported("refreshMaterializedView: materialized views are not supported by memwal");
+  }
+
+  /** Whether the table uses Lance's V2 manifest paths: false, memwal keeps its own single manifest layout. */
+  async usesV2ManifestPaths(): Promise<boolean> {
+    this.checkOpen();
+    return false;
+  }
+
+  /** 0.39's migration to V2 manifest paths: refused by name (memwal has one manifest layout). */
+  async migrateManifestPathsV2(): Promise<never> {
+    this.checkOpen();
+    throw notSupported("migrateManifestPathsV2 is not supported by memwal: it has one manifest layout");
   }
 
   /** Drops an index (a new version without it). */
