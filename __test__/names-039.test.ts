@@ -62,3 +62,16 @@ describe("packBits", () => {
     expect(() => packBits([1, 2])).toThrow(/packBits\(data\)\[1\] is 2/);
   });
 });
+
+describe("createTable({ name, data, ...options })", () => {
+  test("takes 0.39's one-object form, and refuses it mixed with more arguments or without data", async () => {
+    const db = await connect(tmpDir());
+    await db.createTable("t", [{ id: 1 }, { id: 2 }]);
+    const t = await db.createTable({ name: "t", data: [{ id: 3 }], mode: "overwrite" });
+    expect(await t.countRows()).toBe(1);
+    await expect(db.createTable({ name: "u", data: [{ id: 1 }] }, [{ id: 2 }] as never)).rejects.toThrow(/takes no other argument/);
+    await expect(db.createTable({ name: "u" } as never)).rejects.toThrow(/data is required/);
+    await expect(db.createTable({ name: "u", data: [{ id: 1 }], bogus: 1 } as never)).rejects.toThrow(InvalidInputError);
+    await expect(db.createTable("v" as string, undefined as never)).rejects.toThrow(/data is required/);
+  });
+});

@@ -286,7 +286,24 @@ export class Connection {
    * Creates a table from rows. With `embeddingFunction` (or a `LanceSchema` schema) the vector column is computed
    * from the source column when no row gives it (some rows only: InvalidInput), and the functions are recorded with the table.
    */
-  async createTable(name: string, data: Data | Scannable, options?: CreateTableOptions): Promise<Table> {
+  async createTable(name: string, data: Data | Scannable, options?: CreateTableOptions): Promise<Table>;
+  /** As 0.39: the name, the rows and the options in one object, `createTable({ name, data, mode })`. */
+  async createTable(options: CreateTableOptions & { name: string; data: Data | Scannable }): Promise<Table>;
+  async createTable(
+    nameOrOptions: string | (CreateTableOptions & { name: string; data: Data | Scannable }),
+    data?: Data | Scannable,
+    options?: CreateTableOptions,
+  ): Promise<Table> {
+    if (typeof nameOrOptions === "object" && nameOrOptions !== null && !Array.isArray(nameOrOptions)) {
+      if (data !== undefined || options !== undefined) {
+        throw invalid("createTable({ name, data, ...options }) takes no other argument");
+      }
+      const { name, data: rows, ...rest } = nameOrOptions;
+      if (rows === undefined) throw invalid("createTable({ name, data }): data is required (createEmptyTable takes a schema)");
+      return this.createTable(name, rows, rest);
+    }
+    const name = nameOrOptions as string;
+    if (data === undefined) throw invalid("createTable(name, data): data is required (createEmptyTable takes a schema)");
     const fn = await call(async () => {
       this.checkOpen(); // refused before any embedding function runs
       checkOptions("createTable(options)", options, CREATE_TABLE_OPTIONS, CREATE_TABLE_UNSUPPORTED);
