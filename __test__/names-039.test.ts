@@ -69,7 +69,8 @@ describe("createTable({ name, data, ...options })", () => {
     await db.createTable("t", [{ id: 1 }, { id: 2 }]);
     const t = await db.createTable({ name: "t", data: [{ id: 3 }], mode: "overwrite" });
     expect(await t.countRows()).toBe(1);
-    await expect(db.createTable({ name: "u", data: [{ id: 1 }] }, [{ id: 2 }] as never)).rejects.toThrow(/takes no other argument/);
+    const loose = db.createTable.bind(db) as (...args: unknown[]) => Promise<unknown>;
+    await expect(loose({ name: "u", data: [{ id: 1 }] }, [{ id: 2 }])).rejects.toThrow(/takes no other argument/);
     await expect(db.createTable({ name: "u" } as never)).rejects.toThrow(/data is required/);
     await expect(db.createTable({ name: "u", data: [{ id: 1 }], bogus: 1 } as never)).rejects.toThrow(InvalidInputError);
     await expect(db.createTable("v" as string, undefined as never)).rejects.toThrow(/data is required/);
