@@ -14,6 +14,8 @@ import {
   Float32,
   Float64,
   Int64,
+  List,
+  makeData,
   type RecordBatch,
   type Schema,
   TimestampMillisecond,
@@ -22,6 +24,7 @@ import {
   tableToIPC,
   Utf8,
   type Vector,
+  Vector as VectorOf,
   vectorFromArray,
 } from "apache-arrow";
 
@@ -39,12 +42,38 @@ function isBatchLike(d: unknown): d is RecordBatch {
   return typeof d === "object" && d !== null && "schema" in d && "data" in d && "numRows" in d && !("batches" in d);
 }
 
+/**
+ * The type of a column of JS arrays that are not all numbers, by @lancedb/lancedb 0.39's rule: a list of strings
+ * or of booleans, its item type told by the first item that is not null (empty lists and null items say nothing);
+ * any other mix is refused by name.
+ */
+function inferListType(name: string, values: unknown[]): DataType {
+  const items = values.flatMap((x) => (Array.isArray(x) ? x.filter((i) => i !== null && i !== undefined) : []));
+  if (items.length === 0) {
+    throw invalid(`cannot infer the type of column '${name}': it holds only empty lists or nulls; pass a schema or an Arrow table`);
+  }
+  const kind = typeof items[0];
+  const bad = items.find((i) => typeof i !== kind);
+  if (bad !== undefined) {
+    throw invalid(
+      `cannot infer the type of column '${name}': its lists mix ${kind} and ${typeof bad} items; pass a schema or an Arrow table`,
+    );
+  }
+  if (kind === "string") return new List(new Field("item", new Utf8(), true));
+  if (kind === "boolean") return new List(new Field("item", new Bool(), true));
+  throw invalid(`cannot infer the type of column '${name}' from lists of ${kind} items; pass a schema or an Arrow table`);
+}
+
 /** Infers a column type from JS values (numbers are float64, as in LanceDB). */
 function inferType(name: string, values: unknown[]): DataType {
-  const v = values.find((x) => x !== null && x !== undefined);
+  // An empty list says nothing of its column's type: the first non-empty one does.
+  const v =
+    values.find((x) => x !== null && x !== undefined && !(Array.isArray(x) && x.length === 0)) ??
+    values.find((x) => x !== null && x !== undefined);
   if (v === undefined) {
     throw invalid(`cannot infer the type of column '${name}': every value is null; pass a schema or an Arrow table`);
   }
+  if (Array.isArray(v) && (v.length === 0 || !v.every((x) => typeof x === "number"))) return inferListType(name, values);
   if (typeof v === "bigint") return new Int64();
   if (typeof v === "number") return new Float64();
   if (typeof v === "string") return new Utf8();
@@ -98,6 +127,29 @@ function coerce(name: string, values: unknown[], type: DataType): unknown[] {
   return values.map((x) => (x === undefined ? null : x));
 }
 
+/**
+ * A fixed-size list column with null rows. apache-arrow's builder gives a null row no child values, so the child
+ * comes out shorter than rows x size and the IPC is malformed; here a null row holds `size` zeros behind its
+ * validity bit, as the format wants.
+ */
+function fixedSizeListWithNulls(values: Array<number[] | null>, type: FixedSizeList): Vector {
+  const size = type.listSize;
+  const flat: number[] = [];
+  const validity = new Uint8Array(Math.ceil(values.length / 8));
+  let nulls = 0;
+  values.forEach((v, i) => {
+    if (v === null) {
+      nulls += 1;
+      for (let k = 0; k < size; k++) flat.push(0);
+    } else {
+      validity[i >> 3] |= 1 << (i & 7);
+      flat.push(...v);
+    }
+  });
+  const child = vectorFromArray(flat, type.children[0].type).data[0];
+  return new VectorOf([makeData({ type, length: values.length, nullCount: nulls, nullBitmap: validity, child })]);
+}
+
 /** Builds an Arrow table from plain objects, with `schema` when known. */
 export function rowsToTable(rows: ReadonlyArray<Record<string, unknown>>, schema?: Schema): ArrowTable {
   const names: string[] = [];
@@ -126,7 +178,11 @@ export function rowsToTable(rows: ReadonlyArray<Record<string, unknown>>, schema
     const values = rows.map((r) => r[name]);
     const type = fields.get(name)?.type ?? inferType(name, values);
     try {
-      columns[name] = vectorFromArray(coerce(name, values, type), type);
+      const coerced = coerce(name, values, type);
+      columns[name] =
+        type.typeId === Type.FixedSizeList && coerced.some((x) => x === null)
+          ? fixedSizeListWithNulls(coerced as Array<number[] | null>, type as FixedSizeList)
+          : vectorFromArray(coerced, type);
     } catch (e) {
       if (e instanceof Error && e.name === "InvalidInputError") throw e;
       throw invalid(`cannot convert column '${name}' to ${type}: ${(e as Error).message}`, e);

@@ -2,6 +2,8 @@
  * `connect()` and `Connection`: a folder, `memory://`, or `db://name` on
  * LanceDB Cloud / Enterprise / a memwal server.
  */
+import * as fs from "node:fs";
+import * as path from "node:path";
 import type { Schema } from "apache-arrow";
 import { Table as ArrowTable } from "apache-arrow";
 import { checkOptions, count, optStr, str, strList } from "./args";
@@ -9,10 +11,12 @@ import { checkOptions, count, optStr, str, strList } from "./args";
 import { type Data, toBuffer } from "./arrow";
 import { configOption, type Known, prepareCreate } from "./embedding/apply";
 import type { EmbeddingFunctionConfig } from "./embedding/registry";
-import { call, invalid, notSupported } from "./errors";
+import { call, invalid, notSupported, TableNotFoundError } from "./errors";
 import { ourSchema } from "./foreign";
 import type { HeaderProvider, OAuthConfig } from "./header";
+import { Job } from "./job";
 import { type NativeConnection, native } from "./native";
+import { Scannable, scanToTable } from "./scannable";
 import { Table } from "./table";
 
 export interface RetryConfig {
@@ -282,13 +286,31 @@ export class Connection {
    * Creates a table from rows. With `embeddingFunction` (or a `LanceSchema` schema) the vector column is computed
    * from the source column when no row gives it (some rows only: InvalidInput), and the functions are recorded with the table.
    */
-  async createTable(name: string, data: Data, options?: CreateTableOptions): Promise<Table> {
+  async createTable(name: string, data: Data | Scannable, options?: CreateTableOptions): Promise<Table>;
+  /** As 0.39: the name, the rows and the options in one object, `createTable({ name, data, mode })`. */
+  async createTable(options: CreateTableOptions & { name: string; data: Data | Scannable }): Promise<Table>;
+  async createTable(
+    nameOrOptions: string | (CreateTableOptions & { name: string; data: Data | Scannable }),
+    data?: Data | Scannable,
+    options?: CreateTableOptions,
+  ): Promise<Table> {
+    if (typeof nameOrOptions === "object" && nameOrOptions !== null && !Array.isArray(nameOrOptions)) {
+      if (data !== undefined || options !== undefined) {
+        throw invalid("createTable({ name, data, ...options }) takes no other argument");
+      }
+      const { name, data: rows, ...rest } = nameOrOptions;
+      if (rows === undefined) throw invalid("createTable({ name, data }): data is required (createEmptyTable takes a schema)");
+      return this.createTable(name, rows, rest);
+    }
+    const name = nameOrOptions as string;
+    if (data === undefined) throw invalid("createTable(name, data): data is required (createEmptyTable takes a schema)");
     const fn = await call(async () => {
       this.checkOpen(); // refused before any embedding function runs
       checkOptions("createTable(options)", options, CREATE_TABLE_OPTIONS, CREATE_TABLE_UNSUPPORTED);
       const f = options?.embeddingFunction;
       return f === undefined ? undefined : configOption("createTable(options.embeddingFunction)", f);
     });
+    if (data instanceof Scannable) data = await call(() => scanToTable(data as Scannable));
     // Outside call(): an error of the caller's embedding function reaches the caller as thrown.
     const prepared = await prepareCreate(data, options?.schema, fn);
     const t = await call(async () =>
@@ -365,6 +387,92 @@ export class Connection {
         this.functions.delete(tableKey(name, ns));
       }
     });
+  }
+
+  /**
+   * A page of table names, as 0.39's `listTables`: a namespace path may come first; `pageToken` (from the last
+   * page) resumes after it, `limit` bounds the page. A full page carries a token; the last page none.
+   */
+  async listTables(
+    namespacePathOrOptions?: string[] | { pageToken?: string; limit?: number },
+    options?: { pageToken?: string; limit?: number },
+  ): Promise<{ tables: string[]; pageToken?: string }> {
+    const ns = Array.isArray(namespacePathOrOptions) ? namespacePathOrOptions : undefined;
+    const opts = Array.isArray(namespacePathOrOptions) ? options : namespacePathOrOptions;
+    await call(async () => checkOptions("listTables(options)", opts, ["pageToken", "limit"]));
+    const page = { startAfter: opts?.pageToken, limit: opts?.limit };
+    const tables = ns === undefined ? await this.tableNames(page) : await this.tableNames(ns, page);
+    const full = opts?.limit !== undefined && tables.length > 0 && tables.length >= opts.limit;
+    return full ? { tables, pageToken: tables[tables.length - 1] } : { tables };
+  }
+
+  /** 0.39's jobs of a server (`openJob`, `listJobs`, `cancelJob`): memwal keeps none (its operations finish first). */
+  async openJob(_id: string): Promise<never> {
+    throw notSupported(NO_JOBS);
+  }
+  /** Refused: see {@link openJob}. */
+  async listJobs(_options?: unknown): Promise<never> {
+    throw notSupported(NO_JOBS);
+  }
+  /** Refused: see {@link openJob}. */
+  async cancelJob(_id: string): Promise<never> {
+    throw notSupported(NO_JOBS);
+  }
+
+  /**
+   * 0.39's materialized views (`createMaterializedView`, `openMaterializedView`, `listMaterializedViews`) are not
+   * built: each is refused by name, before any request, on every kind of database.
+   */
+  async createMaterializedView(_name: string, _source: string, _options?: unknown): Promise<never> {
+    throw materializedViews("createMaterializedView");
+  }
+
+  /** Refused: see {@link createMaterializedView}. */
+  async openMaterializedView(_name: string): Promise<never> {
+    throw materializedViews("openMaterializedView");
+  }
+
+  /** Refused: see {@link createMaterializedView}. */
+  async listMaterializedViews(): Promise<never> {
+    throw materializedViews("listMaterializedViews");
+  }
+
+  /** As 0.39's `dropTableAsync`: drops the table (as {@link dropTable}) and answers a finished {@link Job}. */
+  async dropTableAsync(name: string, namespace?: string[]): Promise<Job> {
+    await this.dropTable(name, namespace);
+    return new Job();
+  }
+
+  /**
+   * As 0.39's `cloneTable`: a new table `targetTableName` holding the rows and schema of the table at
+   * `sourceUri` (its latest version, or `sourceVersion`, or the version `sourceTag` names), with one version of
+   * its own. `sourceUri` is a memwal table's folder (`DIR/name`); 0.39's spelling `DIR/name.lance` names the same
+   * table. memwal copies the rows (a deep clone, whatever `isShallow` says) and builds no index on the clone
+   * (searches are exact until `createIndex`); tags and history stay with the source. Local databases only.
+   */
+  async cloneTable(
+    targetTableName: string,
+    sourceUri: string,
+    options?: { targetNamespacePath?: string[]; sourceVersion?: number; sourceTag?: string; isShallow?: boolean },
+  ): Promise<Table> {
+    const target = await call(async () => {
+      this.checkOpen();
+      checkOptions("cloneTable(options)", options, ["targetNamespacePath", "sourceVersion", "sourceTag", "isShallow"]);
+      if (this.remote) throw notSupported("cloneTable is not supported by memwal on a remote database");
+      if (options?.sourceVersion !== undefined && options?.sourceTag !== undefined) {
+        throw invalid("Cannot specify both source_version and source_tag");
+      }
+      if (options?.isShallow !== undefined && typeof options.isShallow !== "boolean")
+        throw invalid("cloneTable(options.isShallow) must be a boolean");
+      return str("cloneTable(targetTableName)", targetTableName);
+    });
+    const uri = await call(async () => str("cloneTable(sourceUri)", sourceUri));
+    const source = await openByUri(uri);
+    if (options?.sourceTag !== undefined) await source.checkout(str("cloneTable(options.sourceTag)", options.sourceTag));
+    else if (options?.sourceVersion !== undefined) await source.checkout(count("cloneTable(options.sourceVersion)", options.sourceVersion));
+    const rows = await source.toArrow();
+    const schema = await source.schema();
+    return this.createTable(target, new ArrowTable(schema, rows.batches), { namespace: options?.targetNamespacePath });
   }
 
   /** Drops a table and its data (`namespace` as in {@link openTable}). */
@@ -490,4 +598,30 @@ async function open(uri: string, options?: ConnectionOptions, headerProvider?: H
       }
     : undefined;
   return new Connection(c, remote);
+}
+
+const NO_JOBS =
+  "jobs are not supported by memwal: createIndexAsync and dropTableAsync finish before they answer, so there is no job to open, list or cancel";
+
+/** The refusal of 0.39's materialized views (0.39 has them only on local databases; memwal on none). */
+function materializedViews(what: string): Error {
+  return notSupported(
+    `${what}: materialized views are not supported by memwal (@lancedb/lancedb 0.39 offers them only on local databases)`,
+  );
+}
+
+/** The table at a folder path: `DIR/name`, or 0.39's spelling of it `DIR/name.lance` when only `DIR/name` exists. */
+async function openByUri(uri: string): Promise<Table> {
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(uri) && !uri.startsWith("file://")) {
+    throw notSupported(`cloneTable(sourceUri): memwal clones tables of a local folder, not ${uri}`);
+  }
+  const full = path.resolve(uri.startsWith("file://") ? uri.slice("file://".length) : uri);
+  const candidates = [full];
+  if (full.endsWith(".lance")) candidates.push(full.slice(0, -".lance".length));
+  for (const c of candidates) {
+    if (!fs.existsSync(path.join(c, "_versions"))) continue;
+    const db = await connect(path.dirname(c));
+    return db.openTable(path.basename(c));
+  }
+  throw new TableNotFoundError("TableNotFound", `cloneTable(sourceUri): Dataset at path ${uri} was not found (no memwal table there)`);
 }

@@ -66,20 +66,43 @@ export type {
   IvfFlatOptions,
   IvfOptions,
   IvfPqOptions,
+  IvfRqOptions,
 } from "./indices";
 export { Index } from "./indices";
+export { Job, type JobEventsOptions } from "./job";
 export type { ExecuteOptions, MergeResult } from "./merge";
 export { MergeInsertBuilder } from "./merge";
 export type { LsmStats, NativeMergeResult, NativeServeOptions, TableStatistics } from "./native";
+export {
+  PermutationBuilder,
+  permutationBuilder,
+  type ShuffleOptions,
+  type SplitCalculatedOptions,
+  type SplitHashOptions,
+  type SplitRandomOptions,
+  type SplitSequentialOptions,
+} from "./permutation";
 export type { DistanceType, IntoVector } from "./query";
 export { type ColumnOrdering, Query, VectorQuery } from "./query";
+export { type ScanHandle, Scannable, type ScannableOptions } from "./scannable";
 export type { ServeOptions, Server } from "./server";
 export { serve } from "./server";
-export type { AddOptions, AddResult, OptimizeOptions, OptimizeStats, UpdateOptions, VersionInfo, WriteProgress } from "./table";
+export type {
+  AddOptions,
+  AddResult,
+  LsmWriteSpec,
+  OptimizeOptions,
+  OptimizeStats,
+  UpdateOptions,
+  VersionInfo,
+  WriteProgress,
+} from "./table";
 export {
   type AddColumnsResult,
   type AddColumnsSql,
   type AlterColumnsResult,
+  type BranchContents,
+  Branches,
   type ColumnAlteration,
   type DropColumnsResult,
   type SchemaChangeResult,
@@ -87,3 +110,4 @@ export {
   type TagContents,
   Tags,
 } from "./table";
+export { packBits } from "./util";

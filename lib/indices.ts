@@ -5,7 +5,7 @@
  * NotSupportedError naming the type.
  */
 import { bool, count, optStr } from "./args";
-import { invalid } from "./errors";
+import { invalid, notSupported } from "./errors";
 import type { NativeIndexOptions } from "./native";
 import type { DistanceType } from "./query";
 
@@ -73,6 +73,14 @@ function config(kind: string, allowed: string[], options: unknown): NativeIndexO
 
 const IVF = ["numPartitions", "targetPartitionSize", "distanceType", "maxIterations", "sampleRate"];
 
+/** Options of `Index.ivfRq`, as 0.39's `IvfRqOptions`. */
+export interface IvfRqOptions {
+  numPartitions: number;
+  numBits: number;
+  distanceType: DistanceType;
+  maxIterations: number;
+}
+
 /** An index config for `createIndex(column, { config })`. */
 export class Index {
   private constructor(
@@ -95,6 +103,17 @@ export class Index {
   /** HNSW over product-quantised vectors (not built by memwal yet). */
   static hnswPq(options?: Partial<HnswOptions>): Index {
     return new Index(config("IVF_HNSW_PQ", [...IVF, "m", "efConstruction", "numSubVectors"], options));
+  }
+  /**
+   * As 0.39's `Index.ivfRq` (IVF partitions of RaBitQ-quantised vectors): memwal does not build it yet, so
+   * `createIndex` refuses it by name (NotSupported); the options are checked here.
+   */
+  static ivfRq(options?: Partial<IvfRqOptions>): Index {
+    return new Index(config("IVF_RQ", ["numPartitions", "numBits", "distanceType", "maxIterations"], options));
+  }
+  /** As 0.39's `Index.fm` (an FM-index for substring search): not built by memwal, refused by `createIndex`. */
+  static fm(): Index {
+    return new Index({ indexType: "FM" });
   }
   /** A B-tree over a scalar column (not built by memwal yet). */
   static btree(): Index {
@@ -124,13 +143,18 @@ export interface IndexOptions {
   name?: string;
   /** Accepted for compatibility: memwal builds the index before createIndex returns. */
   waitTimeoutSeconds?: number;
+  /**
+   * As 0.39's: train the index on the rows present (true, the default and what memwal always does). `false` (an
+   * empty index that `optimize` fills later) is refused as not supported.
+   */
+  train?: boolean;
 }
 
 /** The native options of `createIndex(column, options)`. */
 export function indexOptions(options: IndexOptions | undefined): NativeIndexOptions {
   if (options === undefined || options === null) return {};
   if (typeof options !== "object") throw invalid(`createIndex(options) must be an object, got ${String(options)}`);
-  const known = ["config", "replace", "name", "waitTimeoutSeconds"];
+  const known = ["config", "replace", "name", "waitTimeoutSeconds", "train"];
   for (const k of Object.keys(options)) {
     if (!known.includes(k)) throw invalid(`unknown createIndex option ${JSON.stringify(k)} (it takes ${known.join(", ")})`);
   }
@@ -138,6 +162,11 @@ export function indexOptions(options: IndexOptions | undefined): NativeIndexOpti
     throw invalid("createIndex(options.config) must be made by Index.ivfPq(), Index.ivfFlat(), ...");
   }
   if (options.waitTimeoutSeconds !== undefined) count("createIndex(options.waitTimeoutSeconds)", options.waitTimeoutSeconds);
+  if (options.train !== undefined && !bool("createIndex(options.train)", options.train)) {
+    throw notSupported(
+      "createIndex(options.train = false) is not supported by memwal: an index is always trained on the rows present (an empty index filled by optimize is not built)",
+    );
+  }
   return {
     ...(options.config?.native ?? {}),
     name: optStr("createIndex(options.name)", options.name),

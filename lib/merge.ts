@@ -87,6 +87,15 @@ export class MergeInsertBuilder {
   }
 
   /**
+   * As 0.39's `validateSingleShard`: whether to check that every row of an LSM upsert routes to one shard. A
+   * memwal MemWAL has one bucket, so every row always does; the setting is checked and has nothing to change.
+   */
+  validateSingleShard(validateSingleShard: boolean): this {
+    bool("validateSingleShard(validateSingleShard)", validateSingleShard);
+    return this;
+  }
+
+  /**
    * Runs the merge. On a table with embedding functions, a vector column no source row gives gets computed from
    * the source column first (after the merge's options are validated, before anything is sent or written).
    */

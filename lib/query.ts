@@ -7,9 +7,9 @@
  * dimensions) against the table and names what is wrong.
  */
 import type { Table as ArrowTable, RecordBatch, Schema } from "apache-arrow";
-import { count, str, strList } from "./args";
+import { bool, count, str, strList } from "./args";
 import { fromBuffer } from "./arrow";
-import { callReworded, invalid, QUERY_REWORDS } from "./errors";
+import { call, callReworded, invalid, notSupported, QUERY_REWORDS } from "./errors";
 import type { NativeQueryOptions, NativeTable } from "./native";
 
 /** A query vector: numbers, or a typed array of floats. */
@@ -115,6 +115,35 @@ abstract class QueryBase<Self> {
     this.opts.offset = count("offset(n)", n);
     return this.self();
   }
+  /**
+   * As @lancedb/lancedb 0.39's `useLsm`: whether the read goes through the MemWAL. A served table's reads always
+   * include the rows its MemWAL buffers, so `true` is what they do and `false` (base table only) is refused as not
+   * supported; a local table has no MemWAL, so `false` is what it does and `true` is refused, as 0.39 refuses it on
+   * a table without a write spec.
+   */
+  useLsm(enable: boolean): Self {
+    this.lsm = bool("useLsm(enable)", enable);
+    return this.self();
+  }
+  private lsm: boolean | undefined;
+  /** The options to run with, once `useLsm` is checked against the table. */
+  private async prepared(): Promise<NativeQueryOptions> {
+    if (this.lsm !== undefined) {
+      const stats = await call(() => this.table.getLsmStats(false));
+      const hasMemWal = stats !== null && stats !== undefined;
+      if (this.lsm && !hasMemWal) {
+        throw notSupported(
+          "useLsm(true): use_lsm(true) was set but the table has no MemWAL; a local table never has one (memwal's MemWAL is a served table's)",
+        );
+      }
+      if (!this.lsm && hasMemWal) {
+        throw notSupported(
+          "useLsm(false) is not supported by memwal on a served table: its reads always include the rows the MemWAL buffers (flushLsm() merges them first)",
+        );
+      }
+    }
+    return this.runOptions();
+  }
   /** Add a `_rowid` column (UInt64; stable for a row within a version). */
   withRowId(): Self {
     this.opts.withRowId = true;
@@ -125,12 +154,12 @@ abstract class QueryBase<Self> {
    * format): what is read, which index narrows or ranks, what is searched exactly, ordering, paging, output.
    */
   async explainPlan(verbose = false): Promise<string> {
-    const opts = await this.runOptions();
+    const opts = await this.prepared();
     return callReworded(QUERY_REWORDS, () => this.table.explainPlan(opts, verbose));
   }
   /** Runs the query and returns its plan with the rows it returned and the time it took. */
   async analyzePlan(): Promise<string> {
-    const opts = await this.runOptions();
+    const opts = await this.prepared();
     return callReworded(QUERY_REWORDS, () => this.table.analyzePlan(opts));
   }
   /**
@@ -139,7 +168,7 @@ abstract class QueryBase<Self> {
    * computed first). Unknown columns are refused as running it would be.
    */
   async outputSchema(): Promise<Schema> {
-    const opts = await this.runOptions();
+    const opts = await this.prepared();
     // A vector query needs k >= 1: it asks for one row of none (a filter no row passes, AND the query's own).
     const none =
       opts.vectors === undefined
@@ -150,7 +179,7 @@ abstract class QueryBase<Self> {
   }
   /** Runs the query. */
   async toArrow(): Promise<ArrowTable> {
-    const opts = await this.runOptions();
+    const opts = await this.prepared();
     const buf = await callReworded(QUERY_REWORDS, () => this.table.query(opts));
     return fromBuffer(buf);
   }
@@ -160,7 +189,13 @@ abstract class QueryBase<Self> {
   }
   /** Runs the query and returns plain objects. */
   async toArray(): Promise<Record<string, unknown>[]> {
-    return (await this.toArrow()).toArray().map((r) => ({ ...r.toJSON() }));
+    // Plain objects, each with a toJSON (not enumerable) as apache-arrow's rows have: code that calls
+    // `row.toJSON()` on @lancedb/lancedb's answers runs unchanged.
+    return (await this.toArrow()).toArray().map((r) => {
+      const row: Record<string, unknown> = { ...r.toJSON() };
+      Object.defineProperty(row, "toJSON", { value: () => ({ ...row }), enumerable: false, writable: true, configurable: true });
+      return row;
+    });
   }
   /** The answer's record batches, one by one. */
   async *[Symbol.asyncIterator](): AsyncGenerator<RecordBatch> {

@@ -1,16 +1,28 @@
 /**
  * `Table` and its `Query`: the user-facing face of a native or remote table.
  */
-import { Table as ArrowTable, DataType, Field, Schema } from "apache-arrow";
+import { Table as ArrowTable, DataType, Field, Schema, Type } from "apache-arrow";
 import { checkOptions, count, optStr, str, strList } from "./args";
 import { type Data, fromBuffer, schemaFromBuffer, toBuffer } from "./arrow";
 import { type Known, TableEmbeddings } from "./embedding/apply";
-import { ADD_REWORDS, CREATE_INDEX_REWORDS, call, callReworded, invalid, notSupported, RESTORE_REWORDS, TimeoutError } from "./errors";
+import {
+  ADD_REWORDS,
+  CREATE_INDEX_REWORDS,
+  call,
+  callReworded,
+  IndexNotFoundError,
+  invalid,
+  notSupported,
+  RESTORE_REWORDS,
+  TimeoutError,
+} from "./errors";
 import { ourField, ourType } from "./foreign";
 import { type IndexConfig, type IndexOptions, type IndexStatistics, indexOptions } from "./indices";
+import { Job } from "./job";
 import { MergeInsertBuilder } from "./merge";
 import type { LsmStats, NativeTable, TableStatistics } from "./native";
 import { embeddedQuery, type IntoVector, Query, type VectorQuery, vectorQuery } from "./query";
+import { Scannable, scanToTable } from "./scannable";
 
 export interface VersionInfo {
   version: number;
@@ -165,6 +177,40 @@ export class Tags {
   }
 }
 
+/** What a branch records, as 0.39's `BranchContents`. */
+export interface BranchContents {
+  parentBranch?: string;
+  parentVersion: number;
+  createTime: number;
+  manifestSize: number;
+}
+
+/**
+ * A table's branches, as 0.39's `Branches`. memwal tables have none besides the main line: `list()` answers that;
+ * `create`, `checkout`, `delete` and `diff` are refused by name (NotSupported).
+ */
+export class Branches {
+  /** Every branch by name: none. */
+  async list(): Promise<Record<string, BranchContents>> {
+    return {};
+  }
+  async create(_name: string, _fromRef?: string, _fromVersion?: number): Promise<never> {
+    throw notSupported(BRANCHES);
+  }
+  async checkout(_name: string, _version?: number): Promise<never> {
+    throw notSupported(BRANCHES);
+  }
+  async delete(_name: string): Promise<never> {
+    throw notSupported(BRANCHES);
+  }
+  async diff(_fromBranch: string): Promise<never> {
+    throw notSupported(BRANCHES);
+  }
+}
+
+const BRANCHES =
+  "branches are not supported by memwal: a table has one line of versions (tags name versions of it; checkout(version) reads one)";
+
 /** A column to add: its name and the SQL computing its value from each row (as @lancedb/lancedb). */
 export interface AddColumnsSql {
   name: string;
@@ -197,6 +243,43 @@ export interface SchemaChangeResult {
 export type AddColumnsResult = SchemaChangeResult;
 export type AlterColumnsResult = SchemaChangeResult;
 export type DropColumnsResult = SchemaChangeResult;
+
+/** The sharding of a MemWAL write path, as @lancedb/lancedb 0.39's `LsmWriteSpec`. */
+export interface LsmWriteSpec {
+  specType: "bucket" | "identity" | "unsharded";
+  column?: string;
+  numBuckets?: number;
+  maintainedIndexes?: string[];
+  writerConfigDefaults?: Record<string, string>;
+}
+
+/** Why a local table refuses the LSM calls. */
+const LOCAL_HAS_NO_MEMWAL =
+  "a local table has no MemWAL (memwal's LSM path is a served table's: serve the folder with memwal-server or serve())";
+
+/** The field metadata key Lance records a primary key under (0.39 writes it; a schema may carry it). */
+const PK_META = "lance-schema:unenforced-primary-key:position";
+
+/** Whether a primary key may have this type: 0.39's list (Int32, Int64, Utf8, LargeUtf8, Binary, LargeBinary, FixedSizeBinary). */
+function keyType(t: DataType): boolean {
+  if (t.typeId === Type.Int) {
+    const i = t as unknown as { bitWidth: number; isSigned: boolean };
+    return i.isSigned && (i.bitWidth === 32 || i.bitWidth === 64);
+  }
+  return [Type.Utf8, Type.LargeUtf8, Type.Binary, Type.LargeBinary, Type.FixedSizeBinary].includes(t.typeId);
+}
+
+/** The field at a dotted path (`a.b` inside struct `a`), or undefined. */
+function fieldAt(schema: Schema, path: string): Field | undefined {
+  let fields: Field[] = schema.fields;
+  let found: Field | undefined;
+  for (const part of path.split(".")) {
+    found = fields.find((f) => f.name === part);
+    if (found === undefined) return undefined;
+    fields = (found.type.children ?? []) as Field[];
+  }
+  return found;
+}
 
 export class Table {
   /** The table's embedding functions (those it records, or those this process created it with). */
@@ -355,25 +438,139 @@ export class Table {
   }
 
   /**
+   * Whether this table has a MemWAL (a served table does; a local one does not). The addon answers LSM stats only
+   * for a table with one.
+   */
+  private async lsmStatsOrRefuse(what: string, includeGenerationRows: boolean): Promise<LsmStats> {
+    const s = await call(() => this.inner.getLsmStats(includeGenerationRows));
+    if (s === null || s === undefined) throw notSupported(`${what} is not supported on this table type: ${LOCAL_HAS_NO_MEMWAL}`);
+    return s;
+  }
+
+  /**
    * The MemWAL's state, as @lancedb/lancedb 0.39's `getLsmStats`: a served table has one bucket whose
    * `memtables` are the buffered rows not yet merged into the table (sealed oldest first, the active one
    * last), `walEntryPositionLastSeen` the last acknowledged WAL record and `replayAfterWalEntryPosition` the last
-   * one merged. `undefined` for a local table (no MemWAL). memwal keeps no on-disk generations: `generations`
-   * is empty.
+   * one merged. memwal keeps no on-disk generations: `generations` is empty. A local table has no MemWAL: a
+   * NotSupportedError, as 0.39 refuses it on a local table ("get_lsm_stats is not supported on this table type").
    */
   async getLsmStats(includeGenerationRows = false): Promise<LsmStats | undefined> {
     if (typeof includeGenerationRows !== "boolean") throw invalid("getLsmStats(includeGenerationRows) takes a boolean");
-    return (await call(() => this.inner.getLsmStats(includeGenerationRows))) ?? undefined;
+    return this.lsmStatsOrRefuse("get_lsm_stats", includeGenerationRows);
   }
 
-  /** Merges every buffered MemWAL row into the table and returns once it is (a no-op on a local table). */
+  /**
+   * Merges every buffered MemWAL row of a served table into the table and returns once it is. A local table has
+   * no MemWAL: a NotSupportedError, as 0.39's ("flush_lsm is not supported on this table type").
+   */
   async flushLsm(): Promise<void> {
+    await this.lsmStatsOrRefuse("flush_lsm", false);
+    return call(() => this.inner.flushLsm());
+  }
+
+  /**
+   * As 0.39's `compactLsm` (merge sealed generations into the table): memwal's flush already merges, so on a
+   * served table this is `flushLsm` (it returns once merged, not once dispatched). Refused on a local table.
+   */
+  async compactLsm(): Promise<void> {
+    await this.lsmStatsOrRefuse("compact_lsm", false);
     return call(() => this.inner.flushLsm());
   }
 
   /** Converges the MemWAL into the table: with memwal a flush already does (`flushLsm`), so this is the same. */
   async checkpointLsm(): Promise<void> {
     return this.flushLsm();
+  }
+
+  /**
+   * As 0.39's `closeLsmWriters`: closes the MemWAL writers this process caches for the table. memwal's writers
+   * live in the server that owns the MemWAL, none in the client, so there is never one to close.
+   */
+  async closeLsmWriters(): Promise<void> {
+    this.checkOpen();
+  }
+
+  /**
+   * As 0.39's `setUnenforcedPrimaryKey`, checked as 0.39 checks it (one column, present, non-nullable, of a key
+   * type; a key already recorded in the schema cannot change), then refused: memwal cannot yet record a key in a
+   * table's schema (a NotSupportedError). `mergeInsert(on)` names the key of each merge instead.
+   */
+  async setUnenforcedPrimaryKey(columns: string | string[]): Promise<void> {
+    const cols = await call(async () => (typeof columns === "string" ? [columns] : strList("setUnenforcedPrimaryKey(columns)", columns)));
+    if (cols.length === 0) throw invalid("set_unenforced_primary_key: a column is required");
+    if (cols.length > 1) {
+      throw invalid(`set_unenforced_primary_key: compound primary keys are not supported, got ${cols.length} columns`);
+    }
+    const schema = await this.schema();
+    if (schema.fields.some((f) => f.metadata.has(PK_META))) {
+      throw invalid("set_unenforced_primary_key: an unenforced primary key is already set on this table; changing it is not supported");
+    }
+    const field = fieldAt(schema, cols[0]);
+    if (field === undefined) throw invalid(`set_unenforced_primary_key: column '${cols[0]}' not found on table`);
+    if (!keyType(field.type)) {
+      throw invalid(
+        `set_unenforced_primary_key: column '${cols[0]}' has type ${String(field.type)}, which is not supported as a primary key. Supported: Int32, Int64, Utf8, LargeUtf8, Binary, LargeBinary, FixedSizeBinary`,
+      );
+    }
+    if (field.nullable) throw invalid(`set_unenforced_primary_key: primary key column '${cols[0]}' must not be nullable`);
+    throw notSupported(
+      "setUnenforcedPrimaryKey is not supported by memwal yet: a table cannot record a primary key in its schema; mergeInsert(on) names the key of each merge",
+    );
+  }
+
+  /**
+   * As 0.39's `setLsmWriteSpec`, checked as 0.39 checks the spec (its type, the column it needs, 1 to 1024
+   * buckets, the column present), then refused: memwal records no write spec on a table. Its LSM is the MemWAL
+   * of a served table, chosen per upsert with `mergeInsert(..).useLsm(true)` (or `.memWal()`); it is one bucket.
+   */
+  async setLsmWriteSpec(spec: LsmWriteSpec): Promise<void> {
+    if (spec === null || typeof spec !== "object") throw invalid("setLsmWriteSpec(spec) must be an object with a specType");
+    if (spec.specType === undefined) throw invalid("Missing field `specType`");
+    if (spec.specType !== "bucket" && spec.specType !== "identity" && spec.specType !== "unsharded") {
+      throw invalid(`LsmWriteSpec \`specType\` must be 'bucket', 'identity', or 'unsharded', got '${String(spec.specType)}'`);
+    }
+    checkOptions("setLsmWriteSpec(spec)", spec, ["specType", "column", "numBuckets", "maintainedIndexes", "writerConfigDefaults"]);
+    if (spec.specType !== "unsharded") {
+      if (spec.column === undefined) throw invalid(`LsmWriteSpec ${spec.specType} requires \`column\``);
+      str("setLsmWriteSpec(spec.column)", spec.column);
+    }
+    if (spec.specType === "bucket") {
+      if (spec.numBuckets === undefined) throw invalid("LsmWriteSpec bucket requires `numBuckets`");
+      const n = spec.numBuckets;
+      if (typeof n !== "number" || !Number.isInteger(n) || n < 1 || n > 1024) {
+        throw invalid(`bucket_sharding: num_buckets must be in [1, 1024], got ${String(n)}`);
+      }
+    }
+    if (spec.maintainedIndexes !== undefined) strList("setLsmWriteSpec(spec.maintainedIndexes)", spec.maintainedIndexes);
+    if (spec.column !== undefined && spec.specType !== "unsharded" && fieldAt(await this.schema(), spec.column) === undefined) {
+      throw invalid(`${spec.specType}_sharding: column '${spec.column}' not found on the dataset`);
+    }
+    throw notSupported(
+      "setLsmWriteSpec is not supported by memwal: a table records no LSM write spec; memwal's LSM is a served table's MemWAL (one bucket), chosen per upsert with mergeInsert(..).useLsm(true)",
+    );
+  }
+
+  /** As 0.39's `unsetLsmWriteSpec`: memwal tables never have a spec, so this is 0.39's error for a table without one. */
+  async unsetLsmWriteSpec(): Promise<void> {
+    this.checkOpen();
+    throw invalid("unset_lsm_write_spec: no LSM write spec is set on this table");
+  }
+
+  /** As 0.39's `getLsmWriteSpec`: `undefined`, since a memwal table never records one (see {@link setLsmWriteSpec}). */
+  async getLsmWriteSpec(): Promise<LsmWriteSpec | undefined> {
+    this.checkOpen();
+    return undefined;
+  }
+
+  /**
+   * As 0.39's `prewarmData`, which only remote tables answer: refused on a local table with 0.39's text. memwal's
+   * remote client does not send it either (NotSupported), since no server memwal speaks to keeps a cache to warm.
+   */
+  async prewarmData(columns?: string[]): Promise<void> {
+    this.checkOpen();
+    if (columns !== undefined) strList("prewarmData(columns)", columns);
+    if (this._display.startsWith("RemoteTable(")) throw notSupported("prewarmData is not supported by memwal's remote client");
+    throw notSupported("prewarm_data is currently only supported on remote tables.");
   }
 
   /**
@@ -387,6 +584,21 @@ export class Table {
         ? await this.tags().then((t) => t.getVersion(version))
         : await call(async () => count("checkout(version)", version));
     this.inner = await call(() => this.inner.checkout(v));
+  }
+
+  /**
+   * The branch this handle reads, as 0.39's `currentBranch`: null (the main line). memwal tables have no other
+   * branch (see {@link branches}).
+   */
+  currentBranch(): string | null {
+    this.checkOpen();
+    return null;
+  }
+
+  /** 0.39's branches: a memwal table has only its main line, so `list()` is empty and the rest is refused. */
+  async branches(): Promise<Branches> {
+    this.checkOpen();
+    return new Branches();
   }
 
   /** Names for versions, as @lancedb/lancedb 0.39's `tags()`. */
@@ -407,8 +619,9 @@ export class Table {
   /**
    * Adds rows; answers `{ version }`, the version committed (as @lancedb/lancedb 0.39's `AddResult`). On a table
    * with embedding functions, a vector column no row gives (missing or null) is computed from the source column first.
+   * A {@link Scannable} is scanned once and its batches written as one version.
    */
-  async add(data: Data, options?: AddOptions): Promise<AddResult> {
+  async add(data: Data | Scannable, options?: AddOptions): Promise<AddResult> {
     const started = Date.now();
     const mode = await call(async () => {
       this.checkOpen(); // refused before any embedding function runs
@@ -421,6 +634,7 @@ export class Table {
         throw invalid("add(options.progress) must be a function");
       return mode;
     });
+    if (data instanceof Scannable) data = await call(() => scanToTable(data as Scannable));
     const schema = Array.isArray(data) && mode !== "overwrite" ? await this.schema() : undefined;
     // Outside call(): an error of the caller's embedding function reaches the caller as thrown.
     const input = mode === "overwrite" ? await this.embeddings.embedOverwrite(data) : await this.embeddings.embed(data, schema);
@@ -453,16 +667,38 @@ export class Table {
     return call(async () => this.inner.delete(str("delete(predicate)", predicate)));
   }
 
-  /** Sets columns on rows matching `where`. */
-  update(options: UpdateOptions): Promise<{ version: number; rowsUpdated: number }> {
+  /**
+   * Sets columns on rows matching `where`, in @lancedb/lancedb 0.39's three forms: `{ where?, values? | valuesSql? }`;
+   * or the SQL per column directly, as a Record or a Map (`update({ price: "price * 2" }, { where: "id > 3" })`).
+   * An object is the first form when it has a `values` or `valuesSql` key, as 0.39 decides.
+   */
+  update(
+    updates: UpdateOptions | Record<string, string> | Map<string, string>,
+    options?: { where?: string },
+  ): Promise<{ version: number; rowsUpdated: number }> {
     return call(async () => {
-      if (typeof options !== "object" || options === null) {
-        throw invalid(`update(options) must be { where?, values? | valuesSql? }, got ${String(options)}`);
+      if (typeof updates !== "object" || updates === null) {
+        throw invalid(`update(options) must be { where?, values? | valuesSql? } or { column: sql }, got ${String(updates)}`);
       }
+      checkOptions("update(.., options)", options, ["where"]);
+      const optWhere = optStr("update(.., options.where)", options?.where);
       const values: Record<string, string> = {};
-      for (const [k, v] of Object.entries(options.valuesSql ?? {})) values[k] = str(`update valuesSql.${k}`, v);
-      for (const [k, v] of Object.entries(options.values ?? {})) values[k] = sqlLiteral(v);
-      return this.inner.update(optStr("update(options.where)", options.where) ?? null, values);
+      let where: string | undefined;
+      const isOptions = !(updates instanceof Map) && ("values" in updates || "valuesSql" in updates);
+      if (isOptions) {
+        const o = updates as UpdateOptions;
+        checkOptions("update(options)", o, ["where", "values", "valuesSql"]);
+        for (const [k, v] of Object.entries(o.valuesSql ?? {})) values[k] = str(`update valuesSql.${k}`, v);
+        for (const [k, v] of Object.entries(o.values ?? {})) values[k] = sqlLiteral(v);
+        where = optStr("update(options.where)", o.where);
+        if (where !== undefined && optWhere !== undefined) throw invalid("update: give `where` once, in the first argument or in options");
+        where = where ?? optWhere;
+      } else {
+        const entries = updates instanceof Map ? [...updates.entries()] : Object.entries(updates);
+        for (const [k, v] of entries) values[str("update column name", k)] = str(`update({ ${k}: sql }): the SQL`, v);
+        where = optWhere;
+      }
+      return this.inner.update(where ?? null, values);
     });
   }
 
@@ -584,6 +820,14 @@ export class Table {
     );
   }
 
+  /**
+   * As 0.39's `createIndexAsync`: builds the index (as {@link createIndex}) and answers a finished {@link Job}.
+   */
+  async createIndexAsync(column: string, options?: IndexOptions): Promise<Job> {
+    await this.createIndex(column, options);
+    return new Job();
+  }
+
   /** The indexes; `indexType` as @lancedb/lancedb 0.39 lists it (`IvfPq`, `IvfFlat`; indexStats says `IVF_PQ`). */
   async listIndices(): Promise<(IndexConfig & IndexStatistics)[]> {
     const l = await call(() => this.inner.listIndices());
@@ -626,6 +870,54 @@ export class Table {
       }
       await new Promise((r) => setTimeout(r, Math.min(1000, limit - waited)));
     }
+  }
+
+  /**
+   * As 0.39's `prewarmIndex`: memwal loads an index when a search first uses it and keeps it, so this checks the
+   * index exists (an IndexNotFoundError naming it otherwise) and loads nothing ahead.
+   */
+  async prewarmIndex(name: string): Promise<void> {
+    const n = await call(async () => str("prewarmIndex(name)", name));
+    if ((await this.indexStats(n)) === undefined) throw new IndexNotFoundError("IndexNotFound", `index ${n} not found`);
+  }
+
+  /**
+   * 0.39's `updateFieldMetadata` is refused by name: memwal cannot yet change a column's metadata after the table
+   * is created (a schema given to createTable keeps its field metadata).
+   */
+  async updateFieldMetadata(_updates: unknown): Promise<never> {
+    this.checkOpen();
+    throw notSupported("updateFieldMetadata is not supported by memwal yet: field metadata is set when the table is created");
+  }
+
+  /** 0.39's computed-column refresh: refused by name, as `addColumns({ computed })` is. */
+  async refreshColumn(_column: string): Promise<never> {
+    this.checkOpen();
+    throw notSupported("refreshColumn: computed columns are not supported by memwal yet");
+  }
+
+  /** Refused: see {@link refreshColumn}. */
+  async refreshColumnAsync(_column: string): Promise<never> {
+    this.checkOpen();
+    throw notSupported("refreshColumnAsync: computed columns are not supported by memwal yet");
+  }
+
+  /** 0.39's materialized-view refresh: refused by name (memwal has no materialized views). */
+  async refreshMaterializedView(_options?: unknown): Promise<never> {
+    this.checkOpen();
+    throw notSupported("refreshMaterializedView: materialized views are not supported by memwal");
+  }
+
+  /** Whether the table uses Lance's V2 manifest paths: false, memwal keeps its own single manifest layout. */
+  async usesV2ManifestPaths(): Promise<boolean> {
+    this.checkOpen();
+    return false;
+  }
+
+  /** 0.39's migration to V2 manifest paths: refused by name (memwal has one manifest layout). */
+  async migrateManifestPathsV2(): Promise<never> {
+    this.checkOpen();
+    throw notSupported("migrateManifestPathsV2 is not supported by memwal: it has one manifest layout");
   }
 
   /** Drops an index (a new version without it). */

@@ -1,0 +1,51 @@
+/**
+ * 0.39 names memwal answers for what it has and refuses by name for what it has not: a table's branches (only
+ * the main line: currentBranch() is null, list() is empty, the rest NotSupported) and createIndex's `train`
+ * option (true is what memwal does; false, an empty index, is refused), and the index types 0.39 names that memwal
+ * does not build (Index.ivfRq, Index.fm: refused by name).
+ */
+import { connect, Index, InvalidInputError, NotSupportedError } from "../lib";
+import { tmpDir } from "./helpers";
+
+const rows = Array.from({ length: 300 }, (_, i) => ({ id: i, vector: [i % 7, i % 5] }));
+
+describe("branches", () => {
+  test("a table is on its main line; branch operations are refused by name", async () => {
+    const db = await connect(tmpDir());
+    const t = await db.createTable("t", rows);
+    expect(t.currentBranch()).toBeNull();
+    const b = await t.branches();
+    expect(await b.list()).toEqual({});
+    await expect(b.create("exp")).rejects.toThrow(/branches are not supported by memwal/);
+    await expect(b.checkout("exp")).rejects.toThrow(NotSupportedError);
+    await expect(b.delete("exp")).rejects.toThrow(NotSupportedError);
+    await expect(b.diff("exp")).rejects.toThrow(NotSupportedError);
+    t.close();
+    expect(() => t.currentBranch()).toThrow("Table t is closed");
+  });
+});
+
+describe("createIndex(options.train)", () => {
+  test("true trains on the rows present, false is refused, anything else is invalid", async () => {
+    const db = await connect(tmpDir());
+    const t = await db.createTable("t", rows);
+    await t.createIndex("id", { config: Index.btree(), name: "id_trained", train: true });
+    expect((await t.listIndices()).map((i) => i.name)).toEqual(["id_trained"]);
+    await expect(t.createIndex("vector", { train: false })).rejects.toThrow(/train = false\) is not supported by memwal/);
+    await expect(t.createIndex("vector", { train: "yes" as never })).rejects.toThrow(InvalidInputError);
+    expect((await t.listIndices()).length).toBe(1);
+  });
+});
+
+describe("index types 0.39 names and memwal does not build", () => {
+  test("Index.ivfRq and Index.fm exist, check their options, and createIndex refuses them by name", async () => {
+    const db = await connect(tmpDir());
+    const t = await db.createTable("t", rows);
+    await expect(t.createIndex("vector", { config: Index.ivfRq({ numPartitions: 2, numBits: 1 }) })).rejects.toThrow(
+      /index type IVF_RQ is not supported by memwal/,
+    );
+    await expect(t.createIndex("id", { config: Index.fm() })).rejects.toThrow(/index type FM is not supported by memwal/);
+    expect(() => Index.ivfRq({ numSubVectors: 2 } as never)).toThrow(InvalidInputError);
+    expect(await t.listIndices()).toEqual([]);
+  });
+});

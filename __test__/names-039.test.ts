@@ -1,0 +1,78 @@
+/**
+ * More names of @lancedb/lancedb 0.39 that ported code calls: listTables paging, prewarmIndex, packBits and
+ * usesV2ManifestPaths answer; jobs, field-metadata updates, computed-column and view refreshes and the V2 manifest
+ * migration are refused by name.
+ */
+import { connect, IndexNotFoundError, InvalidInputError, NotSupportedError, packBits } from "../lib";
+import { tmpDir } from "./helpers";
+
+describe("Connection.listTables", () => {
+  test("pages through the names with the token a full page carries", async () => {
+    const db = await connect(tmpDir());
+    for (const n of ["a", "b", "c", "d", "e"]) await db.createTable(n, [{ id: 1 }]);
+    expect(await db.listTables()).toEqual({ tables: ["a", "b", "c", "d", "e"] });
+    const seen: string[] = [];
+    let token: string | undefined;
+    let pages = 0;
+    do {
+      const page = await db.listTables({ limit: 2, pageToken: token });
+      seen.push(...page.tables);
+      token = page.pageToken;
+      pages += 1;
+    } while (token !== undefined);
+    expect(seen).toEqual(["a", "b", "c", "d", "e"]);
+    expect(pages).toBe(3);
+    await expect(db.listTables({ after: "a" } as never)).rejects.toThrow(InvalidInputError);
+  });
+
+  test("jobs are refused by name", async () => {
+    const db = await connect(tmpDir());
+    await expect(db.openJob("j")).rejects.toThrow(/jobs are not supported by memwal/);
+    await expect(db.listJobs()).rejects.toThrow(NotSupportedError);
+    await expect(db.cancelJob("j")).rejects.toThrow(NotSupportedError);
+  });
+});
+
+describe("Table names", () => {
+  test("prewarmIndex checks the index exists; the refusals name what is not supported", async () => {
+    const db = await connect(tmpDir());
+    const t = await db.createTable(
+      "t",
+      Array.from({ length: 300 }, (_, i) => ({ id: i, vector: [i % 3, i % 5] })),
+    );
+    await t.createIndex("vector", { name: "v_idx" });
+    await expect(t.prewarmIndex("v_idx")).resolves.toBeUndefined();
+    await expect(t.prewarmIndex("nope")).rejects.toThrow(IndexNotFoundError);
+    expect(await t.usesV2ManifestPaths()).toBe(false);
+    await expect(t.migrateManifestPathsV2()).rejects.toThrow(NotSupportedError);
+    await expect(t.updateFieldMetadata([{ path: "id", metadata: { a: "b" } }])).rejects.toThrow(
+      /updateFieldMetadata is not supported by memwal/,
+    );
+    await expect(t.refreshColumn("id")).rejects.toThrow(/computed columns/);
+    await expect(t.refreshColumnAsync("id")).rejects.toThrow(NotSupportedError);
+    await expect(t.refreshMaterializedView()).rejects.toThrow(/materialized views/);
+  });
+});
+
+describe("packBits", () => {
+  test("packs bits least significant first, padding the last byte", () => {
+    expect(packBits([1, 0, 0, 0, 0, 0, 0, 1, 1, 1])).toEqual([129, 3]);
+    expect(packBits([0, 1])).toEqual([2]);
+    expect(packBits([])).toEqual([]);
+    expect(() => packBits([1, 2])).toThrow(/packBits\(data\)\[1\] is 2/);
+  });
+});
+
+describe("createTable({ name, data, ...options })", () => {
+  test("takes 0.39's one-object form, and refuses it mixed with more arguments or without data", async () => {
+    const db = await connect(tmpDir());
+    await db.createTable("t", [{ id: 1 }, { id: 2 }]);
+    const t = await db.createTable({ name: "t", data: [{ id: 3 }], mode: "overwrite" });
+    expect(await t.countRows()).toBe(1);
+    const loose = db.createTable.bind(db) as (...args: unknown[]) => Promise<unknown>;
+    await expect(loose({ name: "u", data: [{ id: 1 }] }, [{ id: 2 }])).rejects.toThrow(/takes no other argument/);
+    await expect(db.createTable({ name: "u" } as never)).rejects.toThrow(/data is required/);
+    await expect(db.createTable({ name: "u", data: [{ id: 1 }], bogus: 1 } as never)).rejects.toThrow(InvalidInputError);
+    await expect(db.createTable("v" as string, undefined as never)).rejects.toThrow(/data is required/);
+  });
+});
