@@ -149,3 +149,21 @@ function lastWrite(k: number): number {
   for (let i = 1; i <= 120; i++) if (i % 7 === k) last = i;
   return last;
 }
+
+describe("readConsistencyInterval (LanceDB's option), on S3 where each check is a request", () => {
+  test("reads see another connection's write at once by default, after the interval when one is set", async () => {
+    const uri = s3Uri("consistency");
+    const writer = await connect(uri, { storageOptions: storageOptions() });
+    await writer.createTable("t", rows([1], 0));
+    const strong = await (await connect(uri, { storageOptions: storageOptions() })).openTable("t");
+    const lagging = await (await connect(uri, { storageOptions: storageOptions(), readConsistencyInterval: 0.5 })).openTable("t");
+    expect([await strong.countRows(), await lagging.countRows()]).toEqual([1, 1]);
+    await (await writer.openTable("t")).add(rows([2], 0));
+    expect(await strong.countRows()).toBe(2);
+    expect(await lagging.countRows()).toBe(1);
+    await new Promise((r) => setTimeout(r, 600));
+    expect(await lagging.countRows()).toBe(2);
+    expect(lagging.display()).toMatch(/read_consistency_interval=0.5s/);
+    await expect(connect(uri, { readConsistencyInterval: -1 })).rejects.toThrow(/readConsistencyInterval/);
+  });
+});

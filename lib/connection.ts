@@ -86,7 +86,12 @@ export interface ConnectionOptions {
   clientConfig?: ClientConfig;
   /** Key/value options, e.g. `{ remote_database_mem_wal_enabled: "true" }`. */
   storageOptions?: Record<string, string>;
-  /** Accepted for @lancedb/lancedb code: memwal reads always see the latest version (an interval of 0). */
+  /**
+   * Seconds between a local table's checks for versions other processes committed (LanceDB's option): 0 or
+   * unset, every read checks (memwal's default, stronger than LanceDB's "never"); more, reads check at most that
+   * often (on an object store each check is a request). A table always sees its own connection's writes, and
+   * writes always plan on the latest version. db:// reads always see the latest version.
+   */
   readConsistencyInterval?: number;
   /** 0.39's OAuth token flows: refused (NotSupported); give an `OAuthHeaderProvider` instead. */
   oauthConfig?: OAuthConfig;
@@ -117,10 +122,7 @@ export interface RenameTableOptions {
   newNamespacePath?: string[];
 }
 
-/**
- * connect()'s options. `readConsistencyInterval` is honoured by being exceeded: every read of a memwal table
- * checks for newer versions first (as an interval of 0 does).
- */
+/** connect()'s options. */
 const CONNECT_OPTIONS = ["apiKey", "region", "hostOverride", "clientConfig", "storageOptions", "readConsistencyInterval"] as const;
 const CREATE_TABLE_OPTIONS = ["mode", "existOk", "schema", "namespace", "embeddingFunction"] as const;
 /** @lancedb/lancedb 0.39's createTable options memwal does not honour, and why. */
@@ -147,10 +149,14 @@ export class Connection {
   private readonly remote?: { host: string; delimiter: string };
 
   /** @internal */
-  constructor(inner: NativeConnection, remote?: { host: string; delimiter: string }) {
+  /** Seconds between checks for other writers' versions (0: every read). */
+  private readonly consistency: number;
+
+  constructor(inner: NativeConnection, remote?: { host: string; delimiter: string }, consistency = 0) {
     this._inner = inner;
     this._uri = inner.uri;
     this.remote = remote;
+    this.consistency = consistency;
   }
 
   /** The native connection, or @lancedb/lancedb 0.39's error once closed: "Connection is closed". */
@@ -189,7 +195,7 @@ export class Connection {
   display(): string {
     this.checkOpen();
     if (this.remote) return `RemoteDatabase(host=${this.remote.host})`;
-    return `ListingDatabase(uri=${this._uri}, read_consistency_interval=0s)`;
+    return `ListingDatabase(uri=${this._uri}, read_consistency_interval=${this.consistency}s)`;
   }
 
   /** console.log and util.inspect show {@link display}. */
@@ -201,7 +207,7 @@ export class Connection {
   private tableDisplay(name: string, namespace?: string[]): string {
     if (this.remote) return `RemoteTable(${[...(namespace ?? []), name].join(this.remote.delimiter)})`;
     const sep = this._uri.endsWith("/") ? "" : "/";
-    return `NativeTable(${name}, uri=${this._uri}${sep}${name}, read_consistency_interval=0s)`;
+    return `NativeTable(${name}, uri=${this._uri}${sep}${name}, read_consistency_interval=${this.consistency}s)`;
   }
 
   /**
@@ -560,8 +566,11 @@ export async function connect(
 async function open(uri: string, options?: ConnectionOptions, headerProvider?: HeaderProviderLike): Promise<Connection> {
   const { headerProvider: fromConfig, ...clientConfig } = options?.clientConfig ?? {};
   const provider = providerFn(headerProvider ?? fromConfig);
+  const consistency = options?.readConsistencyInterval ?? 0;
   const c = await call(async () => {
     str("connect(uri)", uri);
+    if (typeof consistency !== "number" || !Number.isFinite(consistency) || consistency < 0)
+      throw invalid(`connect(options.readConsistencyInterval) must be a number of seconds >= 0, got ${String(consistency)}`);
     checkOptions("connect(options)", options, CONNECT_OPTIONS, {
       session: "memwal has no cache settings",
       manifestEnabled: "a namespace manifest for local databases is not implemented",
@@ -587,6 +596,7 @@ async function open(uri: string, options?: ConnectionOptions, headerProvider?: H
         hostOverride: options?.hostOverride,
         storageOptions: options?.storageOptions,
         clientConfigJson: options?.clientConfig ? JSON.stringify(clientConfig) : undefined,
+        readConsistencyInterval: consistency,
       },
       provider,
     );
@@ -597,7 +607,7 @@ async function open(uri: string, options?: ConnectionOptions, headerProvider?: H
         delimiter: clientConfig.idDelimiter ?? "$",
       }
     : undefined;
-  return new Connection(c, remote);
+  return new Connection(c, remote, consistency);
 }
 
 const NO_JOBS =

@@ -165,6 +165,8 @@ export interface NativeConnectOptions {
   hostOverride?: string;
   storageOptions?: Record<string, string>;
   clientConfigJson?: string;
+  /** Seconds between checks for other writers' versions on a local database (0: every read). */
+  readConsistencyInterval?: number;
 }
 
 /** How `serve()` runs the bundled server (re-exported as `ServeOptions`). */

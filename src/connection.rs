@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use memwal_core::{CreateMode, CreateOptions, Database, NativeDb};
+use memwal_core::{CreateMode, CreateOptions, Database, NativeDatabase, NativeDb};
 use napi::bindgen_prelude::Buffer;
 use napi_derive::napi;
 
@@ -34,6 +34,9 @@ pub struct ConnectOptions {
     pub storage_options: Option<HashMap<String, String>>,
     /// The REST client's configuration, as JSON (see lib/connection.ts).
     pub client_config_json: Option<String>,
+    /// Seconds between a local table's checks for versions other
+    /// processes committed (0 or none: every read checks).
+    pub read_consistency_interval: Option<f64>,
 }
 
 /// A database.
@@ -69,7 +72,21 @@ pub async fn connect(
         Arc::new(memwal_remote::RemoteDatabase::connect(&uri, opts).map_err(error::remote)?)
     } else {
         let storage = options.storage_options.unwrap_or_default();
-        Arc::new(NativeDb::open_with(&uri, &storage).map_err(error::core)?)
+        let consistency = match options.read_consistency_interval {
+            Some(s) if s.is_finite() && s > 0.0 => memwal_core::ReadConsistency::Interval(
+                std::time::Duration::try_from_secs_f64(s).map_err(|_| {
+                    error::invalid("readConsistencyInterval is too large a number of seconds")
+                })?,
+            ),
+            Some(s) if s.is_nan() || s < 0.0 => {
+                return Err(error::invalid(
+                    "readConsistencyInterval must be a number of seconds >= 0",
+                ))
+            }
+            _ => memwal_core::ReadConsistency::Strong,
+        };
+        let db = NativeDatabase::open_with(&uri, &storage).map_err(error::core)?;
+        Arc::new(NativeDb(Arc::new(db.with_read_consistency(consistency))))
     };
     Ok(Connection { inner, uri })
 }
