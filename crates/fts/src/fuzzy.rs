@@ -1,7 +1,8 @@
 //! Fuzzy term expansion as Lance does it: each query term becomes the dictionary terms within its
 //! edit distance (Levenshtein over characters, sharing the first `prefix_length` characters),
 //! taken in dictionary order until `max_expansions` terms in all. The dictionary is the union of
-//! every segment's, the unindexed rows' included. Talks to `corpus.rs`.
+//! every segment's, the unindexed rows' included, less the terms no live row holds (so deleted rows
+//! take no expansion slot). Talks to `corpus.rs`.
 
 use std::collections::BTreeSet;
 
@@ -30,7 +31,7 @@ pub(crate) fn expand(
                 .iter()
                 .take_while(|t| t.starts_with(prefix.as_str()))
             {
-                if within(&chars, t, k as usize) {
+                if within(&chars, t, k as usize) && corpus.df(t) > 0 {
                     found.insert(t.as_str());
                 }
             }
