@@ -255,8 +255,8 @@ impl RefColumn {
 fn lev(a: &str, b: &str) -> usize {
     let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
     let mut d: Vec<Vec<usize>> = (0..=a.len()).map(|i| vec![i; b.len() + 1]).collect();
-    for j in 0..=b.len() {
-        d[0][j] = j;
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
     }
     for i in 1..=a.len() {
         for j in 1..=b.len() {
@@ -552,7 +552,7 @@ proptest! {
         for op in ops {
             world.apply(op, &analyzer);
         }
-        let keep = move |r: u64| modulus == 1 || r % modulus != 0;
+        let keep = move |r: u64| modulus == 1 || !r.is_multiple_of(modulus);
         for q in &queries {
             let got = engine(&world, &analyzer, q, &keep);
             let want = reference(&world, &analyzer, q, &keep);

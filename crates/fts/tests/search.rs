@@ -170,7 +170,7 @@ fn paging_filter_and_tie_order() {
     let refs: Vec<(u64, &str)> = rows.iter().map(|(r, t)| (*r, t.as_str())).collect();
     let seg = segment(&a, true, &refs);
     let corpora = vec![Corpus::new(col(&a, vec![&seg], vec![]), LiveRows::All).expect("corpus")];
-    let keep = |r: u64| r % 2 == 0;
+    let keep = |r: u64| r.is_multiple_of(2);
     let got = search(&corpora, &m("same"), Some(&keep), Some(3), 2).expect("search");
     assert_eq!(
         got.iter().map(|h| h.row_id).collect::<Vec<_>>(),
