@@ -8,8 +8,8 @@ use std::time::Instant;
 
 use memwal_fts::query::PhraseQuery;
 use memwal_fts::{
-    codec, search, Analyzer, ColumnInput, Corpus, FtsParams, FtsQuery, LiveRows, MatchQuery, Operator, SegmentBuilder,
-    UnindexedRow,
+    codec, search, Analyzer, ColumnInput, Corpus, FtsParams, FtsQuery, LiveRows, MatchQuery,
+    Operator, SegmentBuilder, UnindexedRow,
 };
 use roaring::RoaringTreemap;
 
@@ -31,10 +31,16 @@ impl Rng {
 }
 
 fn main() {
-    let n: u64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(100_000);
+    let n: u64 = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(100_000);
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let docs: Vec<String> = (0..n).map(|_| rng.doc()).collect();
-    let params = FtsParams { with_position: true, ..FtsParams::default() };
+    let params = FtsParams {
+        with_position: true,
+        ..FtsParams::default()
+    };
     let analyzer = Analyzer::new(&params).expect("analyzer");
     let t = Instant::now();
     let mut b = SegmentBuilder::new(&analyzer, true);
@@ -54,30 +60,60 @@ fn main() {
     (0..n).step_by(100).for_each(|r| {
         dead.insert(r);
     });
-    let unindexed_rows: usize = std::env::args().nth(2).and_then(|s| s.parse().ok()).unwrap_or(1000);
+    let unindexed_rows: usize = std::env::args()
+        .nth(2)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1000);
     let fresh: Vec<String> = (0..unindexed_rows).map(|_| rng.doc()).collect();
     let queries: Vec<(&str, FtsQuery)> = vec![
         ("single", mq("w5", Operator::Or)),
         ("3-term OR", mq("w5 w40 w300", Operator::Or)),
         ("3-term AND", mq("w5 w40 w300", Operator::And)),
-        ("phrase", FtsQuery::Phrase(PhraseQuery { column: Some("t".into()), terms: "w1 w2".into(), slop: 0 })),
+        (
+            "phrase",
+            FtsQuery::Phrase(PhraseQuery {
+                column: Some("t".into()),
+                terms: "w1 w2".into(),
+                slop: 0,
+            }),
+        ),
     ];
     for (name, q) in &queries {
         let mut times = Vec::new();
         for _ in 0..30 {
             let t = Instant::now();
-            let unindexed = fresh.iter().enumerate().map(|(i, d)| UnindexedRow { row_id: n + i as u64, texts: vec![d.as_str()] }).collect();
-            let input = ColumnInput { name: "t".into(), analyzer: &analyzer, with_position: true, segments: vec![&seg], unindexed };
+            let unindexed = fresh
+                .iter()
+                .enumerate()
+                .map(|(i, d)| UnindexedRow {
+                    row_id: n + i as u64,
+                    texts: vec![d.as_str()],
+                })
+                .collect();
+            let input = ColumnInput {
+                name: "t".into(),
+                analyzer: &analyzer,
+                with_position: true,
+                segments: vec![&seg],
+                unindexed,
+            };
             let corpora = vec![Corpus::new(input, LiveRows::Except(&dead)).expect("corpus")];
             let hits = search(&corpora, q, None, Some(10), 0).expect("search");
             assert!(!hits.is_empty());
             times.push(t.elapsed().as_secs_f64() * 1e3);
         }
         times.sort_by(f64::total_cmp);
-        println!("{name:>10}: p50 {:.2} ms, p99 {:.2} ms", times[times.len() / 2], times[times.len() - 1]);
+        println!(
+            "{name:>10}: p50 {:.2} ms, p99 {:.2} ms",
+            times[times.len() / 2],
+            times[times.len() - 1]
+        );
     }
 }
 
 fn mq(terms: &str, operator: Operator) -> FtsQuery {
-    FtsQuery::Match(MatchQuery { operator, ..MatchQuery::new(Some("t".into()), terms) })
+    FtsQuery::Match(MatchQuery {
+        operator,
+        ..MatchQuery::new(Some("t".into()), terms)
+    })
 }

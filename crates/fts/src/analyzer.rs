@@ -30,6 +30,9 @@ pub struct Token {
 #[derive(Clone)]
 pub struct Analyzer {
     inner: TextAnalyzer,
+    /// The base tokenizer alone: Lance splits a fuzzy query with it and applies no filter (no
+    /// lower case, stemming, stop words or folding; measured against LanceDB's engine).
+    base: TextAnalyzer,
 }
 
 impl std::fmt::Debug for Analyzer {
@@ -43,6 +46,7 @@ impl Analyzer {
     pub fn new(params: &FtsParams) -> Result<Analyzer> {
         params.validate()?;
         let language = language(&params.language)?;
+        let base_only = base(params)?.build();
         let mut builder = base(params)?;
         if let Some(max) = params.max_token_length {
             builder = builder.filter_dynamic(RemoveLongFilter::limit(max));
@@ -68,25 +72,18 @@ impl Analyzer {
         }
         Ok(Analyzer {
             inner: builder.build(),
+            base: base_only,
         })
     }
 
     /// Calls `sink(text, position)` for each token of `text`, in order.
-    pub fn for_each_token(&self, text: &str, mut sink: impl FnMut(&str, u32)) -> Result<()> {
-        let mut pipeline = self.inner.clone();
-        let mut stream = pipeline.token_stream(text);
-        let mut count = 0usize;
-        while let Some(token) = stream.next() {
-            count += 1;
-            if count > MAX_TOKENS_PER_TEXT {
-                return Err(FtsError::Limit(format!(
-                    "a text produced more than {MAX_TOKENS_PER_TEXT} tokens"
-                )));
-            }
-            let position = u32::try_from(token.position).unwrap_or(u32::MAX);
-            sink(&token.text, position);
-        }
-        Ok(())
+    pub fn for_each_token(&self, text: &str, sink: impl FnMut(&str, u32)) -> Result<()> {
+        run(&self.inner, text, sink)
+    }
+
+    /// Like [`Analyzer::for_each_token`] with the base tokenizer alone (fuzzy query terms).
+    pub fn for_each_raw_token(&self, text: &str, sink: impl FnMut(&str, u32)) -> Result<()> {
+        run(&self.base, text, sink)
     }
 
     /// The tokens of `text`.
@@ -100,6 +97,23 @@ impl Analyzer {
         })?;
         Ok(out)
     }
+}
+
+fn run(analyzer: &TextAnalyzer, text: &str, mut sink: impl FnMut(&str, u32)) -> Result<()> {
+    let mut pipeline = analyzer.clone();
+    let mut stream = pipeline.token_stream(text);
+    let mut count = 0usize;
+    while let Some(token) = stream.next() {
+        count += 1;
+        if count > MAX_TOKENS_PER_TEXT {
+            return Err(FtsError::Limit(format!(
+                "a text produced more than {MAX_TOKENS_PER_TEXT} tokens"
+            )));
+        }
+        let position = u32::try_from(token.position).unwrap_or(u32::MAX);
+        sink(&token.text, position);
+    }
+    Ok(())
 }
 
 fn base(params: &FtsParams) -> Result<TextAnalyzerBuilder> {

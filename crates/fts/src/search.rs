@@ -116,14 +116,24 @@ impl<'c, 'a> Evaluator<'c, 'a> {
         })
     }
 
-    /// The analyzed terms of `text` (first occurrence order, no repeats) and their query offsets.
-    fn analyze(&mut self, corpus: &Corpus<'_>, text: &str) -> Result<(Vec<String>, Vec<u32>)> {
+    /// The analyzed terms of `text` and their query offsets; `raw`: the base tokenizer's alone.
+    fn analyze(
+        &mut self,
+        corpus: &Corpus<'_>,
+        text: &str,
+        raw: bool,
+    ) -> Result<(Vec<String>, Vec<u32>)> {
         let mut terms = Vec::new();
         let mut offsets = Vec::new();
-        corpus.analyzer.for_each_token(text, |t, p| {
+        let sink = |t: &str, p| {
             terms.push(t.to_string());
             offsets.push(p);
-        })?;
+        };
+        if raw {
+            corpus.analyzer.for_each_raw_token(text, sink)?;
+        } else {
+            corpus.analyzer.for_each_token(text, sink)?;
+        }
         self.terms += terms.len();
         if self.terms > MAX_QUERY_TERMS {
             return Err(FtsError::query(format!(
@@ -135,12 +145,16 @@ impl<'c, 'a> Evaluator<'c, 'a> {
         Ok((terms, offsets))
     }
 
+    /// A match: exact terms are analyzed like documents; a fuzzy match (fuzziness not 0) splits
+    /// its text with the base tokenizer alone and expands each raw term in the dictionary, as
+    /// LanceDB does (`"Runs"` at distance 1 finds nothing in a lower-cased index).
     fn match_on(&mut self, corpus: &Corpus<'_>, m: &MatchQuery) -> Result<Scores> {
-        let (mut tokens, _) = self.analyze(corpus, &m.terms)?;
+        let fuzzy = m.fuzziness != Some(0);
+        let (mut tokens, _) = self.analyze(corpus, &m.terms, fuzzy)?;
         let mut seen = std::collections::HashSet::new();
         tokens.retain(|t| seen.insert(t.clone()));
         let distances: Vec<u32> = tokens.iter().map(|t| m.fuzziness_for(t)).collect();
-        let groups = if distances.iter().all(|&d| d == 0) {
+        let groups = if !fuzzy {
             tokens.into_iter().map(|t| vec![t]).collect()
         } else {
             fuzzy::expand(
@@ -164,7 +178,7 @@ impl<'c, 'a> Evaluator<'c, 'a> {
         if !corpus.with_position {
             return Err(FtsError::PositionsRequired);
         }
-        let (terms, offsets) = self.analyze(corpus, &p.terms)?;
+        let (terms, offsets) = self.analyze(corpus, &p.terms, false)?;
         Ok(phrase_scores(corpus, &terms, &offsets, p.slop))
     }
 

@@ -97,8 +97,8 @@ struct Acc {
 }
 
 /// Builds a [`Segment`] from rows: `(row_id, texts)`, one text for a string column, the elements
-/// for a list of strings (tokenized one after the other, positions running on). A row with no text
-/// at all (a null) is not a document.
+/// for a list of strings (tokenized one after the other, positions running on). A row whose texts
+/// give no token (null, empty, only stop words) is not a document, as in Lance.
 pub struct SegmentBuilder<'a> {
     analyzer: &'a Analyzer,
     with_position: bool,
@@ -132,7 +132,7 @@ impl<'a> SegmentBuilder<'a> {
     }
 
     /// Adds a row whose document is several texts (a list of strings; null elements skipped by
-    /// the caller). An empty list is a document with no tokens.
+    /// the caller). A row with no token at all is left out.
     pub fn add_texts<'t>(
         &mut self,
         row_id: u64,
@@ -171,8 +171,12 @@ impl<'a> SegmentBuilder<'a> {
             }
         }
         self.scratch = scratch;
-        self.row_ids.push(row_id);
-        self.lengths.push(length);
+        // A text with no tokens (empty, only stop words) is no document, as in Lance: it counts
+        // in neither N nor the average length.
+        if length > 0 {
+            self.row_ids.push(row_id);
+            self.lengths.push(length);
+        }
         Ok(())
     }
 

@@ -223,6 +223,9 @@ fn ref_column(world: &World, c: usize, analyzer: &Analyzer) -> RefColumn {
             .into_iter()
             .map(|t| (t.text, t.position))
             .collect();
+        if tokens.is_empty() {
+            continue; // no tokens, no document (Lance)
+        }
         let distinct: BTreeSet<&String> = tokens.iter().map(|(t, _)| t).collect();
         for t in distinct {
             *df.entry(t.clone()).or_default() += 1;
@@ -359,13 +362,23 @@ impl Reference<'_> {
     }
 
     fn groups(&self, col: &RefColumn, m: &MatchQuery) -> Vec<Vec<String>> {
+        let fuzzy = m.fuzziness != Some(0);
+        let mut raw = Vec::new();
+        let analyzed = if fuzzy {
+            // Fuzzy terms: the base tokenizer alone (LanceDB's behaviour).
+            self.analyzer
+                .for_each_raw_token(&m.terms, |t, _| raw.push(t.to_string()))
+                .expect("raw");
+            raw
+        } else {
+            self.analyze(&m.terms).into_iter().map(|(t, _)| t).collect()
+        };
         let mut tokens: Vec<String> = Vec::new();
-        for (t, _) in self.analyze(&m.terms) {
+        for t in analyzed {
             if !tokens.contains(&t) {
                 tokens.push(t);
             }
         }
-        let fuzzy = tokens.iter().any(|t| m.fuzziness_for(t) > 0);
         if !fuzzy {
             return tokens.into_iter().map(|t| vec![t]).collect();
         }

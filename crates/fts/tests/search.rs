@@ -215,3 +215,30 @@ fn hostile_input_gets_clear_errors_and_bounded_work() {
     .to_string();
     assert!(err.contains("no FTS index"), "{err}");
 }
+
+/// LanceDB splits a fuzzy query with the base tokenizer alone: no lower case, stemming, stop words
+/// or folding (measured on its engine: "Runs"~1 finds nothing, "runs"~1 finds "run", "the"~1 finds
+/// "ahe").
+#[test]
+fn fuzzy_terms_are_not_analyzed() {
+    let a = Analyzer::new(&FtsParams::default()).expect("analyzer");
+    let seg = segment(&a, true, &[(1, "ahe zzz"), (2, "glue"), (3, "runs")]);
+    let fuzzy = |terms: &str| {
+        FtsQuery::Match(MatchQuery {
+            fuzziness: Some(1),
+            ..MatchQuery::new(Some("t".into()), terms)
+        })
+    };
+    let rows = |q: &FtsQuery| {
+        run(vec![col(&a, vec![&seg], vec![])], LiveRows::All, q)
+            .expect("search")
+            .iter()
+            .map(|h| h.row_id)
+            .collect::<Vec<_>>()
+    };
+    assert!(rows(&fuzzy("Runs")).is_empty());
+    assert_eq!(rows(&fuzzy("runs")), vec![3]);
+    assert_eq!(rows(&fuzzy("the")), vec![1]);
+    assert_eq!(rows(&fuzzy("glues")), vec![2]);
+    assert_eq!(rows(&m("Runs")), vec![3], "exact terms are analyzed");
+}
