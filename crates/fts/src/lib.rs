@@ -19,6 +19,7 @@ mod fuzzy;
 pub mod params;
 mod phrase;
 pub mod query;
+pub mod remap;
 pub mod search;
 pub mod segment;
 
