@@ -62,6 +62,7 @@ impl CreateIndexBody {
             max_iterations: self.max_iterations,
             m: self.m,
             ef_construction: self.ef_construction,
+            fts: None,
         })
     }
 }

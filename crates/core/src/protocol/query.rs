@@ -126,6 +126,7 @@ impl QueryBody {
                 .map(|o| usize::try_from(o).unwrap_or(usize::MAX)),
             with_row_id: self.with_row_id == Some(true),
             nearest,
+            full_text: None,
         })
     }
 
