@@ -242,3 +242,34 @@ fn fuzzy_terms_are_not_analyzed() {
     assert_eq!(rows(&fuzzy("glues")), vec![2]);
     assert_eq!(rows(&m("Runs")), vec![3], "exact terms are analyzed");
 }
+
+/// A list of strings is one document per row, positions running on across elements (a phrase may
+/// span two). The scores are LanceDB's own for the same rows (measured with lancedb 0.40).
+#[test]
+fn lists_of_strings_score_as_lancedb() {
+    let a = Analyzer::new(&FtsParams::default()).expect("analyzer");
+    let mut b = SegmentBuilder::new(&a, true);
+    b.add_texts(1, ["quick", "brown fox"]).expect("add");
+    b.add_texts(2, ["quick brown"]).expect("add");
+    b.add_texts(3, ["xq", "xq", "dog"]).expect("add");
+    let seg = b.finish().expect("segment");
+    let phrase = FtsQuery::Phrase(PhraseQuery {
+        column: Some("t".into()),
+        terms: "quick brown".into(),
+        slop: 0,
+    });
+    let got = run(vec![col(&a, vec![&seg], vec![])], LiveRows::All, &phrase).expect("phrase");
+    let want = [(2, 1.047_096_7), (1, 0.894_277_2)];
+    assert_eq!(got.len(), 2);
+    for (g, (row, score)) in got.iter().zip(want) {
+        assert_eq!(g.row_id, row);
+        assert!((g.score - score).abs() < 1e-5, "{} vs {score}", g.score);
+    }
+    let got = run(
+        vec![col(&a, vec![&seg], vec![])],
+        LiveRows::All,
+        &m("quick"),
+    )
+    .expect("match");
+    assert!((got[0].score - 0.523_548_4).abs() < 1e-5 && (got[1].score - 0.447_138_6).abs() < 1e-5);
+}
