@@ -552,8 +552,6 @@ fn reference(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
-
     #[test]
     fn every_query_type_equals_the_reference(
         ops in proptest::collection::vec(op_strategy(), 1..60),
