@@ -309,6 +309,20 @@ fn life_cycle_layout_and_refusals() {
         .expect("empty")
         .iter()
         .all(|b| b.num_rows() == 0));
+    // SQL projections and an ordering go through the shared last steps, `_score` kept.
+    let req = QueryRequest {
+        full_text: Some(FtsQuery::Match(MatchQuery::new(None, "brown"))),
+        projections: Some(vec![("x".into(), "id * 2".into())]),
+        ..Default::default()
+    };
+    let b = t.query_sync(&req).expect("projections");
+    let names: Vec<String> = b[0]
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    assert_eq!(names, vec!["x", "_score"]);
     // Phrase without positions: LanceDB's error.
     let phrase = FtsQuery::Phrase(PhraseQuery {
         column: None,
