@@ -618,8 +618,7 @@ function s3Options() {
 async function objectStore(onS3) {
   const uri = onS3 ? `s3://memwal-test/bench-${engine}-${process.pid}-${Date.now()}` : path.join(dir, "db");
   const opts = onS3 ? { storageOptions: s3Options() } : {};
-  const open = async () =>
-    engine === "memwal" ? (await memwalDb(uri, opts)).db : await require("@lancedb/lancedb").connect(uri, opts);
+  const open = async () => (engine === "memwal" ? (await memwalDb(uri, opts)).db : await require("@lancedb/lancedb").connect(uri, opts));
   const tbl = await (await open()).createTable("t", input(rows(range(0, 20_000))));
   const up = await sequential(tbl, 100, 200, 20_000);
   const t2 = await (await open()).openTable("t");
@@ -648,9 +647,7 @@ async function objectStore(onS3) {
  * the WAL is on local disk in both. */
 async function servedObjectStore(onS3) {
   const m = require("../dist/lib/index.js");
-  const where = onS3
-    ? { data: `s3://memwal-test/bench-kd-${process.pid}-${Date.now()}`, storageOptions: s3Options() }
-    : {};
+  const where = onS3 ? { data: `s3://memwal-test/bench-kd-${process.pid}-${Date.now()}`, storageOptions: s3Options() } : {};
   const server = await m.serve({ dataDir: path.join(dir, "server"), apiKey: "k", ...where });
   const db = await m.connect("db://bench", { apiKey: "k", hostOverride: server.url });
   const tbl = await db.createTable("t", input(rows(range(0, 20_000))));

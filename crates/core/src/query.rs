@@ -30,6 +30,9 @@ pub struct QueryRequest {
     /// Rank rows by distance to query vectors (a vector query: `limit` is
     /// `k`, 10 when `None`).
     pub nearest: Option<VectorQuery>,
+    /// Rank rows by BM25 over the FTS-indexed columns (a full-text query: `limit` is 10 when
+    /// `None`; the answer has `_score`). Leaves without a column search every indexed column.
+    pub full_text: Option<memwal_fts::FtsQuery>,
 }
 
 /// One sort key of `order_by`.

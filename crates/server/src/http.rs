@@ -14,10 +14,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use memwal_core::protocol::{
-    self, header, CreateIndexBody, DeleteResponse, IndexEntry, IndexListResponse,
-    IndexStatsResponse, MergeInsertResponse, OptimizeResponse, PredicateBody, QueryBody,
-    UpdateBody, UpdateResponse, VersionBody, VersionResponse, ARROW_FILE, ARROW_STREAM,
-    PHALANX_VERSION,
+    self, header, DeleteResponse, IndexEntry, IndexListResponse, IndexStatsResponse,
+    MergeInsertResponse, OptimizeResponse, PredicateBody, QueryBody, UpdateBody, UpdateResponse,
+    VersionBody, VersionResponse, ARROW_FILE, ARROW_STREAM, PHALANX_VERSION,
 };
 use memwal_core::table::scan::answer_schema;
 use memwal_core::{ipc, json_schema, NativeTable, Table};
@@ -834,8 +833,8 @@ async fn create_index(
     Path(name): Path<String>,
     body: Bytes,
 ) -> Result<Json<Value>> {
-    let b: CreateIndexBody = json_body(&body)?;
-    let req = b.to_request()?;
+    let v: Value = json_body(&body)?;
+    let req = memwal_core::protocol::create_index_request(&v)?;
     state.table(&name)?.build_index(req).await?;
     Ok(Json(json!({})))
 }

@@ -6,6 +6,7 @@
 //! rows of other fragments are "unindexed" and searched exactly.
 
 pub mod btree;
+pub mod fts;
 pub mod hnsw;
 pub mod ivf;
 pub mod kmeans;
@@ -29,6 +30,8 @@ pub enum IndexType {
     IvfHnswSq,
     /// A scalar column's values, sorted ([`btree`]).
     BTree,
+    /// Full-text search: an inverted index over a string column ([`fts`], `memwal-fts`).
+    Fts,
 }
 
 /// Index types of the protocol memwal does not build yet.
@@ -40,8 +43,6 @@ const NOT_YET: &[&str] = &[
     "BITMAP",
     "LABEL_LIST",
     "FM",
-    "FTS",
-    "INVERTED",
 ];
 
 impl IndexType {
@@ -52,12 +53,13 @@ impl IndexType {
             IndexType::IvfPq => "IVF_PQ",
             IndexType::IvfHnswSq => "IVF_HNSW_SQ",
             IndexType::BTree => "BTREE",
+            IndexType::Fts => "FTS",
         }
     }
 
     /// Whether it indexes vectors.
     pub fn is_vector(self) -> bool {
-        self != IndexType::BTree
+        !matches!(self, IndexType::BTree | IndexType::Fts)
     }
 }
 
@@ -76,11 +78,12 @@ impl FromStr for IndexType {
             "IVF_PQ" => Ok(IndexType::IvfPq),
             "IVF_HNSW_SQ" => Ok(IndexType::IvfHnswSq),
             "BTREE" => Ok(IndexType::BTree),
+            "FTS" | "INVERTED" => Ok(IndexType::Fts),
             other if NOT_YET.contains(&other) => Err(Error::not_supported(format!(
-                "index type {other} is not supported by memwal yet (IVF_FLAT, IVF_PQ, IVF_HNSW_SQ and BTREE are)"
+                "index type {other} is not supported by memwal yet (IVF_FLAT, IVF_PQ, IVF_HNSW_SQ, BTREE and FTS are)"
             ))),
             other => Err(Error::invalid(format!(
-                "unknown index type \"{other}\" (memwal builds IVF_FLAT, IVF_PQ, IVF_HNSW_SQ and BTREE)"
+                "unknown index type \"{other}\" (memwal builds IVF_FLAT, IVF_PQ, IVF_HNSW_SQ, BTREE and FTS)"
             ))),
         }
     }
@@ -115,6 +118,8 @@ pub struct IndexRequest {
     pub m: Option<u32>,
     /// HNSW build width (300 when `None`).
     pub ef_construction: Option<u32>,
+    /// FTS: the inverted index's parameters (Lance's defaults when `None`).
+    pub fts: Option<memwal_fts::FtsParams>,
 }
 
 impl IndexRequest {
@@ -153,7 +158,8 @@ impl IndexRequest {
         ];
         match given.iter().find(|(_, g)| *g) {
             Some((name, _)) => Err(Error::invalid(format!(
-                "{name} applies to vector indexes, not to the BTREE index on '{}'",
+                "{name} applies to vector indexes, not to the {} index on '{}'",
+                self.index_type.unwrap_or(IndexType::BTree),
                 self.column
             ))),
             None => Ok(()),

@@ -62,8 +62,36 @@ impl CreateIndexBody {
             max_iterations: self.max_iterations,
             m: self.m,
             ef_construction: self.ef_construction,
+            fts: None,
         })
     }
+}
+
+/// Reads a `create_index/` body: an FTS index (`index_type` `FTS` or `INVERTED`) takes Lance's
+/// inverted-index parameters flattened in, read leniently as Lance reads them (unknown fields
+/// ignored, unsupported tokenizers refused by name); every other type goes through
+/// [`CreateIndexBody`], where an unknown field is an error naming it.
+pub fn create_index_request(body: &Value) -> Result<IndexRequest> {
+    let t = body
+        .get("index_type")
+        .and_then(Value::as_str)
+        .map(str::to_ascii_uppercase);
+    if !matches!(t.as_deref(), Some("FTS" | "INVERTED")) {
+        let b: CreateIndexBody = serde_json::from_value(body.clone())
+            .map_err(|e| crate::error::Error::invalid(format!("malformed JSON body: {e}")))?;
+        return b.to_request();
+    }
+    let column = body
+        .get("column")
+        .and_then(Value::as_str)
+        .ok_or_else(|| crate::error::Error::invalid("create_index needs a `column`"))?;
+    Ok(IndexRequest {
+        name: body.get("name").and_then(Value::as_str).map(str::to_string),
+        replace: body.get("replace").and_then(Value::as_bool).unwrap_or(true),
+        index_type: Some(IndexType::Fts),
+        fts: Some(memwal_fts::FtsParams::from_json(body)?),
+        ..IndexRequest::new(column)
+    })
 }
 
 /// The `create_index/` body for `req`, as the official clients write it.
@@ -72,6 +100,12 @@ pub fn create_index_body(req: &IndexRequest) -> Value {
     m.insert("column".into(), json!(req.column));
     let t = req.index_type.unwrap_or(IndexType::IvfPq);
     m.insert("index_type".into(), json!(t.as_str()));
+    if t == IndexType::Fts {
+        // The inverted index's parameters, flattened in, defaults included (as the clients send).
+        if let Ok(Value::Object(p)) = serde_json::to_value(req.fts.clone().unwrap_or_default()) {
+            m.extend(p);
+        }
+    }
     if !t.is_vector() {
         // A scalar index: the official clients send no parameters.
         name_and_replace(&mut m, req);
@@ -222,6 +256,30 @@ impl IndexStatsResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fts_bodies_are_read_leniently() {
+        let body = json!({"column": "t", "index_type": "FTS", "with_position": true, "ascii_folding": false,
+            "block_size": 128, "lance_tokenizer": "text"});
+        let req = create_index_request(&body).expect("fts");
+        let p = req.fts.clone().expect("params");
+        assert!(p.with_position && !p.ascii_folding);
+        assert_eq!(
+            create_index_request(&create_index_body(&req)).expect("again"),
+            req
+        );
+        let bad =
+            json!({"column": "t", "index_type": "INVERTED", "base_tokenizer": "jieba/default"});
+        assert!(create_index_request(&bad)
+            .expect_err("jieba")
+            .to_string()
+            .contains("base_tokenizer"));
+        let strict = json!({"column": "v", "index_type": "IVF_PQ", "ascii_folding": true});
+        assert!(create_index_request(&strict)
+            .expect_err("unknown")
+            .to_string()
+            .contains("ascii_folding"));
+    }
 
     #[test]
     fn create_index_body_round_trips_and_refuses() {

@@ -17,7 +17,8 @@ pub use evolve::{
     AddColumnsBody, AlterColumnsBody, AlterationBody, DropColumnsBody, NewColumnBody,
 };
 pub use index::{
-    create_index_body, CreateIndexBody, IndexEntry, IndexListResponse, IndexStatsResponse,
+    create_index_body, create_index_request, CreateIndexBody, IndexEntry, IndexListResponse,
+    IndexStatsResponse,
 };
 pub use query::{query_body, ExplainBody, QueryBody, PHALANX_VERSION};
 

@@ -93,14 +93,13 @@ impl QueryBody {
     /// The request this body asks for; what memwal does not implement is
     /// refused naming the field.
     pub fn to_request(&self) -> Result<QueryRequest> {
-        let not = |what: &str| {
-            Err(Error::not_supported(format!(
-                "{what} is not supported by memwal yet"
-            )))
+        let full_text = match self.full_text_query.as_ref().filter(|v| !v.is_null()) {
+            Some(v) => Some(
+                memwal_fts::parse_full_text_query(v)
+                    .map_err(|e| Error::invalid(format!("`full_text_query`: {e}")))?,
+            ),
+            None => None,
         };
-        if self.full_text_query.as_ref().is_some_and(|v| !v.is_null()) {
-            return not("full-text search (the `full_text_query` field)");
-        }
         let nearest = if self.has_vector() {
             Some(self.vector_query()?)
         } else if self.lower_bound.is_some() || self.upper_bound.is_some() {
@@ -126,6 +125,7 @@ impl QueryBody {
                 .map(|o| usize::try_from(o).unwrap_or(usize::MAX)),
             with_row_id: self.with_row_id == Some(true),
             nearest,
+            full_text,
         })
     }
 
@@ -272,6 +272,13 @@ pub fn query_body(req: &QueryRequest, version: Option<u64>) -> Value {
         "version": version,
     });
     match &req.nearest {
+        None if req.full_text.is_some() => {
+            // As the official client sends a full-text search: the structured query, k 10 unless
+            // a limit is set.
+            body["k"] = json!(req.limit.unwrap_or(crate::vector::DEFAULT_K));
+            body["vector"] = json!([]);
+            body["full_text_query"] = json!({ "query": req.full_text });
+        }
         None => {
             body["k"] = json!(req.limit.map_or(i64::MAX as u64, |k| k as u64));
             body["vector"] = json!([]);
@@ -419,6 +426,26 @@ mod tests {
     }
 
     #[test]
+    fn full_text_bodies_round_trip() {
+        let legacy = parse(
+            json!({"vector": [], "k": 10, "full_text_query": {"columns": ["t"], "query": "a b"}}),
+        )
+        .expect("legacy");
+        assert!(matches!(
+            legacy.full_text,
+            Some(memwal_fts::FtsQuery::Match(_))
+        ));
+        let q = json!({"match": {"column": "t", "terms": "a", "boost": 1.0, "fuzziness": 0,
+            "max_expansions": 50, "operator": "And", "prefix_length": 0}});
+        let req = parse(json!({"vector": [], "k": 5, "full_text_query": {"query": q}}))
+            .expect("structured");
+        assert_eq!(req.limit, Some(5));
+        let body = query_body(&req, None);
+        assert_eq!(body["full_text_query"]["query"], q);
+        assert_eq!(parse(body).expect("again").full_text, req.full_text);
+    }
+
+    #[test]
     fn bad_bodies_name_the_field() {
         let e = parse(json!({"vector": [1.0, "x"]})).expect_err("string");
         assert!(e.to_string().contains("`vector`"), "{e}");
@@ -426,7 +453,9 @@ mod tests {
         assert!(e.to_string().contains("manhattan"), "{e}");
         let e = parse(json!({"vector": [1.0], "distance_type": "hamming"})).expect_err("hamming");
         assert!(e.to_string().contains("not supported"), "{e}");
-        let e = parse(json!({"full_text_query": {"query": "a"}})).expect_err("fts");
+        let e =
+            parse(json!({"full_text_query": {"query": {"match": {"terms": "a", "fuzziness": 9}}}}))
+                .expect_err("fts");
         assert!(e.to_string().contains("full_text_query"), "{e}");
         let e = parse(json!({"lower_bound": 1.0})).expect_err("bound");
         assert!(e.to_string().contains("lower_bound"), "{e}");

@@ -186,6 +186,7 @@ impl NativeTable {
                     IndexData::Scalar(b) => {
                         store::write_btree(storage, self.dir(), &b.remapped(&map)?)?
                     }
+                    IndexData::Text(t) => super::fts::remap_fts(storage, self.dir(), t, &map)?,
                 };
                 meta.fragment_ids.retain(|f| !moved.contains_key(f));
                 meta.fragment_ids.extend_from_slice(new_ids);

@@ -14,6 +14,7 @@ use arrow::array::{ArrayRef, RecordBatch};
 use arrow::compute::{lexsort_to_indices, take_record_batch, SortColumn, SortOptions};
 use arrow_schema::{Field, Schema, SchemaRef};
 
+use super::text_search::SCORE_COLUMN;
 use crate::error::{Error, Result};
 use crate::filter::{Predicate, Resolve};
 use crate::query::QueryRequest;
@@ -221,7 +222,7 @@ fn project(b: &RecordBatch, req: &QueryRequest) -> Result<RecordBatch> {
     let special = |n: &str| {
         matches!(
             n,
-            QUERY_INDEX_COLUMN | DISTANCE_COLUMN | ROW_ID_COLUMN | ROW_OFFSET_COLUMN
+            QUERY_INDEX_COLUMN | DISTANCE_COLUMN | SCORE_COLUMN | ROW_ID_COLUMN | ROW_OFFSET_COLUMN
         )
     };
     let mut fields: Vec<Field> = Vec::new();
@@ -271,6 +272,7 @@ fn project(b: &RecordBatch, req: &QueryRequest) -> Result<RecordBatch> {
         }
     }
     keep(DISTANCE_COLUMN, &mut fields, &mut cols);
+    keep(SCORE_COLUMN, &mut fields, &mut cols);
     if req.with_row_id || lists(req, ROW_ID_COLUMN) {
         keep(ROW_ID_COLUMN, &mut fields, &mut cols);
     }

@@ -17,6 +17,7 @@ use super::{NativeTable, Snapshot};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::index::btree::{self, BTreeIndex};
+use crate::index::fts::TextIndex;
 use crate::index::ivf::{self, IvfIndex, Vectors};
 use crate::index::{store, IndexInfo, IndexRequest, IndexType};
 use crate::manifest::IndexMeta;
@@ -42,6 +43,8 @@ pub enum IndexData {
     Vector(Arc<IvfIndex>),
     /// BTREE.
     Scalar(Arc<BTreeIndex>),
+    /// FTS.
+    Text(Arc<TextIndex>),
 }
 
 impl LoadedIndex {
@@ -49,7 +52,7 @@ impl LoadedIndex {
     pub fn vector(&self) -> Option<&IvfIndex> {
         match &self.data {
             IndexData::Vector(v) => Some(v),
-            IndexData::Scalar(_) => None,
+            _ => None,
         }
     }
 
@@ -57,7 +60,15 @@ impl LoadedIndex {
     pub fn scalar(&self) -> Option<&BTreeIndex> {
         match &self.data {
             IndexData::Scalar(s) => Some(s),
-            IndexData::Vector(_) => None,
+            _ => None,
+        }
+    }
+
+    /// The FTS index, if it is one.
+    pub fn text(&self) -> Option<&TextIndex> {
+        match &self.data {
+            IndexData::Text(t) => Some(t),
+            _ => None,
         }
     }
 }
@@ -113,7 +124,7 @@ fn vectors_of(
 }
 
 /// The position of column `name` in `snap`, or an error naming the columns.
-fn column_of(snap: &Snapshot, name: &str) -> Result<usize> {
+pub(crate) fn column_of(snap: &Snapshot, name: &str) -> Result<usize> {
     let schema = &snap.manifest.schema;
     schema.index_of(name).map_err(|_| {
         Error::invalid(format!(
@@ -148,6 +159,11 @@ fn index_type_for(snap: &Snapshot, col: usize, req: &IndexRequest) -> Result<Ind
         IndexType::BTree
     });
     let (name, dt) = (f.name(), f.data_type());
+    if t == IndexType::Fts {
+        return super::fts::check_column(name, dt)
+            .and_then(|_| req.check_scalar())
+            .map(|_| t);
+    }
     match (t.is_vector(), vector) {
         (true, _) => vector_column(snap, name).map(|_| t),
         (false, true) => Err(Error::invalid(format!(
@@ -224,9 +240,9 @@ pub(crate) fn indexed_rows(snap: &Snapshot, ix: &LoadedIndex) -> u64 {
 }
 
 /// An index built and written, not yet in a version.
-struct Built {
-    meta: IndexMeta,
-    files: Vec<crate::manifest::IndexFile>,
+pub(crate) struct Built {
+    pub(crate) meta: IndexMeta,
+    pub(crate) files: Vec<crate::manifest::IndexFile>,
 }
 
 impl NativeTable {
@@ -253,10 +269,14 @@ impl NativeTable {
                 )));
             }
         }
-        let built = if t.is_vector() {
-            self.build_vector(&snap, col, name, req)?
-        } else {
-            self.build_btree(&snap, col, name)?
+        let built = match t {
+            IndexType::Fts => {
+                let params = req.fts.clone().unwrap_or_default();
+                let (meta, files) = self.build_fts(&snap, col, name, params)?;
+                Built { meta, files }
+            }
+            t if t.is_vector() => self.build_vector(&snap, col, name, req)?,
+            _ => self.build_btree(&snap, col, name)?,
         };
         let wanted = snap.manifest.schema.field(col).data_type().clone();
         let files = built.files.clone();
@@ -440,8 +460,8 @@ impl NativeTable {
                 list.push(ix.meta.as_ref().clone());
                 continue;
             }
-            let files = self.refresh_index(&snap, ix, &fresh)?;
-            written.extend(files.clone());
+            let (files, new) = self.refresh_index(&snap, ix, &fresh)?;
+            written.extend(new);
             let mut meta = ix.meta.as_ref().clone();
             meta.files = files;
             meta.fragment_ids = all.iter().copied().collect();
@@ -484,15 +504,22 @@ impl NativeTable {
 impl NativeTable {
     /// Writes `ix` again with the rows of `fresh` fragments added and rows
     /// deleted since forgotten: a vector index folds them in with its
-    /// trained model; a BTREE is sorted again from the live rows.
+    /// trained model; a BTREE is sorted again from the live rows; an FTS
+    /// index gets one more segment. Returns every file and those written.
     fn refresh_index(
         &self,
         snap: &Snapshot,
         ix: &LoadedIndex,
         fresh: &HashSet<u64>,
-    ) -> Result<Vec<crate::manifest::IndexFile>> {
+    ) -> Result<(
+        Vec<crate::manifest::IndexFile>,
+        Vec<crate::manifest::IndexFile>,
+    )> {
+        if let IndexData::Text(t) = &ix.data {
+            return self.fold_fts(snap, &ix.meta, t, fresh);
+        }
         let storage = self.inner.storage.as_ref();
-        match &ix.data {
+        let files = match &ix.data {
             IndexData::Vector(v) => {
                 let (col, _) = vector_column(snap, &ix.meta.columns[0])?;
                 let add = vectors_of(snap, col, v.distance, Some(fresh))?;
@@ -508,7 +535,9 @@ impl NativeTable {
                 let (values, ids) = scalar_rows(snap, col)?;
                 store::write_btree(storage, self.dir(), &BTreeIndex::build(&values, ids)?)
             }
-        }
+            IndexData::Text(_) => Err(Error::internal("FTS refreshed above")),
+        }?;
+        Ok((files.clone(), files))
     }
 }
 

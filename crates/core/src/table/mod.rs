@@ -12,11 +12,13 @@ pub mod compact;
 pub mod evolve;
 pub mod explain;
 pub mod finish;
+mod fts;
 pub mod indices;
 mod merge;
 mod ops;
 pub mod scan;
 pub mod tags;
+pub mod text_search;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -306,11 +308,7 @@ impl NativeTable {
     ) -> Result<Vec<indices::LoadedIndex>> {
         let mut out = Vec::with_capacity(m.indices.len());
         for meta in &m.indices {
-            let key = meta
-                .files
-                .first()
-                .map(|f| f.path.clone())
-                .unwrap_or_default();
+            let key = cache_key(meta);
             let data = match st.ann.get(&key) {
                 Some(i) => i.clone(),
                 None => {
@@ -327,11 +325,7 @@ impl NativeTable {
         }
         if st.ann.len() > m.indices.len() + 8 {
             // Keep this version's indexes and forget older builds.
-            let keep: std::collections::HashSet<String> = m
-                .indices
-                .iter()
-                .filter_map(|i| i.files.first().map(|f| f.path.clone()))
-                .collect();
+            let keep: std::collections::HashSet<String> = m.indices.iter().map(cache_key).collect();
             st.ann.retain(|k, _| keep.contains(k));
         }
         Ok(out)
@@ -340,6 +334,10 @@ impl NativeTable {
     /// Reads the files of the index `meta` of `m`.
     fn read_index(&self, m: &Manifest, meta: &IndexMeta) -> Result<indices::IndexData> {
         use crate::index::store;
+        if meta.index_type == crate::index::IndexType::Fts.as_str() {
+            let t = crate::index::fts::read(self.storage(), self.dir(), meta)?;
+            return Ok(indices::IndexData::Text(Arc::new(t)));
+        }
         if meta.index_type != crate::index::IndexType::BTree.as_str() {
             let v = store::read(self.storage(), self.dir(), meta)?;
             return Ok(indices::IndexData::Vector(Arc::new(v)));
@@ -664,4 +662,14 @@ impl Table for NativeTable {
         }
         self.blocking(move |t| t.merge_insert_sync(&m, data)).await
     }
+}
+
+/// The key of a loaded index in the cache: its files (an FTS fold keeps the old segment files
+/// and adds one, so the first file alone does not name the build).
+fn cache_key(meta: &IndexMeta) -> String {
+    meta.files
+        .iter()
+        .map(|f| f.path.as_str())
+        .collect::<Vec<_>>()
+        .join("|")
 }

@@ -237,6 +237,9 @@ pub fn answer_schema(schema: &Schema, req: &QueryRequest) -> Result<SchemaRef> {
     if super::finish::needed(req) {
         return super::finish::answer_schema(req, |r| answer_schema(schema, r));
     }
+    if req.full_text.is_some() {
+        return super::text_search::answer_schema(schema, req);
+    }
     if req.nearest.is_some() {
         return Ok(VectorPlan::new(schema, req)?.output);
     }
@@ -266,6 +269,9 @@ pub fn with_row_ids(batch: &RecordBatch, ids: ArrayRef) -> Result<RecordBatch> {
 
 /// Scans rows of a snapshot (or searches it, for a vector query).
 pub fn scan_snapshot(snap: &Snapshot, req: &QueryRequest) -> Result<Vec<RecordBatch>> {
+    if req.full_text.is_some() {
+        return text_search_snapshot(snap, req).map(|b| vec![b]);
+    }
     if req.nearest.is_some() {
         return search_snapshot(snap, req).map(|b| vec![b]);
     }
@@ -298,6 +304,40 @@ pub fn search_snapshot(snap: &Snapshot, req: &QueryRequest) -> Result<RecordBatc
         })
         .collect();
     search_tiers(snap, req, &tiers)
+}
+
+/// Full-text search over a snapshot's live rows.
+pub fn text_search_snapshot(snap: &Snapshot, req: &QueryRequest) -> Result<RecordBatch> {
+    let tiers: Vec<Tier> = snap
+        .fragments
+        .iter()
+        .map(|f| Tier {
+            batch: f.batch.clone(),
+            mask: f.live_mask(),
+            row_ids: RowIds::Fragment(f.id),
+        })
+        .collect();
+    text_search_tiers(snap, req, &tiers)
+}
+
+/// Full-text search over `tiers` (live rows in their masks), the filter (BTREE-narrowed where
+/// it can be) deciding only which rows may be answered.
+pub fn text_search_tiers(
+    snap: &Snapshot,
+    req: &QueryRequest,
+    tiers: &[Tier],
+) -> Result<RecordBatch> {
+    let filter = RowFilter::new(snap, req.filter.as_deref())?;
+    let allowed = match &filter {
+        Some(f) => Some(
+            tiers
+                .iter()
+                .map(|t| f.narrow_tier(t))
+                .collect::<Result<Vec<_>>>()?,
+        ),
+        None => None,
+    };
+    super::text_search::search(snap, req, tiers, allowed.as_deref())
 }
 
 /// Vector search over `tiers` (a snapshot's fragments, perhaps masked,

@@ -7,6 +7,7 @@ mod bad_input;
 mod cleanup;
 mod crash;
 mod evolve;
+mod fts;
 mod fuzz;
 mod index;
 mod merge;

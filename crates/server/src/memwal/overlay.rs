@@ -138,6 +138,12 @@ impl MemWalTable {
         };
         let tiers = tiers(v, mem_rows, &self.shared.base)?;
         let schema = v.snap.schema();
+        if req.full_text.is_some() {
+            // Memtable rows are a tier no FTS index covers: tokenized per query, found at once.
+            return Ok(vec![memwal_core::table::scan::text_search_tiers(
+                &v.snap, req, &tiers,
+            )?]);
+        }
         if req.nearest.is_some() {
             return Ok(vec![memwal_core::table::scan::search_tiers(
                 &v.snap, req, &tiers,

@@ -286,7 +286,7 @@ async fn regression_what_is_not_implemented_says_so() {
             "/v1/table/t/query/",
             r#"{"vector":[],"k":10,"full_text_query":{"query":"x"}}"#,
             400,
-            "full_text_query",
+            "Cannot perform full text search unless an INVERTED index has been created",
         ),
         (
             "/v1/table/t/query/",

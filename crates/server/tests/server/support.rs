@@ -112,6 +112,37 @@ impl Client {
         assert_eq!(s, 200, "{b}");
         b.trim().parse().expect("number")
     }
+    /// The status and, on 200, the Arrow batches of a `query/` with `body`.
+    pub async fn query_batches(
+        &self,
+        name: &str,
+        body: serde_json::Value,
+    ) -> (u16, Vec<arrow::array::RecordBatch>, String) {
+        let resp = self
+            .http
+            .post(format!("{}/v1/table/{name}/query/", self.base))
+            .header("x-api-key", &self.key)
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .expect("send");
+        let status = resp.status().as_u16();
+        let bytes = resp.bytes().await.expect("bytes");
+        if status != 200 {
+            return (
+                status,
+                Vec::new(),
+                String::from_utf8_lossy(&bytes).into_owned(),
+            );
+        }
+        (
+            status,
+            ipc::decode(&bytes).expect("arrow").batches,
+            String::new(),
+        )
+    }
+
     /// id -> v of every row.
     pub async fn rows(&self, name: &str, filter: Option<&str>) -> Vec<(i64, i64)> {
         let body = serde_json::json!({ "filter": filter }).to_string();

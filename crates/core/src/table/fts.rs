@@ -1,0 +1,203 @@
+//! FTS indexes of a native table: which columns can carry one (strings, lists of strings), the
+//! texts of a column's rows, building an index over a snapshot (one `memwal-fts` segment of the
+//! live rows) and folding new rows in (`optimize`: one more segment for the new fragments' rows;
+//! segments holding rows deleted since are rewritten without them, nothing tokenized twice).
+//! Querying is `text_search.rs`.
+
+use std::collections::HashSet;
+
+use arrow::array::{Array, ArrayRef, AsArray};
+use arrow_schema::DataType;
+use memwal_fts::{FtsParams, Segment, SegmentBuilder};
+
+use super::{NativeTable, Snapshot};
+use crate::error::{Error, Result};
+use crate::index::fts::{self, TextIndex};
+use crate::index::IndexType;
+use crate::manifest::{IndexFile, IndexMeta};
+
+/// Whether column `name` of type `dt` can carry an FTS index.
+pub(crate) fn check_column(name: &str, dt: &DataType) -> Result<()> {
+    let ok = match dt {
+        DataType::Utf8 | DataType::LargeUtf8 => true,
+        DataType::List(f) | DataType::LargeList(f) => {
+            matches!(f.data_type(), DataType::Utf8 | DataType::LargeUtf8)
+        }
+        _ => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "cannot build FTS on column '{name}' ({dt}): FTS indexes a string column or a list of strings"
+        )))
+    }
+}
+
+/// The texts of row `i` of a string or list-of-strings column: `None` for a null (no document).
+pub(crate) fn texts_at(col: &ArrayRef, i: usize) -> Option<Vec<&str>> {
+    if col.is_null(i) {
+        return None;
+    }
+    match col.data_type() {
+        DataType::Utf8 => Some(vec![col.as_string::<i32>().value(i)]),
+        DataType::LargeUtf8 => Some(vec![col.as_string::<i64>().value(i)]),
+        DataType::List(_) => Some(list_texts(
+            col.as_list::<i32>().values(),
+            col.as_list::<i32>().value_offsets(),
+            i,
+        )),
+        DataType::LargeList(_) => {
+            let l = col.as_list::<i64>();
+            let o: Vec<i32> = l.value_offsets()[i..=i + 1]
+                .iter()
+                .map(|&x| x as i32)
+                .collect();
+            Some(list_texts(l.values(), &[o[0], o[1]], 0))
+        }
+        _ => None,
+    }
+}
+
+fn list_texts<'a>(values: &'a ArrayRef, offsets: &[i32], i: usize) -> Vec<&'a str> {
+    let (a, b) = (offsets[i] as usize, offsets[i + 1] as usize);
+    (a..b)
+        .filter(|&j| !values.is_null(j))
+        .filter_map(|j| match values.data_type() {
+            DataType::Utf8 => Some(values.as_string::<i32>().value(j)),
+            DataType::LargeUtf8 => Some(values.as_string::<i64>().value(j)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// One segment of the live rows of column `col` in the fragments `keep` accepts.
+fn segment_of(
+    snap: &Snapshot,
+    col: usize,
+    params: &FtsParams,
+    analyzer: &memwal_fts::Analyzer,
+    keep: &dyn Fn(u64) -> bool,
+) -> Result<Segment> {
+    let mut b = SegmentBuilder::new(analyzer, params.with_position);
+    for f in snap.fragments.iter().filter(|f| keep(f.id)) {
+        let c = f.batch.column(col);
+        for i in 0..c.len() {
+            if f.deleted.contains(i as u32) {
+                continue;
+            }
+            if let Some(texts) = texts_at(c, i) {
+                b.add_texts((f.id << 32) | i as u64, texts)?;
+            }
+        }
+    }
+    Ok(b.finish()?)
+}
+
+impl NativeTable {
+    /// Builds an FTS index on column `col` of `snap` and writes its one segment.
+    pub(crate) fn build_fts(
+        &self,
+        snap: &Snapshot,
+        col: usize,
+        name: String,
+        params: FtsParams,
+    ) -> Result<(IndexMeta, Vec<IndexFile>)> {
+        let analyzer = memwal_fts::Analyzer::new(&params)?;
+        let seg = segment_of(snap, col, &params, &analyzer, &|_| true)?;
+        let file = fts::write_segment(self.inner.storage.as_ref(), self.dir(), &seg)?;
+        let meta = IndexMeta {
+            name,
+            columns: vec![snap.manifest.schema.field(col).name().clone()],
+            index_type: IndexType::Fts.as_str().into(),
+            distance_type: None,
+            dimension: 0,
+            num_sub_vectors: 0,
+            num_bits: 0,
+            params: fts::params_map(&params)?,
+            files: vec![file.clone()],
+            fragment_ids: snap.fragments.iter().map(|f| f.id).collect(),
+        };
+        Ok((meta, vec![file]))
+    }
+
+    /// The files of an FTS index with the rows of `fresh` fragments added as a new segment and
+    /// rows gone since (deleted, or in fragments no longer in `snap`) dropped from the segments
+    /// holding them; returns every file and the ones written.
+    pub(crate) fn fold_fts(
+        &self,
+        snap: &Snapshot,
+        meta: &IndexMeta,
+        text: &TextIndex,
+        fresh: &HashSet<u64>,
+    ) -> Result<(Vec<IndexFile>, Vec<IndexFile>)> {
+        let storage = self.inner.storage.as_ref();
+        let live = |id: u64| {
+            snap.fragment(id >> 32)
+                .is_some_and(|f| !f.deleted.contains((id & 0xffff_ffff) as u32))
+        };
+        let old: Vec<&IndexFile> = meta
+            .files
+            .iter()
+            .filter(|f| f.path.ends_with(fts::SEGMENT_SUFFIX))
+            .collect();
+        let (mut all, mut written) = (Vec::new(), Vec::new());
+        let out = (|| -> Result<()> {
+            for (seg, file) in text.segments.iter().zip(old) {
+                if seg.row_ids().iter().all(|&r| live(r)) {
+                    all.push(file.clone());
+                    continue;
+                }
+                let kept = seg.remapped(&|r| live(r).then_some(r))?;
+                let f = fts::write_segment(storage, self.dir(), &kept)?;
+                written.push(f.clone());
+                all.push(f);
+            }
+            if !fresh.is_empty() {
+                let col = snap
+                    .manifest
+                    .schema
+                    .index_of(&meta.columns[0])
+                    .map_err(|_| {
+                        Error::invalid(format!("FTS index {:?}: its column is gone", meta.name))
+                    })?;
+                let seg = segment_of(snap, col, &text.params, &text.analyzer, &|id| {
+                    fresh.contains(&id)
+                })?;
+                let f = fts::write_segment(storage, self.dir(), &seg)?;
+                written.push(f.clone());
+                all.push(f);
+            }
+            Ok(())
+        })();
+        if let Err(e) = out {
+            crate::index::store::remove(storage, self.dir(), &written);
+            return Err(e);
+        }
+        Ok((all, written))
+    }
+}
+
+/// The segments of `text` with row ids moved by `map` (a compaction), written anew.
+pub(crate) fn remap_fts(
+    storage: &dyn crate::storage::Storage,
+    dir: &str,
+    text: &TextIndex,
+    map: &dyn Fn(u64) -> Option<u64>,
+) -> Result<Vec<IndexFile>> {
+    let mut files = Vec::new();
+    for seg in &text.segments {
+        match seg
+            .remapped(map)
+            .map_err(Error::from)
+            .and_then(|s| fts::write_segment(storage, dir, &s))
+        {
+            Ok(f) => files.push(f),
+            Err(e) => {
+                crate::index::store::remove(storage, dir, &files);
+                return Err(e);
+            }
+        }
+    }
+    Ok(files)
+}

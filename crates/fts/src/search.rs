@@ -1,0 +1,289 @@
+//! Runs a full-text query over the corpora of its columns: match (Or / And, fuzzy), phrase, boost,
+//! boolean and multi_match, each leaf scored with BM25 on its column's global live statistics; then
+//! the caller's filter, the order (score descending, then row id ascending) and the page.
+//! Talks to `corpus.rs`, `query.rs`, `fuzzy.rs`, `phrase.rs`, `bm25.rs`.
+
+use std::collections::HashMap;
+
+use crate::bm25;
+use crate::corpus::Corpus;
+use crate::error::{FtsError, Result};
+use crate::fuzzy;
+use crate::phrase;
+use crate::query::{BooleanQuery, FtsQuery, MatchQuery, Operator, PhraseQuery};
+
+/// Most analyzed terms (before fuzzy expansion) one query may hold in all its leaves.
+pub const MAX_QUERY_TERMS: usize = 1024;
+
+/// One answer row.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScoredRow {
+    /// The row id.
+    pub row_id: u64,
+    /// Its BM25 score.
+    pub score: f32,
+}
+
+/// Rows matched by a query node, with their scores.
+type Scores = HashMap<u64, f64>;
+
+/// The best `limit` rows (all without a limit) after `offset`, of the rows `keep` accepts (all
+/// without one). Leaves without a column get every column of `corpora` (Lance's rule).
+pub fn search(
+    corpora: &[Corpus<'_>],
+    query: &FtsQuery,
+    keep: Option<&dyn Fn(u64) -> bool>,
+    limit: Option<usize>,
+    offset: usize,
+) -> Result<Vec<ScoredRow>> {
+    query.validate()?;
+    let names: Vec<String> = corpora.iter().map(|c| c.name.clone()).collect();
+    let query = query.fill_columns(&names, false)?;
+    let mut ev = Evaluator { corpora, terms: 0 };
+    let scores = ev.eval(&query)?;
+    let mut rows: Vec<ScoredRow> = scores
+        .into_iter()
+        .filter(|(row, _)| keep.is_none_or(|k| k(*row)))
+        .map(|(row_id, s)| ScoredRow {
+            row_id,
+            score: s as f32,
+        })
+        .collect();
+    rows.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.row_id.cmp(&b.row_id)));
+    let end = limit.map_or(rows.len(), |l| offset.saturating_add(l).min(rows.len()));
+    Ok(rows
+        .get(offset.min(end)..end)
+        .map(<[ScoredRow]>::to_vec)
+        .unwrap_or_default())
+}
+
+struct Evaluator<'c, 'a> {
+    corpora: &'c [Corpus<'a>],
+    terms: usize,
+}
+
+impl<'c, 'a> Evaluator<'c, 'a> {
+    fn eval(&mut self, q: &FtsQuery) -> Result<Scores> {
+        match q {
+            FtsQuery::Match(m) => {
+                let corpus = self.corpus(m.column.as_deref())?;
+                self.match_on(corpus, m)
+            }
+            FtsQuery::Phrase(p) => self.phrase(p),
+            FtsQuery::Boost(b) => {
+                let pos = self.eval(&b.positive)?;
+                let neg = self.eval(&b.negative)?;
+                let w = f64::from(b.negative_boost);
+                Ok(pos
+                    .into_iter()
+                    .map(|(r, s)| (r, s - w * neg.get(&r).copied().unwrap_or(0.0)))
+                    .collect())
+            }
+            FtsQuery::MultiMatch(mm) => {
+                let mut best = Scores::new();
+                for (i, column) in mm.columns.iter().enumerate() {
+                    let boost = mm
+                        .boost
+                        .as_ref()
+                        .and_then(|b| b.get(i))
+                        .copied()
+                        .unwrap_or(1.0);
+                    let m = MatchQuery {
+                        boost,
+                        operator: mm.operator,
+                        ..MatchQuery::new(Some(column.clone()), mm.query.clone())
+                    };
+                    let corpus = self.corpus(Some(column))?;
+                    for (row, s) in self.match_on(corpus, &m)? {
+                        let e = best.entry(row).or_insert(s);
+                        *e = e.max(s);
+                    }
+                }
+                Ok(best)
+            }
+            FtsQuery::Boolean(b) => self.boolean(b),
+        }
+    }
+
+    fn corpus(&self, column: Option<&str>) -> Result<&'c Corpus<'a>> {
+        let name = column
+            .ok_or_else(|| FtsError::Column("the column must be specified in the query".into()))?;
+        let corpora: &'c [Corpus<'a>] = self.corpora;
+        corpora.iter().find(|c| c.name == name).ok_or_else(|| {
+            FtsError::Column(format!(
+                "column {name:?} has no FTS index; create one with index_type FTS"
+            ))
+        })
+    }
+
+    /// The analyzed terms of `text` and their query offsets; `raw`: the base tokenizer's alone.
+    fn analyze(
+        &mut self,
+        corpus: &Corpus<'_>,
+        text: &str,
+        raw: bool,
+    ) -> Result<(Vec<String>, Vec<u32>)> {
+        let mut terms = Vec::new();
+        let mut offsets = Vec::new();
+        let sink = |t: &str, p| {
+            terms.push(t.to_string());
+            offsets.push(p);
+        };
+        if raw {
+            corpus.analyzer.for_each_raw_token(text, sink)?;
+        } else {
+            corpus.analyzer.for_each_token(text, sink)?;
+        }
+        self.terms += terms.len();
+        if self.terms > MAX_QUERY_TERMS {
+            return Err(FtsError::query(format!(
+                "the query has more than {MAX_QUERY_TERMS} terms after analysis"
+            )));
+        }
+        let first = offsets.first().copied().unwrap_or(0);
+        offsets.iter_mut().for_each(|o| *o -= first);
+        Ok((terms, offsets))
+    }
+
+    /// A match: exact terms are analyzed like documents; a fuzzy match (fuzziness not 0) splits
+    /// its text with the base tokenizer alone and expands each raw term in the dictionary, as
+    /// LanceDB does (`"Runs"` at distance 1 finds nothing in a lower-cased index).
+    fn match_on(&mut self, corpus: &Corpus<'_>, m: &MatchQuery) -> Result<Scores> {
+        let fuzzy = m.fuzziness != Some(0);
+        let (mut tokens, _) = self.analyze(corpus, &m.terms, fuzzy)?;
+        let mut seen = std::collections::HashSet::new();
+        tokens.retain(|t| seen.insert(t.clone()));
+        let distances: Vec<u32> = tokens.iter().map(|t| m.fuzziness_for(t)).collect();
+        let groups = if !fuzzy {
+            tokens.into_iter().map(|t| vec![t]).collect()
+        } else {
+            fuzzy::expand(
+                corpus,
+                &tokens,
+                &distances,
+                m.prefix_length,
+                m.max_expansions,
+            )
+        };
+        Ok(score_groups(
+            corpus,
+            &groups,
+            f64::from(m.boost),
+            m.operator,
+        ))
+    }
+
+    fn phrase(&mut self, p: &PhraseQuery) -> Result<Scores> {
+        let corpus = self.corpus(p.column.as_deref())?;
+        if !corpus.with_position {
+            return Err(FtsError::PositionsRequired);
+        }
+        let (terms, offsets) = self.analyze(corpus, &p.terms, false)?;
+        Ok(phrase_scores(corpus, &terms, &offsets, p.slop))
+    }
+
+    fn boolean(&mut self, b: &BooleanQuery) -> Result<Scores> {
+        let mut out: Option<Scores> = None;
+        for q in &b.must {
+            let s = self.eval(q)?;
+            out = Some(match out {
+                None => s,
+                Some(acc) => acc
+                    .into_iter()
+                    .filter_map(|(r, v)| s.get(&r).map(|w| (r, v + w)))
+                    .collect(),
+            });
+        }
+        let require_should = out.is_none();
+        let mut acc = out.unwrap_or_default();
+        for q in &b.should {
+            for (r, v) in self.eval(q)? {
+                match acc.get_mut(&r) {
+                    Some(e) => *e += v,
+                    None if require_should => {
+                        acc.insert(r, v);
+                    }
+                    None => {}
+                }
+            }
+        }
+        for q in &b.must_not {
+            for r in self.eval(q)?.keys() {
+                acc.remove(r);
+            }
+        }
+        Ok(acc)
+    }
+}
+
+/// BM25 over term groups (a group is one query term and its fuzzy expansions): Or keeps rows
+/// matching any group, And rows matching every group; a row's score sums its matched terms.
+fn score_groups(corpus: &Corpus<'_>, groups: &[Vec<String>], boost: f64, op: Operator) -> Scores {
+    let stats = corpus.stats();
+    let avgdl = stats.avgdl();
+    // row -> (score, groups matched, last group counted)
+    let mut acc: HashMap<u64, (f64, usize, usize)> = HashMap::new();
+    for (g, group) in groups.iter().enumerate() {
+        for term in group {
+            let idf = bm25::idf(stats.num_docs, corpus.df(term));
+            corpus.for_each_hit(term, |h| {
+                let e = acc.entry(h.row_id).or_insert((0.0, 0, usize::MAX));
+                e.0 += boost * bm25::term_score(idf, h.tf, h.doc_len, avgdl);
+                if e.2 != g {
+                    e.1 += 1;
+                    e.2 = g;
+                }
+            });
+        }
+    }
+    let need = if op == Operator::And { groups.len() } else { 1 };
+    acc.into_iter()
+        .filter(|(_, (_, n, _))| *n >= need)
+        .map(|(r, (s, _, _))| (r, s))
+        .collect()
+}
+
+/// Per row: its score so far and the positions of each distinct phrase term.
+type PhraseRows = HashMap<u64, (f64, Vec<Option<Vec<u32>>>)>;
+
+/// Rows holding the phrase, scored as a match of its distinct terms.
+fn phrase_scores(corpus: &Corpus<'_>, terms: &[String], offsets: &[u32], slop: u32) -> Scores {
+    if terms.is_empty() {
+        return Scores::new();
+    }
+    let stats = corpus.stats();
+    let avgdl = stats.avgdl();
+    let mut distinct: Vec<&String> = Vec::new();
+    for t in terms {
+        if !distinct.contains(&t) {
+            distinct.push(t);
+        }
+    }
+    // row -> (score, positions per distinct term)
+    let mut rows: PhraseRows = HashMap::new();
+    for (i, term) in distinct.iter().enumerate() {
+        let idf = bm25::idf(stats.num_docs, corpus.df(term));
+        corpus.for_each_hit(term, |h| {
+            if i > 0 && !rows.contains_key(&h.row_id) {
+                return;
+            }
+            let e = rows
+                .entry(h.row_id)
+                .or_insert_with(|| (0.0, vec![None; distinct.len()]));
+            e.0 += bm25::term_score(idf, h.tf, h.doc_len, avgdl);
+            e.1[i] = Some(h.positions.to_vec());
+        });
+    }
+    let index_of = |t: &String| distinct.iter().position(|d| *d == t).unwrap_or(0);
+    rows.into_iter()
+        .filter_map(|(row, (score, lists))| {
+            let lists: Option<Vec<&[u32]>> = terms
+                .iter()
+                .map(|t| lists[index_of(t)].as_deref())
+                .collect();
+            lists
+                .filter(|l| phrase::matches(l, offsets, slop))
+                .map(|_| (row, score))
+        })
+        .collect()
+}
