@@ -366,6 +366,8 @@ impl QueryOptions {
             offset: non_negative(self.offset, "offset")?,
             with_row_id: self.with_row_id.unwrap_or(false),
             nearest,
+            // Full-text queries from TS are not wired yet (README: not done).
+            full_text: None,
         })
     }
 }
