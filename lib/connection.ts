@@ -148,10 +148,10 @@ export class Connection {
   /** For a remote database: the host requests go to, and the namespace delimiter of table ids. */
   private readonly remote?: { host: string; delimiter: string };
 
-  /** @internal */
   /** Seconds between checks for other writers' versions (0: every read). */
   private readonly consistency: number;
 
+  /** @internal */
   constructor(inner: NativeConnection, remote?: { host: string; delimiter: string }, consistency = 0) {
     this._inner = inner;
     this._uri = inner.uri;

@@ -74,6 +74,7 @@ export type { ExecuteOptions, MergeResult } from "./merge";
 export { MergeInsertBuilder } from "./merge";
 export type { LsmStats, NativeMergeResult, NativeServeOptions, TableStatistics } from "./native";
 export {
+  type Creator,
   PermutationBuilder,
   permutationBuilder,
   type ShuffleOptions,
@@ -84,7 +85,7 @@ export {
 } from "./permutation";
 export type { DistanceType, IntoVector } from "./query";
 export { type ColumnOrdering, Query, VectorQuery } from "./query";
-export { type ScanHandle, Scannable, type ScannableOptions } from "./scannable";
+export { type BatchSource, type ScanHandle, Scannable, type ScannableOptions } from "./scannable";
 export type { ServeOptions, Server } from "./server";
 export { serve } from "./server";
 export type {

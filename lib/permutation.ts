@@ -48,7 +48,7 @@ export interface ShuffleOptions {
 }
 
 /** Where a connection can create the permutation table (memwal's Connection). */
-interface Creator {
+export interface Creator {
   createTable(name: string, data: ArrowTable): Promise<Table>;
 }
 

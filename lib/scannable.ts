@@ -19,7 +19,8 @@ export interface ScannableOptions {
   rescannable?: boolean;
 }
 
-type BatchSource = AsyncIterable<RecordBatch> | Iterable<RecordBatch> | AsyncIterator<RecordBatch> | Iterator<RecordBatch>;
+/** What a Scannable's factory returns: batches, sync or async, as an iterable or an iterator. */
+export type BatchSource = AsyncIterable<RecordBatch> | Iterable<RecordBatch> | AsyncIterator<RecordBatch> | Iterator<RecordBatch>;
 
 /** A pull-based iterator over whatever a factory returned. */
 function iteratorOf(source: unknown): AsyncIterator<RecordBatch> | Iterator<RecordBatch> {
