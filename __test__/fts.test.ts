@@ -158,5 +158,9 @@ describe.each(kinds)("full-text search on a %s table", (kind, open) => {
         .nearestTo([1, 0])
         .rerank({} as never),
     ).toThrow(InvalidInputError);
+    const schema = await t.query().nearestTo([1, 0]).fullTextSearch("brown").select(["id"]).outputSchema();
+    expect(schema.fields.map((f) => f.name)).toEqual(["id", "_relevance_score"]);
+    const fts = await t.query().fullTextSearch("brown").select(["id"]).outputSchema();
+    expect(fts.fields.map((f) => f.name)).toEqual(["id", "_score"]);
   });
 });

@@ -180,6 +180,8 @@ abstract class QueryBase<Self> {
    */
   async outputSchema(): Promise<Schema> {
     const opts = await this.prepared();
+    // A hybrid query's answer is made here: its schema is that of a fused answer of no rows.
+    if ((opts.vectors?.length ?? 0) > 0 && opts.fullText !== undefined) return (await this.hybrid(opts)).slice(0, 0).schema;
     // A vector query needs k >= 1: it asks for one row of none (a filter no row passes, AND the query's own).
     const none =
       opts.vectors === undefined
