@@ -436,12 +436,15 @@ describe("errors name what is wrong and write nothing", () => {
 
   test("text searches without a function, full-text search, and a function the process does not have", async () => {
     const plain = await db.createTable("plain", [{ id: 1n, vector: [1, 2, 3] }]);
+    // 0.39's "auto" rule: text on a table without an embedding function is a full-text search (no FTS index here).
     await expect(plain.search("banana").toArray()).rejects.toThrow(InvalidInputError);
-    await expect(plain.search("banana").toArray()).rejects.toThrow(
+    await expect(plain.search("banana").toArray()).rejects.toThrow(/Cannot perform full text search unless an INVERTED index/);
+    await expect(plain.search("banana", "vector").toArray()).rejects.toThrow(
       /^No embedding functions are defined in the table: .*has no embedding function/,
     );
-    expect(() => t.search("banana", "fts")).toThrow(NotSupportedError);
-    expect(() => t.search("banana", "auto", "text")).toThrow(NotSupportedError);
+    await expect(t.search("banana", "fts").toArray()).rejects.toThrow(/INVERTED index/);
+    // With a function, "auto" embeds (ftsColumns only matter to a full-text search).
+    expect((await t.search("banana", "auto", "text").toArray()).length).toBeGreaterThan(0);
     await expect(t.search("banana").column("nope").toArray()).rejects.toThrow(/has none for column 'nope'/);
     // A table whose metadata names a function nobody registered: writes needing it say so; complete rows still go in.
     const meta = new Map([

@@ -7,6 +7,7 @@
 
 import * as fs from "node:fs";
 import * as path from "node:path";
+import * as ours from "../lib";
 import { connect, type Server, serve } from "../lib";
 import { expectSameSearch, searchKey, tmpDir } from "./helpers";
 
@@ -325,5 +326,58 @@ describe("the official @lancedb/lancedb client against memwal-server", () => {
       );
     expect(String(bad?.message)).toMatch(/dimension 3/);
     await db.dropTable("vs");
+  });
+
+  test("full-text search: the official client creates an FTS index and searches; answers equal a local table's", async () => {
+    const db = await lancedb.connect("db://test", { apiKey: "k", region: "us-east-1", hostOverride: server.url });
+    const rows = [
+      { id: 1, text: "the quick brown fox jumps over the lazy dog" },
+      { id: 2, text: "a lazy cat sleeps all day" },
+      { id: 3, text: "brown birds fly south in winter" },
+      { id: 4, text: "dogs chase cats and foxes" },
+    ];
+    const t = await db.createTable("fts", rows);
+    await t.createIndex("text", { config: lancedb.Index.fts({ withPosition: true }) });
+    const listed = await t.listIndices();
+    expect(listed.map((i: { name: string; indexType: string }) => [i.name, i.indexType])).toEqual([["text_idx", "FTS"]]);
+    const local = await (await connect(tmpDir())).createTable("fts", rows);
+    await local.createIndex("text", { config: ours.Index.fts({ withPosition: true }) });
+    type Row = { id: number | bigint; _score: number };
+    const key = (r: Row[]) => r.map((x) => [Number(x.id), Math.round(x._score * 1e4) / 1e4]);
+    const theirs = async (q: unknown) => key(await t.query().fullTextSearch(q).toArray());
+    const mine = async (q: unknown) =>
+      key(
+        (await local
+          .query()
+          .fullTextSearch(q as string)
+          .toArray()) as Row[],
+      );
+    for (const [a, b] of [
+      ["lazy", "lazy"],
+      ["brown lazy", "brown lazy"],
+      [
+        new lancedb.MatchQuery("lazy dog", "text", { operator: lancedb.Operator.And }),
+        new ours.MatchQuery("lazy dog", "text", { operator: ours.Operator.And }),
+      ],
+      [new lancedb.PhraseQuery("lazy dog", "text"), new ours.PhraseQuery("lazy dog", "text")],
+      [
+        new lancedb.BooleanQuery([
+          [lancedb.Occur.Must, new lancedb.MatchQuery("brown", "text")],
+          [lancedb.Occur.MustNot, new lancedb.MatchQuery("birds", "text")],
+        ]),
+        new ours.BooleanQuery([
+          [ours.Occur.Must, new ours.MatchQuery("brown", "text")],
+          [ours.Occur.MustNot, new ours.MatchQuery("birds", "text")],
+        ]),
+      ],
+    ]) {
+      const got = await theirs(a);
+      expect(got.length).toBeGreaterThan(0);
+      expect(got).toEqual(await mine(b));
+    }
+    expect((await t.search("winter", "fts").toArray()).map((r: Row) => Number(r.id))).toEqual([3]);
+    await t.dropIndex("text_idx");
+    expect(await t.listIndices()).toEqual([]);
+    await db.dropTable("fts");
   });
 });

@@ -51,6 +51,19 @@ export {
   VersionNotFoundError,
 } from "./errors";
 export {
+  BooleanQuery,
+  BoostQuery,
+  type FullTextQuery,
+  FullTextQueryType,
+  type FullTextSearchOptions,
+  instanceOfFullTextQuery,
+  MatchQuery,
+  MultiMatchQuery,
+  Occur,
+  Operator,
+  PhraseQuery,
+} from "./fts";
+export {
   HeaderProvider,
   type OAuthConfig,
   OAuthFlowType,
@@ -68,7 +81,7 @@ export type {
   IvfPqOptions,
   IvfRqOptions,
 } from "./indices";
-export { Index } from "./indices";
+export { type FtsOptions, Index } from "./indices";
 export { Job, type JobEventsOptions } from "./job";
 export type { ExecuteOptions, MergeResult } from "./merge";
 export { MergeInsertBuilder } from "./merge";
@@ -85,6 +98,8 @@ export {
 } from "./permutation";
 export type { DistanceType, IntoVector } from "./query";
 export { type ColumnOrdering, Query, VectorQuery } from "./query";
+export * as rerankers from "./rerankers";
+export { type Reranker, RRFReranker } from "./rerankers";
 export { type BatchSource, type ScanHandle, Scannable, type ScannableOptions } from "./scannable";
 export type { ServeOptions, Server } from "./server";
 export { serve } from "./server";

@@ -1,10 +1,10 @@
 /**
  * Index configs with the names of @lancedb/lancedb 0.39 (`Index.ivfPq(...)`, `Index.ivfFlat(...)`, ...), the
- * options of `createIndex`, and what `listIndices` / `indexStats` report. memwal builds IVF_FLAT, IVF_PQ, IVF_HNSW_SQ and BTREE;
+ * options of `createIndex`, and what `listIndices` / `indexStats` report. memwal builds IVF_FLAT, IVF_PQ, IVF_HNSW_SQ, BTREE and FTS;
  * the other configs exist so that ported code compiles, and `createIndex` with one of them is a
  * NotSupportedError naming the type.
  */
-import { bool, count, optStr } from "./args";
+import { bool, count, optStr, strList } from "./args";
 import { invalid, notSupported } from "./errors";
 import type { NativeIndexOptions } from "./native";
 import type { DistanceType } from "./query";
@@ -127,10 +127,78 @@ export class Index {
   static labelList(): Index {
     return new Index({ indexType: "LABEL_LIST" });
   }
-  /** A full-text index (not built by memwal yet). */
-  static fts(): Index {
-    return new Index({ indexType: "FTS" });
+  /**
+   * A full-text (inverted) index over a string column, as 0.39's `Index.fts`: BM25-scored `fullTextSearch`, phrase
+   * queries when `withPosition` is true. Options are checked by the same reader as the server's `create_index/`.
+   */
+  static fts(options?: Partial<FtsOptions>): Index {
+    return new Index({ indexType: "FTS", ftsParams: JSON.stringify(ftsParams(options)) });
   }
+}
+
+/** Options of `Index.fts` (0.39's `FtsOptions`). */
+export interface FtsOptions {
+  /** Store token positions (needed by phrase queries). Default false. */
+  withPosition: boolean;
+  /** `simple` (default), `whitespace`, `raw` or `ngram`. */
+  baseTokenizer: string;
+  /** Stemmer and stop-word language (`English`). */
+  language: string;
+  /** Longer tokens are dropped (40). */
+  maxTokenLength: number;
+  /** Lower-case tokens (true). */
+  lowercase: boolean;
+  /** Alias of `lowercase`. */
+  lowerCase: boolean;
+  /** Stem tokens (true). */
+  stem: boolean;
+  /** Drop stop words (true). */
+  removeStopWords: boolean;
+  /** Stop words replacing the language's list. */
+  customStopWords: string[];
+  /** Fold accents to ASCII (true). */
+  asciiFolding: boolean;
+  /** Shortest n-gram of the `ngram` tokenizer (3). */
+  ngramMinLength: number;
+  /** Longest n-gram of the `ngram` tokenizer (3). */
+  ngramMaxLength: number;
+  /** Only n-grams starting a word (false). */
+  prefixOnly: boolean;
+}
+
+const FTS_KEYS: Record<string, [string, "bool" | "str" | "count" | "strs"]> = {
+  withPosition: ["with_position", "bool"],
+  baseTokenizer: ["base_tokenizer", "str"],
+  language: ["language", "str"],
+  maxTokenLength: ["max_token_length", "count"],
+  lowercase: ["lower_case", "bool"],
+  lowerCase: ["lower_case", "bool"],
+  stem: ["stem", "bool"],
+  removeStopWords: ["remove_stop_words", "bool"],
+  customStopWords: ["custom_stop_words", "strs"],
+  asciiFolding: ["ascii_folding", "bool"],
+  ngramMinLength: ["min_ngram_length", "count"],
+  ngramMaxLength: ["max_ngram_length", "count"],
+  prefixOnly: ["prefix_only", "bool"],
+};
+
+/** The wire's parameters of an FTS index (only those given). */
+function ftsParams(options: unknown): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (options === undefined || options === null) return out;
+  if (typeof options !== "object") throw invalid(`Index options for FTS must be an object, got ${String(options)}`);
+  for (const [k, v] of Object.entries(options as Record<string, unknown>)) {
+    if (v === undefined) continue;
+    const spec = FTS_KEYS[k];
+    if (spec === undefined) throw invalid(`unknown option ${JSON.stringify(k)} for FTS (it takes ${Object.keys(FTS_KEYS).join(", ")})`);
+    const [wire, kind] = spec;
+    const name = `FTS ${k}`;
+    if (kind === "bool") out[wire] = bool(name, v);
+    else if (kind === "str") out[wire] = optStr(name, v);
+    else if (kind === "count") out[wire] = count(name, v, 0xffff_ffff);
+    else out[wire] = strList(name, v);
+  }
+  return out;
 }
 
 /** Options of `createIndex`. */

@@ -53,6 +53,8 @@ export interface NativeIndexOptions {
   maxIterations?: number;
   m?: number;
   efConstruction?: number;
+  /** An FTS index's parameters with the wire's names, as JSON text. */
+  ftsParams?: string;
   name?: string;
   replace?: boolean;
 }
@@ -243,4 +245,6 @@ export interface NativeQueryOptions {
   refineFactor?: number;
   bypassVectorIndex?: boolean;
   fastSearch?: boolean;
+  /** A full-text query as the wire's `full_text_query` body, as JSON text. */
+  fullText?: string;
 }

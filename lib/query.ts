@@ -6,11 +6,13 @@
  * checked here, by name; the engine checks the rest (the vector column,
  * dimensions) against the table and names what is wrong.
  */
-import type { Table as ArrowTable, RecordBatch, Schema } from "apache-arrow";
+import { Table as ArrowTable, RecordBatch, type Schema } from "apache-arrow";
 import { bool, count, str, strList } from "./args";
-import { fromBuffer } from "./arrow";
+import { fromBuffer, rowsToTable } from "./arrow";
 import { call, callReworded, invalid, notSupported, QUERY_REWORDS } from "./errors";
+import { type FullTextQuery, type FullTextSearchOptions, fullTextBody } from "./fts";
 import type { NativeQueryOptions, NativeTable } from "./native";
+import { type Reranker, RRFReranker } from "./rerankers";
 
 /** A query vector: numbers, or a typed array of floats. */
 export type IntoVector = number[] | Float32Array | Float64Array;
@@ -59,6 +61,15 @@ abstract class QueryBase<Self> {
   where(filter: string): Self {
     const f = str("where(filter)", filter);
     this.opts.filter = this.opts.filter === undefined ? f : `(${this.opts.filter}) AND (${f})`;
+    return this.self();
+  }
+  /**
+   * A full-text search (as 0.39's `fullTextSearch`): rows matching `query` (text, or a MatchQuery, PhraseQuery,
+   * BoostQuery, MultiMatchQuery, BooleanQuery) in the FTS-indexed `columns` (all of them when omitted), ranked by
+   * BM25 `_score`. Text in double quotes is a phrase.
+   */
+  fullTextSearch(query: string | FullTextQuery, options?: Partial<FullTextSearchOptions>): Self {
+    this.opts.fullText = fullTextBody("fullTextSearch", query, options);
     return this.self();
   }
   /** Alias of `where`. */
@@ -169,6 +180,8 @@ abstract class QueryBase<Self> {
    */
   async outputSchema(): Promise<Schema> {
     const opts = await this.prepared();
+    // A hybrid query's answer is made here: its schema is that of a fused answer of no rows.
+    if ((opts.vectors?.length ?? 0) > 0 && opts.fullText !== undefined) return (await this.hybrid(opts)).slice(0, 0).schema;
     // A vector query needs k >= 1: it asks for one row of none (a filter no row passes, AND the query's own).
     const none =
       opts.vectors === undefined
@@ -177,9 +190,37 @@ abstract class QueryBase<Self> {
     const buf = await callReworded(QUERY_REWORDS, () => this.table.query(none));
     return fromBuffer(buf).schema;
   }
+  /** @internal The reranker of a hybrid query (RRF when none is given). */
+  protected reranker?: Reranker;
+  /**
+   * A hybrid query (vectors and a full-text query): both searches run, each with `_rowid` and `offset + limit`
+   * rows (10 when no limit is given), and the reranker fuses them client-side, as 0.39 does.
+   */
+  private async hybrid(opts: NativeQueryOptions): Promise<ArrowTable> {
+    const limit = opts.limit ?? 10;
+    const offset = opts.offset ?? 0;
+    const { fullText, ...vec } = opts;
+    const fts: NativeQueryOptions = {
+      filter: opts.filter,
+      columns: opts.columns,
+      projections: opts.projections,
+      fullText,
+      limit: limit + offset,
+      withRowId: true,
+    };
+    const run = (o: NativeQueryOptions) => callReworded(QUERY_REWORDS, () => this.table.query(o)).then(fromBuffer);
+    const [v, f] = await Promise.all([run({ ...vec, limit: limit + offset, offset: undefined, withRowId: true }), run(fts)]);
+    const reranker = this.reranker ?? (await RRFReranker.create());
+    const q = JSON.parse(fullText ?? "{}").query;
+    const batch = await reranker.rerankHybrid(typeof q === "string" ? q : JSON.stringify(q), oneBatch(v), oneBatch(f));
+    let t = new ArrowTable(batch).slice(offset, offset + limit);
+    if (!opts.withRowId) t = t.select(t.schema.fields.map((x) => x.name).filter((n) => n !== "_rowid"));
+    return t;
+  }
   /** Runs the query. */
   async toArrow(): Promise<ArrowTable> {
     const opts = await this.prepared();
+    if ((opts.vectors?.length ?? 0) > 0 && opts.fullText !== undefined) return this.hybrid(opts);
     const buf = await callReworded(QUERY_REWORDS, () => this.table.query(opts));
     return fromBuffer(buf);
   }
@@ -203,6 +244,14 @@ abstract class QueryBase<Self> {
   }
 }
 
+/** One record batch of `t` (an empty one of its schema when it has none). */
+function oneBatch(t: ArrowTable): RecordBatch {
+  if (t.batches.length === 1) return t.batches[0];
+  if (t.batches.length === 0 || t.numRows === 0) return new RecordBatch(t.schema);
+  const rows = t.toArray().map((r) => r.toJSON() as Record<string, unknown>);
+  return rowsToTable(rows, t.schema).batches[0];
+}
+
 /** A scan with filter, projection and paging. */
 export class Query extends QueryBase<Query> {
   /** Turns this into a vector query for the rows nearest to `vector`. */
@@ -220,6 +269,8 @@ export type PendingVector = (column: string | undefined) => Promise<{ vector: nu
 export class VectorQuery extends QueryBase<VectorQuery> {
   /** @internal The embedding of `search("text")`, first of the query's vectors. */
   pending?: PendingVector;
+  /** @internal `search(text)` with "auto": a full-text search instead when the table has no embedding function. */
+  autoFullText?: { text: string; columns?: string | string[]; useText: () => Promise<boolean> };
 
   /** @internal */
   constructor(table: NativeTable, vectors: number[][]) {
@@ -229,6 +280,13 @@ export class VectorQuery extends QueryBase<VectorQuery> {
 
   protected async runOptions(): Promise<NativeQueryOptions> {
     if (this.pending === undefined) return { ...this.opts };
+    if (this.autoFullText !== undefined && (await this.autoFullText.useText())) {
+      const { vectors: _v, column: _c, distanceType: _d, ...rest } = this.opts;
+      if ((this.opts.vectors ?? []).length > 0)
+        throw invalid("addQueryVector: search(text) is a full-text search on a table without an embedding function");
+      const { text, columns } = this.autoFullText;
+      return { ...rest, fullText: fullTextBody("search(query)", text, { columns }) };
+    }
     // Outside call(): an error of the caller's embedding function reaches the caller as thrown.
     const { vector, column } = await this.pending(this.opts.column);
     return { ...this.opts, vectors: [vector, ...(this.opts.vectors ?? [])], column };
@@ -239,6 +297,17 @@ export class VectorQuery extends QueryBase<VectorQuery> {
     return this.opts;
   }
 
+  /**
+   * How a hybrid query (`nearestTo(v).fullTextSearch(text)`) fuses its two answers (as 0.39's `rerank`):
+   * `await RRFReranker.create()` or any object with `rerankHybrid(query, vecResults, ftsResults)`.
+   */
+  rerank(reranker: Reranker): this {
+    if (reranker === null || typeof reranker !== "object" || typeof reranker.rerankHybrid !== "function") {
+      throw invalid("rerank(reranker) needs a reranker with rerankHybrid (await RRFReranker.create())");
+    }
+    this.reranker = reranker;
+    return this;
+  }
   /** The vector column (needed when several have the query's dimension). */
   column(name: string): this {
     this.opts.column = str("column(name)", name);

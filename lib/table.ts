@@ -17,6 +17,7 @@ import {
   TimeoutError,
 } from "./errors";
 import { ourField, ourType } from "./foreign";
+import { type FullTextQuery, instanceOfFullTextQuery } from "./fts";
 import { type IndexConfig, type IndexOptions, type IndexStatistics, indexOptions } from "./indices";
 import { Job } from "./job";
 import { MergeInsertBuilder } from "./merge";
@@ -130,6 +131,7 @@ function sqlLiteral(v: unknown): string {
 /** `IVF_PQ` -> `IvfPq`, `BTREE` -> `BTree`: the spelling of the official client's `listIndices`. */
 function listedType(wire: string): string {
   if (wire === "BTREE") return "BTree";
+  if (wire === "FTS" || wire === "INVERTED") return "FTS";
   return wire
     .split("_")
     .map((w) => w.charAt(0) + w.slice(1).toLowerCase())
@@ -741,20 +743,36 @@ export class Table {
   }
 
   /**
-   * A vector query for the rows nearest to `query` (as @lancedb/lancedb's `search`). Text is embedded with the
-   * table's embedding function (`computeQueryEmbeddings`, when the query runs) and searched in its vector column;
-   * on a table without one it is an InvalidInputError (memwal has no full-text search: `queryType` "fts" and
-   * `ftsColumns` are refused as not supported).
+   * As @lancedb/lancedb 0.39's `search`: a vector is a vector query; `queryType` "fts" (or a FullTextQuery) is a
+   * full-text search of `ftsColumns`; text with "auto" (the default) is embedded with the table's embedding
+   * function (`computeQueryEmbeddings`, when the query runs) and searched in its vector column, or, on a table
+   * without one, searched as full text (0.39's rule); "vector" always embeds.
    */
-  search(query: IntoVector | string, queryType?: string, ftsColumns?: string | string[]): VectorQuery {
-    if (queryType !== undefined && queryType !== "auto" && queryType !== "vector") {
-      if (queryType === "fts" || queryType === "hybrid")
-        throw notSupported(`search(query, "${queryType}"): memwal has no full-text search`);
+  search(query: FullTextQuery, queryType?: string, ftsColumns?: string | string[]): Query;
+  search(query: string, queryType: "fts", ftsColumns?: string | string[]): Query;
+  search(query: IntoVector | string, queryType?: string, ftsColumns?: string | string[]): VectorQuery;
+  search(query: IntoVector | string | FullTextQuery, queryType?: string, ftsColumns?: string | string[]): VectorQuery | Query {
+    const type = queryType ?? "auto";
+    if (type !== "auto" && type !== "vector" && type !== "fts") {
+      if (type === "hybrid")
+        throw notSupported('search(query, "hybrid"): use query().nearestTo(vector).fullTextSearch(text).rerank(reranker)');
       throw invalid(`search(query, queryType): queryType must be "vector", "fts" or "auto", got ${JSON.stringify(queryType)}`);
     }
-    if (ftsColumns !== undefined) throw notSupported("search(query, queryType, ftsColumns): memwal has no full-text search");
-    if (typeof query === "string") return embeddedQuery(this.inner, (column) => this.embeddings.queryVector(query, column));
-    return vectorQuery(this.inner, query);
+    const text = typeof query === "string" || instanceOfFullTextQuery(query);
+    if (!text) {
+      if (type === "fts") throw invalid("Cannot perform full text search on a vector query");
+      return vectorQuery(this.inner, query as IntoVector);
+    }
+    if (type === "fts" || typeof query !== "string") {
+      return this.query().fullTextSearch(query as string | FullTextQuery, { columns: ftsColumns });
+    }
+    const q = embeddedQuery(this.inner, (column) => this.embeddings.queryVector(query, column));
+    if (type === "auto") {
+      q.autoFullText = { text: query, columns: ftsColumns, useText: async () => !(await this.embeddings.hasFunctions()) };
+    } else if (ftsColumns !== undefined) {
+      throw invalid('search(query, "vector", ftsColumns): ftsColumns are for a full-text search');
+    }
+    return q;
   }
 
   /** A vector query for one vector, or several (a `query_index` column tells them apart). */
@@ -828,7 +846,7 @@ export class Table {
     return new Job();
   }
 
-  /** The indexes; `indexType` as @lancedb/lancedb 0.39 lists it (`IvfPq`, `IvfFlat`; indexStats says `IVF_PQ`). */
+  /** The indexes; `indexType` as @lancedb/lancedb 0.39 lists it (`IvfPq`, `IvfFlat`, `FTS`; indexStats says `IVF_PQ`). */
   async listIndices(): Promise<(IndexConfig & IndexStatistics)[]> {
     const l = await call(() => this.inner.listIndices());
     return l.map((i) => ({ ...i, indexType: listedType(i.indexType), distanceType: i.distanceType ?? undefined, numIndices: 1 }));

@@ -294,6 +294,9 @@ pub struct QueryOptions {
     pub refine_factor: Option<u32>,
     pub bypass_vector_index: Option<bool>,
     pub fast_search: Option<bool>,
+    /// A full-text query as the wire's `full_text_query` body (JSON text):
+    /// `{"query": "text" | {"match": ...}, "columns": [...]}`.
+    pub full_text: Option<String>,
 }
 
 fn f32_of(what: &str, x: f64) -> napi::Result<f32> {
@@ -366,10 +369,18 @@ impl QueryOptions {
             offset: non_negative(self.offset, "offset")?,
             with_row_id: self.with_row_id.unwrap_or(false),
             nearest,
-            // Full-text queries from TS are not wired yet (README: not done).
-            full_text: None,
+            full_text: self.full_text.as_deref().map(full_text_query).transpose()?,
         })
     }
+}
+
+/// Reads a full-text query, in the wire's `full_text_query` shape (the
+/// server's reader: a string query is a match, or a phrase in double quotes).
+fn full_text_query(json: &str) -> napi::Result<memwal_fts::FtsQuery> {
+    let v: serde_json::Value = serde_json::from_str(json)
+        .map_err(|e| error::invalid(format!("full-text query is not JSON: {e}")))?;
+    memwal_fts::parse_full_text_query(&v)
+        .map_err(|e| error::invalid(format!("full-text query: {e}")))
 }
 
 /// `createIndex` options: the index config (type and parameters, with the
@@ -386,6 +397,8 @@ pub struct IndexOptions {
     pub max_iterations: Option<u32>,
     pub m: Option<u32>,
     pub ef_construction: Option<u32>,
+    /// An FTS index's parameters with the wire names (JSON object text).
+    pub fts_params: Option<String>,
     pub name: Option<String>,
     pub replace: Option<bool>,
 }
@@ -418,6 +431,30 @@ impl IndexOptions {
     /// The core request, checked by the same code as the server's
     /// `create_index/` body.
     fn into_request(self, column: String) -> napi::Result<memwal_core::IndexRequest> {
+        if let Some(t) = self.index_type.as_deref() {
+            if t.eq_ignore_ascii_case("FTS") || t.eq_ignore_ascii_case("INVERTED") {
+                // The server's reader of an FTS `create_index/` body: the same checks.
+                let mut body = match self.fts_params.as_deref() {
+                    None => serde_json::Map::new(),
+                    Some(p) => match serde_json::from_str(p) {
+                        Ok(serde_json::Value::Object(m)) => m,
+                        _ => return Err(error::invalid("FTS index parameters must be an object")),
+                    },
+                };
+                body.insert("column".into(), column.into());
+                body.insert("index_type".into(), "FTS".into());
+                if let Some(n) = self.name {
+                    body.insert("name".into(), n.into());
+                }
+                if let Some(r) = self.replace {
+                    body.insert("replace".into(), r.into());
+                }
+                return memwal_core::protocol::create_index_request(&serde_json::Value::Object(
+                    body,
+                ))
+                .map_err(error::core);
+            }
+        }
         CreateIndexBody {
             column,
             index_type: self.index_type,

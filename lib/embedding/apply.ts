@@ -357,6 +357,11 @@ export class TableEmbeddings {
     return withRecord(t, entries);
   }
 
+  /** Whether the table has an embedding function (`search(text)` embeds, else searches full text). */
+  async hasFunctions(): Promise<boolean> {
+    return (await this.functions()).slots.length > 0;
+  }
+
   /** The query vector of `text` and the column to search, for `search(text)` (`column` when the query names one). */
   async queryVector(text: string, column?: string): Promise<{ vector: number[]; column: string }> {
     const { slots } = await this.functions();
@@ -365,7 +370,7 @@ export class TableEmbeddings {
       const has = slots.length === 0 ? "has no embedding function" : `has none for column '${column}'`;
       // 0.39's text first when the table has none at all.
       const lead = slots.length === 0 ? "No embedding functions are defined in the table: " : "";
-      throw invalid(`${lead}search(query) got text, but the table ${has} to embed it (memwal has no full-text search); pass a vector`);
+      throw invalid(`${lead}search(query) got text, but the table ${has} to embed it; pass a vector, or search full text`);
     }
     const fn = await s.fn();
     const [v] = checkVectors(`embedding function ${fn.constructor?.name ?? "?"} (query)`, [await fn.computeQueryEmbeddings(text)], 1);

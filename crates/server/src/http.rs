@@ -107,7 +107,8 @@ async fn track(State(state): State<Arc<AppState>>, req: Request, next: Next) -> 
 }
 
 /// Every answer carries the protocol level clients may use
-/// (`phalanx-version`: several query vectors in one request).
+/// (`phalanx-version`: several query vectors in one request, structured
+/// full-text queries).
 async fn advertise(mut r: Response) -> Response {
     r.headers_mut().insert(
         header::PHALANX_VERSION,

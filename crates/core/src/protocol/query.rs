@@ -12,9 +12,12 @@ use crate::query::QueryRequest;
 use crate::query::{DistanceType, IndexTuning, VectorQuery};
 
 /// The `phalanx-version` this server speaks: 0.2.0 lets clients send
-/// several query vectors in one request (0.3.0 and up are full-text search,
-/// multipart writes and blobs, which memwal does not implement).
-pub const PHALANX_VERSION: &str = "0.2.0";
+/// several query vectors in one request; 0.3.0 makes them send full-text
+/// queries structured (`full_text_query: {"query": {"match": ...}}`, phrase,
+/// boost, multi_match and boolean queries kept whole) instead of the legacy
+/// `{"columns", "query": text}`. 0.4.0 and up (multipart writes, blobs) are
+/// not implemented.
+pub const PHALANX_VERSION: &str = "0.3.0";
 
 /// The body of `query/`, every field the official clients send (an
 /// unknown field is an error naming it, never a silence).

@@ -1,0 +1,166 @@
+/**
+ * Full-text search from TypeScript: `Index.fts`, `fullTextSearch` with text and every query class, `search(text,
+ * "fts")` and the "auto" rule, on local, memory and served tables (where an upsert goes through the MemWAL).
+ */
+import {
+  BooleanQuery,
+  BoostQuery,
+  type Connection,
+  type FullTextQuery,
+  Index,
+  InvalidInputError,
+  MatchQuery,
+  MultiMatchQuery,
+  Occur,
+  Operator,
+  PhraseQuery,
+  RRFReranker,
+  type Table,
+} from "../lib";
+import { tableKinds } from "./helpers";
+
+const { kinds } = tableKinds();
+
+const DOCS = [
+  { id: 1, title: "puppy", text: "the quick brown fox jumps over the lazy dog" },
+  { id: 2, title: "fox", text: "a lazy cat sleeps all day" },
+  { id: 3, title: "birds", text: "brown birds fly south in winter" },
+  { id: 4, title: "dogs", text: "dogs chase cats and foxes" },
+];
+
+function ids(rows: Array<Record<string, unknown>>): number[] {
+  return rows.map((r) => Number(r.id));
+}
+
+let n = 0;
+async function docs(db: Connection, withPosition = true): Promise<Table> {
+  n += 1;
+  const t = await db.createTable(`docs${n}`, DOCS);
+  await t.createIndex("text", { config: Index.fts({ withPosition }) });
+  await t.createIndex("title", { config: Index.fts() });
+  return t;
+}
+
+describe.each(kinds)("full-text search on a %s table", (kind, open) => {
+  let db: Connection;
+  beforeAll(async () => {
+    db = await open();
+  });
+
+  test("Index.fts: createIndex, listIndices, indexStats, dropIndex", async () => {
+    const t = await docs(db);
+    const list = await t.listIndices();
+    expect(list.map((i) => [i.name, i.indexType, i.columns])).toEqual(
+      expect.arrayContaining([
+        ["text_idx", "FTS", ["text"]],
+        ["title_idx", "FTS", ["title"]],
+      ]),
+    );
+    const stats = await t.indexStats("text_idx");
+    expect(stats?.indexType).toBe("FTS");
+    expect(stats?.numIndexedRows).toBe(4);
+    await t.dropIndex("title_idx");
+    expect((await t.listIndices()).map((i) => i.name)).toEqual(["text_idx"]);
+  });
+
+  test("fullTextSearch with text: BM25 _score, where, limit, offset, select, withRowId", async () => {
+    const t = await docs(db);
+    const rows = await t.query().fullTextSearch("lazy", { columns: "text" }).toArray();
+    expect(ids(rows).sort()).toEqual([1, 2]);
+    for (const r of rows) expect(typeof r._score).toBe("number");
+    expect(
+      await t
+        .query()
+        .fullTextSearch("lazy", { columns: ["text"] })
+        .where("id > 1")
+        .toArray()
+        .then(ids),
+    ).toEqual([2]);
+    const all = await t.query().fullTextSearch("brown lazy", { columns: "text" }).toArray();
+    expect(ids(all).sort()).toEqual([1, 2, 3]);
+    const paged = await t.query().fullTextSearch("brown lazy", { columns: "text" }).limit(1).offset(1).toArray();
+    expect(ids(paged)).toEqual([ids(all)[1]]);
+    const sel = await t.query().fullTextSearch("winter", { columns: "text" }).select(["id"]).withRowId().toArray();
+    expect(Object.keys(sel[0]).sort()).toEqual(["_rowid", "_score", "id"]);
+    expect(ids(await t.search("birds", "fts", "text").toArray())).toEqual([3]);
+    // No embedding function: search(text) is a full-text search (0.39's "auto" rule).
+    expect(ids(await t.search("winter").toArray())).toEqual([3]);
+  });
+
+  test("every query class", async () => {
+    const t = await docs(db);
+    const q = (x: FullTextQuery) => t.query().fullTextSearch(x).toArray().then(ids);
+    expect((await q(new MatchQuery("lazy dog", "text", { operator: Operator.And }))).sort()).toEqual([1]);
+    expect((await q(new MatchQuery("lazi", "text", { fuzziness: 1 }))).sort()).toEqual([1, 2]);
+    expect(await q(new PhraseQuery("lazy dog", "text"))).toEqual([1]);
+    expect(await q(new PhraseQuery("dog lazy", "text"))).toEqual([]);
+    const boosted = await q(new BoostQuery(new MatchQuery("lazy", "text"), new MatchQuery("cat", "text"), { negativeBoost: 1 }));
+    expect(boosted).toEqual([1, 2]);
+    // "foxes" stems to "fox".
+    expect((await q(new MultiMatchQuery("fox", ["text", "title"]))).sort()).toEqual([1, 2, 4]);
+    const bool = new BooleanQuery([
+      [Occur.Must, new MatchQuery("brown", "text")],
+      [Occur.MustNot, new MatchQuery("birds", "text")],
+    ]);
+    expect(await q(bool)).toEqual([1]);
+    expect(ids(await t.search(new MatchQuery("winter", "text")).toArray())).toEqual([3]);
+    // A quoted string is a phrase.
+    expect(ids(await t.query().fullTextSearch('"lazy dog"', { columns: "text" }).toArray())).toEqual([1]);
+  });
+
+  test("an upsert is found by the next search, the text it replaced is not; a delete disappears", async () => {
+    const t = await docs(db);
+    const upsert = t.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll();
+    // A served table's upsert goes through its MemWAL (flushed after a minute here: the rows stay in memtables).
+    await (kind === "served" ? upsert.memWal() : upsert).execute([
+      { id: 3, title: "birds", text: "penguins swim in cold water" },
+      { id: 5, title: "new", text: "winter is coming" },
+    ]);
+    expect(ids(await t.query().fullTextSearch("penguins", { columns: "text" }).toArray())).toEqual([3]);
+    expect(ids(await t.query().fullTextSearch("winter", { columns: "text" }).toArray())).toEqual([5]);
+    expect(ids(await t.query().fullTextSearch("south", { columns: "text" }).toArray())).toEqual([]);
+    await t.delete("id = 5");
+    expect(ids(await t.query().fullTextSearch("winter", { columns: "text" }).toArray())).toEqual([]);
+  });
+
+  test("bad input is refused with a clear error", async () => {
+    const t = await docs(db, false);
+    expect(() => t.query().fullTextSearch("  ")).toThrow(/full-text query is empty/);
+    await expect(t.query().fullTextSearch("x", { columns: "nope" }).toArray()).rejects.toThrow(/nope/);
+    await expect(t.query().fullTextSearch(new PhraseQuery("lazy dog", "text")).toArray()).rejects.toThrow(/position/i);
+    expect(() => Index.fts({ colour: 1 } as never)).toThrow(InvalidInputError);
+    await expect(t.createIndex("text", { config: Index.fts({ baseTokenizer: "klingon" }) })).rejects.toThrow(/klingon/);
+  });
+
+  test("hybrid: nearestTo(v).fullTextSearch(q).rerank(RRF) fuses both answers with _relevance_score", async () => {
+    n += 1;
+    const t = await db.createTable(`hybrid${n}`, [
+      { id: 1, text: "the quick brown fox", vector: [1, 0] },
+      { id: 2, text: "a lazy cat", vector: [0, 1] },
+      { id: 3, text: "brown birds", vector: [1, 1] },
+    ]);
+    await t.createIndex("text", { config: Index.fts() });
+    const rrf = await RRFReranker.create();
+    const rows = await t.query().nearestTo([1, 0]).fullTextSearch("brown").rerank(rrf).toArray();
+    // As @lancedb/lancedb 0.39 answers: 1/(60+rank) summed over both answers, rank from 0.
+    expect(rows.map((r) => [Number(r.id), Math.round((r._relevance_score as number) * 1e6) / 1e6])).toEqual([
+      [1, Math.round((1 / 60 + 1 / 61) * 1e6) / 1e6],
+      [3, Math.round((1 / 60 + 1 / 61) * 1e6) / 1e6],
+      [2, Math.round((1 / 62) * 1e6) / 1e6],
+    ]);
+    expect(Object.keys(rows[0]).sort()).toEqual(["_relevance_score", "id", "text", "vector"]);
+    const two = await t.query().nearestTo([1, 0]).fullTextSearch("brown").select(["id"]).withRowId().limit(2).toArray();
+    expect(two.map((r) => Number(r.id))).toEqual([1, 3]);
+    expect(Object.keys(two[0]).sort()).toEqual(["_relevance_score", "_rowid", "id"]);
+    expect(() =>
+      t
+        .query()
+        .nearestTo([1, 0])
+        .rerank({} as never),
+    ).toThrow(InvalidInputError);
+    const schema = await t.query().nearestTo([1, 0]).fullTextSearch("brown").select(["id"]).outputSchema();
+    expect(schema.fields.map((f) => f.name)).toEqual(["id", "_relevance_score"]);
+    const fts = await t.query().fullTextSearch("brown").select(["id"]).outputSchema();
+    expect(fts.fields.map((f) => f.name)).toEqual(["id", "_score"]);
+  });
+});
