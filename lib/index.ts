@@ -54,6 +54,7 @@ export {
   BooleanQuery,
   BoostQuery,
   type FullTextQuery,
+  type FullTextQueryJson,
   FullTextQueryType,
   type FullTextSearchOptions,
   instanceOfFullTextQuery,
