@@ -312,6 +312,14 @@ fn f32_of(what: &str, x: f64) -> napi::Result<f32> {
 impl QueryOptions {
     /// The core request (vector values checked by the core's plan).
     fn into_request(self) -> napi::Result<QueryRequest> {
+        let full_text = match self.full_text.as_deref() {
+            Some(json) => Some(memwal_core::TextSearch {
+                query: full_text_query(json)?,
+                prefilter: self.prefilter.unwrap_or(true),
+                fast_search: self.fast_search.unwrap_or(false),
+            }),
+            None => None,
+        };
         let nearest = match self.vectors {
             None => None,
             Some(vs) => {
@@ -369,7 +377,7 @@ impl QueryOptions {
             offset: non_negative(self.offset, "offset")?,
             with_row_id: self.with_row_id.unwrap_or(false),
             nearest,
-            full_text: self.full_text.as_deref().map(full_text_query).transpose()?,
+            full_text,
         })
     }
 }

@@ -43,6 +43,6 @@ pub use db::{NativeDatabase, NativeDb};
 pub use error::{Error, ErrorCode, Result};
 pub use index::{IndexInfo, IndexRequest, IndexType};
 pub use merge::{MergeInsert, MergeInsertParams, MergeResult};
-pub use query::{DistanceType, IndexTuning, OrderBy, QueryRequest, VectorQuery};
+pub use query::{DistanceType, IndexTuning, OrderBy, QueryRequest, TextSearch, VectorQuery};
 pub use stats::{LsmStats, TableStats};
 pub use table::{NativeTable, ReadConsistency, Snapshot};

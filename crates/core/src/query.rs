@@ -32,7 +32,32 @@ pub struct QueryRequest {
     pub nearest: Option<VectorQuery>,
     /// Rank rows by BM25 over the FTS-indexed columns (a full-text query: `limit` is 10 when
     /// `None`; the answer has `_score`). Leaves without a column search every indexed column.
-    pub full_text: Option<memwal_fts::FtsQuery>,
+    pub full_text: Option<TextSearch>,
+}
+
+/// The full-text part of a query: what to match, and how the filter and the rows no index covers
+/// take part (LanceDB's `prefilter` and `fast_search`, which the wire sends beside the query).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TextSearch {
+    /// The query (match, phrase, boost, multi_match, boolean).
+    pub query: memwal_fts::FtsQuery,
+    /// Filter before ranking (true, the default), or after: the filter then keeps what passes of
+    /// the top `offset + limit` rows, so fewer may come back (LanceDB's postfilter).
+    pub prefilter: bool,
+    /// Only rows an FTS index covers (LanceDB's `fast_search`): rows written since the build (a
+    /// served table's memtable rows among them) are neither answered nor counted in statistics.
+    pub fast_search: bool,
+}
+
+impl TextSearch {
+    /// A prefiltered search of every row.
+    pub fn new(query: memwal_fts::FtsQuery) -> Self {
+        Self {
+            query,
+            prefilter: true,
+            fast_search: false,
+        }
+    }
 }
 
 /// One sort key of `order_by`.

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use crate::error::{Error, Result};
 use crate::query::OrderBy;
 use crate::query::QueryRequest;
-use crate::query::{DistanceType, IndexTuning, VectorQuery};
+use crate::query::{DistanceType, IndexTuning, TextSearch, VectorQuery};
 
 /// The `phalanx-version` this server speaks: 0.2.0 lets clients send
 /// several query vectors in one request; 0.3.0 makes them send full-text
@@ -97,10 +97,12 @@ impl QueryBody {
     /// refused naming the field.
     pub fn to_request(&self) -> Result<QueryRequest> {
         let full_text = match self.full_text_query.as_ref().filter(|v| !v.is_null()) {
-            Some(v) => Some(
-                memwal_fts::parse_full_text_query(v)
+            Some(v) => Some(TextSearch {
+                query: memwal_fts::parse_full_text_query(v)
                     .map_err(|e| Error::invalid(format!("`full_text_query`: {e}")))?,
-            ),
+                prefilter: self.prefilter.unwrap_or(true),
+                fast_search: self.fast_search == Some(true),
+            }),
             None => None,
         };
         let nearest = if self.has_vector() {
@@ -270,8 +272,13 @@ fn preview(v: &Value) -> String {
 /// latest): `k`, `prefilter`, `vector` and `version` always; the vector
 /// fields with their nulls as the client sends them.
 pub fn query_body(req: &QueryRequest, version: Option<u64>) -> Value {
+    let prefilter = match (&req.nearest, &req.full_text) {
+        (Some(q), _) => q.prefilter,
+        (None, Some(t)) => t.prefilter,
+        (None, None) => true,
+    };
     let mut body = json!({
-        "prefilter": req.nearest.as_ref().is_none_or(|q| q.prefilter),
+        "prefilter": prefilter,
         "version": version,
     });
     match &req.nearest {
@@ -280,7 +287,12 @@ pub fn query_body(req: &QueryRequest, version: Option<u64>) -> Value {
             // a limit is set.
             body["k"] = json!(req.limit.unwrap_or(crate::vector::DEFAULT_K));
             body["vector"] = json!([]);
-            body["full_text_query"] = json!({ "query": req.full_text });
+            if let Some(t) = &req.full_text {
+                body["full_text_query"] = json!({ "query": t.query });
+                if t.fast_search {
+                    body["fast_search"] = json!(true);
+                }
+            }
         }
         None => {
             body["k"] = json!(req.limit.map_or(i64::MAX as u64, |k| k as u64));
@@ -436,7 +448,11 @@ mod tests {
         .expect("legacy");
         assert!(matches!(
             legacy.full_text,
-            Some(memwal_fts::FtsQuery::Match(_))
+            Some(TextSearch {
+                query: memwal_fts::FtsQuery::Match(_),
+                prefilter: true,
+                fast_search: false
+            })
         ));
         let q = json!({"match": {"column": "t", "terms": "a", "boost": 1.0, "fuzziness": 0,
             "max_expansions": 50, "operator": "And", "prefix_length": 0}});
@@ -445,6 +461,15 @@ mod tests {
         assert_eq!(req.limit, Some(5));
         let body = query_body(&req, None);
         assert_eq!(body["full_text_query"]["query"], q);
+        assert_eq!(parse(body).expect("again").full_text, req.full_text);
+        // A postfilter and fast_search travel beside the query, as the official clients send them.
+        let req = parse(json!({"vector": [], "k": 5, "prefilter": false, "fast_search": true,
+            "full_text_query": {"query": q}}))
+        .expect("options");
+        let t = req.full_text.as_ref().expect("text");
+        assert_eq!((t.prefilter, t.fast_search), (false, true));
+        let body = query_body(&req, None);
+        assert_eq!((&body["prefilter"], &body["fast_search"]), (&json!(false), &json!(true)));
         assert_eq!(parse(body).expect("again").full_text, req.full_text);
     }
 

@@ -47,14 +47,16 @@ struct Indexed<'s> {
 }
 
 /// Runs `req.full_text` over `tiers` (masks: live rows) with `allowed` (masks: rows the filter
-/// passes, `None` without a filter).
+/// passes, `None` without a filter). A prefilter decides which rows may be answered; a postfilter
+/// keeps what passes of the best `offset + limit` rows, then pages (LanceDB's order). Under
+/// `fast_search` the rows no index covers are left out of the answer and of the statistics.
 pub fn search(
     snap: &Snapshot,
     req: &QueryRequest,
     tiers: &[Tier],
     allowed: Option<&[Tier]>,
 ) -> Result<RecordBatch> {
-    let query = req
+    let text = req
         .full_text
         .as_ref()
         .ok_or_else(|| Error::internal("no full-text query"))?;
@@ -65,20 +67,45 @@ pub fn search(
     }
     let indexed = indexed_columns(snap)?;
     let dead = dead_rows(tiers, &indexed);
+    // No dead row (the common case): no per-posting liveness check.
+    let live = if dead.is_empty() {
+        LiveRows::All
+    } else {
+        LiveRows::Except(&dead)
+    };
     let corpora = indexed
         .iter()
-        .map(|ix| Corpus::new(column_input(ix, tiers), LiveRows::Except(&dead)))
+        .map(|ix| Corpus::new(column_input(ix, tiers, text.fast_search), live))
         .collect::<std::result::Result<Vec<_>, _>>()?;
     let keep = allowed.map(allowed_rows);
-    let keep_fn = keep.as_ref().map(|k| move |r: u64| k.contains(r));
     let limit = req.limit.unwrap_or(DEFAULT_K);
-    let hits = memwal_fts::search(
-        &corpora,
-        query,
-        keep_fn.as_ref().map(|f| f as &dyn Fn(u64) -> bool),
-        Some(limit),
-        req.offset.unwrap_or(0),
-    )?;
+    let offset = req.offset.unwrap_or(0);
+    let hits = match &keep {
+        Some(k) if !text.prefilter => {
+            let top = memwal_fts::search(
+                &corpora,
+                &text.query,
+                None,
+                Some(offset.saturating_add(limit)),
+                0,
+            )?;
+            top.into_iter()
+                .filter(|h| k.contains(h.row_id))
+                .skip(offset)
+                .take(limit)
+                .collect()
+        }
+        _ => {
+            let keep_fn = keep.as_ref().map(|k| move |r: u64| k.contains(r));
+            memwal_fts::search(
+                &corpora,
+                &text.query,
+                keep_fn.as_ref().map(|f| f as &dyn Fn(u64) -> bool),
+                Some(limit),
+                offset,
+            )?
+        }
+    };
     assemble(snap, req, tiers, &hits)
 }
 
@@ -146,9 +173,13 @@ fn dead_rows(tiers: &[Tier], indexed: &[Indexed<'_>]) -> RoaringTreemap {
     dead
 }
 
-fn column_input<'a>(ix: &Indexed<'a>, tiers: &'a [Tier]) -> ColumnInput<'a> {
+/// The column's segments, plus (unless `fast_search`) the live rows of the tiers it does not cover.
+fn column_input<'a>(ix: &Indexed<'a>, tiers: &'a [Tier], fast_search: bool) -> ColumnInput<'a> {
     let mut unindexed = Vec::new();
-    for t in tiers.iter().filter(|t| !is_covered(t, ix.covered)) {
+    let uncovered = tiers
+        .iter()
+        .filter(|t| !fast_search && !is_covered(t, ix.covered));
+    for t in uncovered {
         let col = t.batch.column(ix.position);
         for i in 0..col.len() {
             if t.mask.as_ref().is_some_and(|m| !m.value(i)) {

@@ -115,9 +115,11 @@ pub fn search(plan: &VectorPlan, tiers: &[Tier], ann: Option<Ann>) -> Result<Rec
         .iter()
         .map(|t| prepare(plan, t))
         .collect::<Result<Vec<_>>>()?;
-    let hits = match ann.filter(|_| !plan.tuning.bypass_vector_index) {
-        Some(a) => rank_indexed(plan, &prepared, tiers, a)?,
-        None => rank(plan, &prepared, tiers, &vec![true; tiers.len()])?,
+    let hits = match ann {
+        Some(a) if !plan.tuning.bypass_vector_index => rank_indexed(plan, &prepared, tiers, a)?,
+        // `fast_search` without an index: no row is indexed, so none is searched (as LanceDB).
+        None if plan.tuning.fast_search => rank(plan, &prepared, tiers, &vec![false; tiers.len()])?,
+        _ => rank(plan, &prepared, tiers, &vec![true; tiers.len()])?,
     };
     let mut columns: Vec<Vec<ArrayRef>> = Vec::new();
     for (qi, hits) in hits.into_iter().enumerate() {

@@ -13,7 +13,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use memwal_core::api::CompactOptions;
 use memwal_core::index::IndexType;
 use memwal_core::{
-    AddMode, CreateOptions, Data, IndexRequest, NativeDatabase, NativeTable, QueryRequest,
+    AddMode, CreateOptions, Data, IndexRequest, NativeDatabase, NativeTable, QueryRequest, TextSearch,
 };
 use memwal_fts::query::{BooleanQuery, BoostQuery, PhraseQuery};
 use memwal_fts::{
@@ -65,23 +65,28 @@ fn fts_index(with_position: bool) -> IndexRequest {
 /// `(id, score)` of a full-text query through the table, best first, ties by id.
 fn answer(t: &NativeTable, q: &FtsQuery, filter: Option<&str>) -> Result<Vec<(i64, f32)>, String> {
     let req = QueryRequest {
-        full_text: Some(q.clone()),
+        full_text: Some(TextSearch::new(q.clone())),
         columns: Some(vec!["id".into()]),
         filter: filter.map(str::to_string),
         limit: Some(10_000),
         ..Default::default()
     };
-    let batches = t.query_sync(&req).map_err(|e| e.to_string())?;
-    let mut out: Vec<(i64, f32)> = batches
+    let mut out = answer_of(t, &req)?;
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    Ok(out)
+}
+
+/// `(id, score)` of `req` (first column `id`) in the table's order.
+fn answer_of(t: &NativeTable, req: &QueryRequest) -> Result<Vec<(i64, f32)>, String> {
+    let batches = t.query_sync(req).map_err(|e| e.to_string())?;
+    Ok(batches
         .iter()
         .flat_map(|b| {
             let ids = b.column(0).as_primitive::<Int64Type>().values().to_vec();
             let scores = b.column(1).as_primitive::<Float32Type>().values().to_vec();
             ids.into_iter().zip(scores)
         })
-        .collect();
-    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    Ok(out)
+        .collect())
 }
 
 /// The same query over a fresh index of the live rows alone (row id = `id`).
@@ -296,7 +301,7 @@ fn life_cycle_layout_and_refusals() {
     assert!(ids.contains(&4));
     // Layout: selected columns, _score Float32, _rowid when asked; present on zero rows.
     let req = QueryRequest {
-        full_text: Some(FtsQuery::Match(MatchQuery::new(None, "nothing"))),
+        full_text: Some(TextSearch::new(FtsQuery::Match(MatchQuery::new(None, "nothing")))),
         with_row_id: true,
         ..Default::default()
     };
@@ -311,7 +316,7 @@ fn life_cycle_layout_and_refusals() {
         .all(|b| b.num_rows() == 0));
     // SQL projections and an ordering go through the shared last steps, `_score` kept.
     let req = QueryRequest {
-        full_text: Some(FtsQuery::Match(MatchQuery::new(None, "brown"))),
+        full_text: Some(TextSearch::new(FtsQuery::Match(MatchQuery::new(None, "brown")))),
         projections: Some(vec![("x".into(), "id * 2".into())]),
         ..Default::default()
     };
@@ -357,4 +362,112 @@ fn life_cycle_layout_and_refusals() {
         err.to_string().contains("FTS indexes a string column"),
         "{err}"
     );
+}
+
+/// Rows 1..=n with texts drawn from WORDS (deterministic), appended in id order.
+fn word_rows(ids: std::ops::RangeInclusive<i64>) -> Vec<(i64, Option<String>)> {
+    ids.map(|i| {
+        let words: Vec<&str> = (0..1 + i % 7)
+            .map(|j| WORDS[((i * 7 + j * 3 + i * j) % WORDS.len() as i64) as usize])
+            .collect();
+        (i, Some(words.join(" ")))
+    })
+    .collect()
+}
+
+#[test]
+fn fast_search_answers_the_indexed_rows_alone() {
+    let dir = tempfile::tempdir().expect("dir");
+    let t = open(dir.path());
+    let first = word_rows(1..=60);
+    t.add_sync(data(&first), AddMode::Append).expect("add");
+    t.create_index_sync(&fts_index(true)).expect("index");
+    let later = word_rows(61..=80);
+    t.add_sync(data(&later), AddMode::Append).expect("add later");
+    t.update_sync(Some("id = 3"), &[("text".into(), "'fox fox dog'".into())])
+        .expect("update");
+    t.delete_sync("id = 5").expect("delete");
+    // Indexed and live: the first rows but the updated (moved to a new fragment) and the deleted.
+    let indexed: BTreeMap<i64, Option<String>> = first
+        .into_iter()
+        .filter(|(id, _)| *id != 3 && *id != 5)
+        .collect();
+    let mut every = indexed.clone();
+    every.extend(later);
+    every.insert(3, Some("fox fox dog".into()));
+    let mut differ = 0;
+    for q in queries() {
+        for (filter, keep) in [(None, 0), (Some("id % 2 = 0"), 2)] {
+            let fast = QueryRequest {
+                full_text: Some(TextSearch {
+                    fast_search: true,
+                    ..TextSearch::new(q.clone())
+                }),
+                columns: Some(vec!["id".into()]),
+                filter: filter.map(str::to_string),
+                limit: Some(10_000),
+                ..Default::default()
+            };
+            let mut got = answer_of(&t, &fast).expect("fast search");
+            got.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            let pass = |r: u64| keep == 0 || r.is_multiple_of(keep);
+            let want = reference(&indexed, &q, &pass);
+            assert_eq!(got.len(), want.len(), "{q:?}\n got {got:?}\nwant {want:?}");
+            for (g, w) in got.iter().zip(&want) {
+                assert_eq!(g.0, w.0, "{q:?}\n got {got:?}\nwant {want:?}");
+                assert!((g.1 - w.1).abs() <= 1e-4 * w.1.abs().max(1e-6), "{q:?}: {g:?} vs {w:?}");
+            }
+            let all = answer(&t, &q, filter).expect("every row");
+            differ += usize::from(all != got);
+            assert_eq!(all, reference(&every, &q, &pass), "{q:?} without fast_search");
+        }
+    }
+    assert!(differ > 0, "fast_search changed no answer: the fixture tests nothing");
+}
+
+#[test]
+fn a_postfilter_keeps_what_passes_of_the_top_rows() {
+    let dir = tempfile::tempdir().expect("dir");
+    let t = open(dir.path());
+    let rows = word_rows(1..=80);
+    t.add_sync(data(&rows[..50]), AddMode::Append).expect("add");
+    t.create_index_sync(&fts_index(true)).expect("index");
+    t.add_sync(data(&rows[50..]), AddMode::Append).expect("add later");
+    t.delete_sync("id = 4").expect("delete");
+    let live: BTreeMap<i64, Option<String>> =
+        rows.into_iter().filter(|(id, _)| *id != 4).collect();
+    let mut shorter = 0;
+    for q in queries() {
+        for (limit, offset) in [(5, 0), (4, 2), (10_000, 0)] {
+            let req = |prefilter| QueryRequest {
+                full_text: Some(TextSearch {
+                    prefilter,
+                    ..TextSearch::new(q.clone())
+                }),
+                columns: Some(vec!["id".into()]),
+                filter: Some("id % 3 = 0".into()),
+                limit: Some(limit),
+                offset: Some(offset),
+                ..Default::default()
+            };
+            let post = answer_of(&t, &req(false)).expect("postfilter");
+            // Rows are appended in id order: row ids and ids tie-break alike.
+            let top = reference(&live, &q, &|_| true);
+            let want: Vec<(i64, f32)> = top
+                .into_iter()
+                .take(limit + offset)
+                .filter(|r| r.0 % 3 == 0)
+                .skip(offset)
+                .take(limit)
+                .collect();
+            assert_eq!(post.len(), want.len(), "{q:?}\n got {post:?}\nwant {want:?}");
+            for (g, w) in post.iter().zip(&want) {
+                assert_eq!(g.0, w.0, "{q:?}\n got {post:?}\nwant {want:?}");
+                assert!((g.1 - w.1).abs() <= 1e-4 * w.1.abs().max(1e-6));
+            }
+            let pre = answer_of(&t, &req(true)).expect("prefilter");
+            shorter += usize::from(post.len() < pre.len());
+        }
+    }
+    assert!(shorter > 0, "no postfilter answered fewer rows than the prefilter");
 }
