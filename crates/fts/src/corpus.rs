@@ -69,14 +69,6 @@ pub struct Corpus<'a> {
     stats: CorpusStats,
 }
 
-/// One live posting entry: the row, the term's frequency, the document's length, its positions.
-pub(crate) struct Hit<'p> {
-    pub row_id: u64,
-    pub tf: u32,
-    pub doc_len: u32,
-    pub positions: &'p [u32],
-}
-
 impl<'a> Corpus<'a> {
     /// Tokenizes the unindexed rows and computes the live statistics.
     pub fn new(input: ColumnInput<'a>, live: LiveRows<'a>) -> Result<Corpus<'a>> {
@@ -105,6 +97,11 @@ impl<'a> Corpus<'a> {
     /// N and total length over live documents.
     pub fn stats(&self) -> CorpusStats {
         self.stats
+    }
+
+    /// Which rows are live.
+    pub(crate) fn live(&self) -> &LiveRows<'a> {
+        &self.live
     }
 
     /// Every segment, the unindexed one last.
@@ -151,24 +148,6 @@ impl<'a> Corpus<'a> {
             }
         }
         df
-    }
-
-    /// Calls `f` for every live document holding `term`.
-    pub(crate) fn for_each_hit(&self, term: &str, mut f: impl FnMut(Hit<'_>)) {
-        for seg in self.segments() {
-            let Some(p) = seg.postings_of(term) else {
-                continue;
-            };
-            for i in live_entries(seg, p, &self.live) {
-                let doc = p.docs[i] as usize;
-                f(Hit {
-                    row_id: seg.row_ids()[doc],
-                    tf: p.freqs[i],
-                    doc_len: seg.lengths()[doc],
-                    positions: p.positions_of(i),
-                });
-            }
-        }
     }
 }
 

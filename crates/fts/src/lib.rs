@@ -5,7 +5,8 @@
 //! - `segment.rs`: an immutable inverted index over some rows; `codec.rs` its bytes.
 //! - `corpus.rs`: a column at query time: segments, unindexed rows, live rows, global statistics.
 //! - `bm25.rs`: the score. `query.rs`: the query types and their wire JSON.
-//! - `fuzzy.rs`, `phrase.rs`: term expansion and phrase positions. `search.rs`: runs a query.
+//! - `fuzzy.rs`, `phrase.rs`: term expansion and phrase positions. `search.rs`: runs a query;
+//!   `walk.rs`: its match and phrase leaves over sorted postings (merge, leapfrog intersection).
 //!
 //! No storage, no Arrow: callers (memwal-core's tables) hand in texts and row ids and keep the
 //! segment bytes wherever they keep index files.
@@ -22,6 +23,7 @@ pub mod query;
 pub mod remap;
 pub mod search;
 pub mod segment;
+mod walk;
 
 pub use analyzer::Analyzer;
 pub use corpus::{ColumnInput, Corpus, LiveRows, UnindexedRow};

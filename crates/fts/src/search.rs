@@ -1,15 +1,14 @@
 //! Runs a full-text query over the corpora of its columns: match (Or / And, fuzzy), phrase, boost,
 //! boolean and multi_match, each leaf scored with BM25 on its column's global live statistics; then
 //! the caller's filter, the order (score descending, then row id ascending) and the page.
-//! Talks to `corpus.rs`, `query.rs`, `fuzzy.rs`, `phrase.rs`, `bm25.rs`.
+//! Talks to `corpus.rs`, `query.rs`, `fuzzy.rs` and `walk.rs` (the match and phrase leaves).
 
 use std::collections::HashMap;
 
-use crate::bm25;
 use crate::corpus::Corpus;
 use crate::error::{FtsError, Result};
 use crate::fuzzy;
-use crate::phrase;
+use crate::walk;
 use crate::query::{BooleanQuery, FtsQuery, MatchQuery, Operator, PhraseQuery};
 
 /// Most analyzed terms (before fuzzy expansion) one query may hold in all its leaves.
@@ -40,8 +39,16 @@ pub fn search(
     let names: Vec<String> = corpora.iter().map(|c| c.name.clone()).collect();
     let query = query.fill_columns(&names, false)?;
     let mut ev = Evaluator { corpora, terms: 0 };
-    let scores = ev.eval(&query)?;
-    let mut rows: Vec<ScoredRow> = scores
+    // A match or a phrase (most queries) is walked straight into a list; compounds combine maps.
+    let scored: Vec<(u64, f64)> = match &query {
+        FtsQuery::Match(m) => {
+            let corpus = ev.corpus(m.column.as_deref())?;
+            ev.match_rows(corpus, m)?
+        }
+        FtsQuery::Phrase(p) => ev.phrase_rows(p)?,
+        q => ev.eval(q)?.into_iter().collect(),
+    };
+    let mut rows: Vec<ScoredRow> = scored
         .into_iter()
         .filter(|(row, _)| keep.is_none_or(|k| k(*row)))
         .map(|(row_id, s)| ScoredRow {
@@ -49,12 +56,26 @@ pub fn search(
             score: s as f32,
         })
         .collect();
-    rows.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.row_id.cmp(&b.row_id)));
-    let end = limit.map_or(rows.len(), |l| offset.saturating_add(l).min(rows.len()));
-    Ok(rows
-        .get(offset.min(end)..end)
+    Ok(top(&mut rows, limit, offset))
+}
+
+/// Rows `offset..offset + limit` (all from `offset` without a limit) in order: score descending,
+/// then row id ascending; only the first `offset + limit` are sorted.
+fn top(rows: &mut Vec<ScoredRow>, limit: Option<usize>, offset: usize) -> Vec<ScoredRow> {
+    let order =
+        |a: &ScoredRow, b: &ScoredRow| b.score.total_cmp(&a.score).then(a.row_id.cmp(&b.row_id));
+    if let Some(want) = limit.map(|l| offset.saturating_add(l)) {
+        if want == 0 {
+            rows.clear();
+        } else if want < rows.len() {
+            rows.select_nth_unstable_by(want - 1, order);
+            rows.truncate(want);
+        }
+    }
+    rows.sort_unstable_by(order);
+    rows.get(offset.min(rows.len())..)
         .map(<[ScoredRow]>::to_vec)
-        .unwrap_or_default())
+        .unwrap_or_default()
 }
 
 struct Evaluator<'c, 'a> {
@@ -69,7 +90,7 @@ impl<'c, 'a> Evaluator<'c, 'a> {
                 let corpus = self.corpus(m.column.as_deref())?;
                 self.match_on(corpus, m)
             }
-            FtsQuery::Phrase(p) => self.phrase(p),
+            FtsQuery::Phrase(p) => Ok(self.phrase_rows(p)?.into_iter().collect()),
             FtsQuery::Boost(b) => {
                 let pos = self.eval(&b.positive)?;
                 let neg = self.eval(&b.negative)?;
@@ -148,7 +169,7 @@ impl<'c, 'a> Evaluator<'c, 'a> {
     /// A match: exact terms are analyzed like documents; a fuzzy match (fuzziness not 0) splits
     /// its text with the base tokenizer alone and expands each raw term in the dictionary, as
     /// LanceDB does (`"Runs"` at distance 1 finds nothing in a lower-cased index).
-    fn match_on(&mut self, corpus: &Corpus<'_>, m: &MatchQuery) -> Result<Scores> {
+    fn match_rows(&mut self, corpus: &Corpus<'_>, m: &MatchQuery) -> Result<Vec<(u64, f64)>> {
         let fuzzy = m.fuzziness != Some(0);
         let (mut tokens, _) = self.analyze(corpus, &m.terms, fuzzy)?;
         let mut seen = std::collections::HashSet::new();
@@ -165,21 +186,31 @@ impl<'c, 'a> Evaluator<'c, 'a> {
                 m.max_expansions,
             )
         };
-        Ok(score_groups(
+        let pairs: Vec<(usize, &str)> = groups
+            .iter()
+            .enumerate()
+            .flat_map(|(g, terms)| terms.iter().map(move |t| (g, t.as_str())))
+            .collect();
+        Ok(walk::match_rows(
             corpus,
-            &groups,
+            &pairs,
+            groups.len(),
+            m.operator == Operator::And,
             f64::from(m.boost),
-            m.operator,
         ))
     }
 
-    fn phrase(&mut self, p: &PhraseQuery) -> Result<Scores> {
+    fn match_on(&mut self, corpus: &Corpus<'_>, m: &MatchQuery) -> Result<Scores> {
+        Ok(self.match_rows(corpus, m)?.into_iter().collect())
+    }
+
+    fn phrase_rows(&mut self, p: &PhraseQuery) -> Result<Vec<(u64, f64)>> {
         let corpus = self.corpus(p.column.as_deref())?;
         if !corpus.with_position {
             return Err(FtsError::PositionsRequired);
         }
         let (terms, offsets) = self.analyze(corpus, &p.terms, false)?;
-        Ok(phrase_scores(corpus, &terms, &offsets, p.slop))
+        Ok(walk::phrase_rows(corpus, &terms, &offsets, p.slop))
     }
 
     fn boolean(&mut self, b: &BooleanQuery) -> Result<Scores> {
@@ -214,76 +245,4 @@ impl<'c, 'a> Evaluator<'c, 'a> {
         }
         Ok(acc)
     }
-}
-
-/// BM25 over term groups (a group is one query term and its fuzzy expansions): Or keeps rows
-/// matching any group, And rows matching every group; a row's score sums its matched terms.
-fn score_groups(corpus: &Corpus<'_>, groups: &[Vec<String>], boost: f64, op: Operator) -> Scores {
-    let stats = corpus.stats();
-    let avgdl = stats.avgdl();
-    // row -> (score, groups matched, last group counted)
-    let mut acc: HashMap<u64, (f64, usize, usize)> = HashMap::new();
-    for (g, group) in groups.iter().enumerate() {
-        for term in group {
-            let idf = bm25::idf(stats.num_docs, corpus.df(term));
-            corpus.for_each_hit(term, |h| {
-                let e = acc.entry(h.row_id).or_insert((0.0, 0, usize::MAX));
-                e.0 += boost * bm25::term_score(idf, h.tf, h.doc_len, avgdl);
-                if e.2 != g {
-                    e.1 += 1;
-                    e.2 = g;
-                }
-            });
-        }
-    }
-    let need = if op == Operator::And { groups.len() } else { 1 };
-    acc.into_iter()
-        .filter(|(_, (_, n, _))| *n >= need)
-        .map(|(r, (s, _, _))| (r, s))
-        .collect()
-}
-
-/// Per row: its score so far and the positions of each distinct phrase term.
-type PhraseRows = HashMap<u64, (f64, Vec<Option<Vec<u32>>>)>;
-
-/// Rows holding the phrase, scored as a match of its distinct terms.
-fn phrase_scores(corpus: &Corpus<'_>, terms: &[String], offsets: &[u32], slop: u32) -> Scores {
-    if terms.is_empty() {
-        return Scores::new();
-    }
-    let stats = corpus.stats();
-    let avgdl = stats.avgdl();
-    let mut distinct: Vec<&String> = Vec::new();
-    for t in terms {
-        if !distinct.contains(&t) {
-            distinct.push(t);
-        }
-    }
-    // row -> (score, positions per distinct term)
-    let mut rows: PhraseRows = HashMap::new();
-    for (i, term) in distinct.iter().enumerate() {
-        let idf = bm25::idf(stats.num_docs, corpus.df(term));
-        corpus.for_each_hit(term, |h| {
-            if i > 0 && !rows.contains_key(&h.row_id) {
-                return;
-            }
-            let e = rows
-                .entry(h.row_id)
-                .or_insert_with(|| (0.0, vec![None; distinct.len()]));
-            e.0 += bm25::term_score(idf, h.tf, h.doc_len, avgdl);
-            e.1[i] = Some(h.positions.to_vec());
-        });
-    }
-    let index_of = |t: &String| distinct.iter().position(|d| *d == t).unwrap_or(0);
-    rows.into_iter()
-        .filter_map(|(row, (score, lists))| {
-            let lists: Option<Vec<&[u32]>> = terms
-                .iter()
-                .map(|t| lists[index_of(t)].as_deref())
-                .collect();
-            lists
-                .filter(|l| phrase::matches(l, offsets, slop))
-                .map(|_| (row, score))
-        })
-        .collect()
 }
