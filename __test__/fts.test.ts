@@ -123,6 +123,35 @@ describe.each(kinds)("full-text search on a %s table", (kind, open) => {
     expect(ids(await t.query().fullTextSearch("winter", { columns: "text" }).toArray())).toEqual([]);
   });
 
+  test("fastSearch answers the indexed rows alone; postfilter filters the top rows", async () => {
+    const t = await docs(db);
+    const upsert = t.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll();
+    // Not in the index: row 3's new text and row 5 (a served table's buffered in its MemWAL).
+    await (kind === "served" ? upsert.memWal() : upsert).execute([
+      { id: 3, title: "birds", text: "brown penguins swim" },
+      { id: 5, title: "new", text: "brown brown winter" },
+    ]);
+    const brown = (q: ReturnType<Table["query"]>) => q.fullTextSearch("brown", { columns: "text" }).select(["id"]).toArray();
+    expect(ids(await brown(t.query())).sort()).toEqual([1, 3, 5]);
+    // The index covers rows 1, 2, 4 of the live ones (row 3's indexed text was replaced): only row 1 holds "brown".
+    const fast = await brown(t.query().fastSearch());
+    expect(ids(fast)).toEqual([1]);
+    // Its statistics are those of the indexed live rows alone: the score of a table holding only them.
+    n += 1;
+    const alone = await db.createTable(`alone${n}`, DOCS.filter((d) => d.id !== 3));
+    await alone.createIndex("text", { config: Index.fts({ withPosition: true }) });
+    const want = await brown(alone.query());
+    expect(Number(fast[0]._score)).toBeCloseTo(Number(want[0]._score), 5);
+    // Postfilter: of the top 2 (short rows 5 and 3 rank above the long row 1), those the filter passes.
+    const top2 = ids(await brown(t.query().limit(2)));
+    expect(top2).toEqual([5, 3]);
+    const post = ids(await brown(t.query().where("id < 5").postfilter().limit(2)));
+    expect(post).toEqual([3]);
+    const pre = ids(await brown(t.query().where("id < 5").limit(2)));
+    expect(pre.length).toBe(2);
+    expect(post.length).toBeLessThan(pre.length);
+  });
+
   test("bad input is refused with a clear error", async () => {
     const t = await docs(db, false);
     expect(() => t.query().fullTextSearch("  ")).toThrow(/full-text query is empty/);

@@ -155,6 +155,25 @@ abstract class QueryBase<Self> {
     }
     return this.runOptions();
   }
+  /**
+   * As 0.39's `fastSearch`: a vector or full-text search answers only the rows its index covers (rows written
+   * since the index was built or last optimized, a served table's buffered rows among them, are skipped and, for a
+   * full-text search, not counted in its statistics; a vector search of a column without an index answers no
+   * rows, as 0.39's). Faster, and may miss new rows. No effect on a plain scan.
+   */
+  fastSearch(): Self {
+    this.opts.fastSearch = true;
+    return this.self();
+  }
+  /**
+   * Filter after ranking (as 0.39's `VectorQuery.postfilter`; memwal also takes it on a full-text `Query`, as the
+   * wire and the Python client do): the filter keeps what passes of the best `offset + limit` rows, so fewer rows
+   * may come back. A hybrid query postfilters both of its searches. No effect on a plain scan.
+   */
+  postfilter(): Self {
+    this.opts.prefilter = false;
+    return this.self();
+  }
   /** Add a `_rowid` column (UInt64; stable for a row within a version). */
   withRowId(): Self {
     this.opts.withRowId = true;
@@ -194,7 +213,8 @@ abstract class QueryBase<Self> {
   protected reranker?: Reranker;
   /**
    * A hybrid query (vectors and a full-text query): both searches run, each with `_rowid` and `offset + limit`
-   * rows (10 when no limit is given), and the reranker fuses them client-side, as 0.39 does.
+   * rows (10 when no limit is given), the filter, `postfilter` and `fastSearch`, and the reranker fuses them
+   * client-side, as 0.39 does.
    */
   private async hybrid(opts: NativeQueryOptions): Promise<ArrowTable> {
     const limit = opts.limit ?? 10;
@@ -205,6 +225,8 @@ abstract class QueryBase<Self> {
       columns: opts.columns,
       projections: opts.projections,
       fullText,
+      prefilter: opts.prefilter,
+      fastSearch: opts.fastSearch,
       limit: limit + offset,
       withRowId: true,
     };
@@ -322,11 +344,6 @@ export class VectorQuery extends QueryBase<VectorQuery> {
     this.opts.distanceType = t.toLowerCase();
     return this;
   }
-  /** Filter after ranking the top k (may return fewer than k rows). */
-  postfilter(): this {
-    this.opts.prefilter = false;
-    return this;
-  }
   /** Only rows with `lower <= _distance < upper` (either may be omitted). */
   distanceRange(lowerBound?: number, upperBound?: number): this {
     this.opts.lowerBound = finiteOrUndefined("distanceRange(lowerBound)", lowerBound);
@@ -342,11 +359,6 @@ export class VectorQuery extends QueryBase<VectorQuery> {
   /** Skip any vector index (memwal searches exactly today either way). */
   bypassVectorIndex(): this {
     this.opts.bypassVectorIndex = true;
-    return this;
-  }
-  /** Search indexed rows only (no index exists yet: every row is searched). */
-  fastSearch(): this {
-    this.opts.fastSearch = true;
     return this;
   }
   /** IVF partitions to probe (accepted; indexes are not implemented yet). */
