@@ -65,3 +65,72 @@ export function tableKinds(): {
     remote: served,
   };
 }
+
+/** A seeded generator (xorshift32): the same rows on every run. */
+export function seeded(seed: number): () => number {
+  let s = seed >>> 0 || 1;
+  return () => {
+    s ^= s << 13;
+    s >>>= 0;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    s >>>= 0;
+    return s / 0x1_0000_0000;
+  };
+}
+
+/**
+ * `n` documents of ~`len` words from a Zipf vocabulary of `vocab` made-up words (`w0` most frequent), some with the
+ * phrase "silver maple harbor" planted; each with an 8-dimensional vector. Ids from `first`.
+ */
+export function ftsCorpus(
+  n: number,
+  seed: number,
+  first = 0,
+  len = 12,
+  vocab = 300,
+): Array<{ id: number; text: string; vector: number[] }> {
+  const rnd = seeded(seed);
+  const weights = Array.from({ length: vocab }, (_, i) => 1 / (i + 1));
+  const total = weights.reduce((a, b) => a + b, 0);
+  const cumulative: number[] = [];
+  weights.reduce((acc, w, i) => {
+    cumulative[i] = acc + w / total;
+    return cumulative[i];
+  }, 0);
+  const word = () => {
+    const u = rnd();
+    const i = cumulative.findIndex((c) => c >= u);
+    return `w${i < 0 ? vocab - 1 : i}`;
+  };
+  return Array.from({ length: n }, (_, k) => {
+    const words = Array.from({ length: 1 + Math.floor(rnd() * 2 * len) }, word);
+    if (rnd() < 0.1) words.splice(Math.floor(rnd() * words.length), 0, "silver", "maple", "harbor");
+    return {
+      id: first + k,
+      text: words.join(" "),
+      vector: Array.from({ length: 8 }, () => Math.round((rnd() * 2 - 1) * 1000) / 1000),
+    };
+  });
+}
+
+/**
+ * Two ranked answers (`[id, score]`, best first) agree: the same length, scores within 1e-3 relative position by
+ * position, and the same ids in each run of tied scores (a run the end of the list cuts may hold different ids of
+ * the tie: only its scores are compared).
+ */
+export function expectSameRanking(label: string, got: number[][], want: number[][]): void {
+  const show = `${label}\n got ${JSON.stringify(got)}\nwant ${JSON.stringify(want)}`;
+  if (got.length !== want.length) throw new Error(`different lengths: ${show}`);
+  got.forEach(([, s], i) => {
+    if (Math.abs(s - want[i][1]) > 1e-3 * Math.max(Math.abs(want[i][1]), 1e-6)) throw new Error(`score ${i}: ${show}`);
+  });
+  const tied = (a: number, b: number) => Math.abs(a - b) <= 1e-6 * Math.max(Math.abs(a), 1e-9);
+  for (let i = 0; i < want.length; ) {
+    let j = i + 1;
+    while (j < want.length && tied(want[j][1], want[i][1])) j += 1;
+    const ids = (l: number[][]) => l.slice(i, j).map((x) => x[0]).sort((a, b) => a - b);
+    if (j < want.length && JSON.stringify(ids(got)) !== JSON.stringify(ids(want))) throw new Error(`rows ${i}..${j}: ${show}`);
+    i = j;
+  }
+}

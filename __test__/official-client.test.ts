@@ -9,7 +9,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import * as ours from "../lib";
 import { connect, type Server, serve } from "../lib";
-import { expectSameSearch, searchKey, tmpDir } from "./helpers";
+import { expectSameRanking, expectSameSearch, ftsCorpus, searchKey, tmpDir } from "./helpers";
 
 const clientPath = path.join(__dirname, "..", "bench", "node_modules", "@lancedb", "lancedb");
 test("the official client is installed (scripts/test.sh installs it in bench/)", () => {
@@ -380,4 +380,89 @@ describe("the official @lancedb/lancedb client against memwal-server", () => {
     expect(await t.listIndices()).toEqual([]);
     await db.dropTable("fts");
   });
+
+  test("full-text and hybrid search through our server answer as the client's own embedded engine", async () => {
+    const served = await lancedb.connect("db://test", { apiKey: "k", region: "us-east-1", hostOverride: server.url });
+    const embedded = await lancedb.connect(tmpDir());
+    const rows = ftsCorpus(400, 26);
+    const v = rows[7].vector;
+    // biome-ignore lint/suspicious/noExplicitAny: the official client's tables and queries are untyped here
+    type Q = any;
+    type Row = Record<string, unknown>;
+    const pairs = (score: string) => (r: Row[]) => r.map((x) => [Number(x.id), Number(x[score])]);
+    const fts = (q: Q, n = 10) => (t: Q) => t.query().fullTextSearch(q).select(["id"]).limit(n).toArray().then(pairs("_score"));
+    const rrf = async (k?: number) => (k === undefined ? lancedb.rerankers.RRFReranker.create() : lancedb.rerankers.RRFReranker.create(k));
+    const M = lancedb.MatchQuery;
+    const cases: Record<string, (t: Q) => Promise<number[][]>> = {
+      match: fts("w6 w60 maple"),
+      match_and: fts(new M("w1 w2", "text", { operator: lancedb.Operator.And }), 20),
+      fuzzy: fts(new M("harbr", "text", { fuzziness: 1 })),
+      phrase: fts(new lancedb.PhraseQuery("silver maple harbor", "text")),
+      quoted: fts('"silver maple harbor"'),
+      // The full-text half of hybrid_rrf.
+      phrase_of_hybrid: fts(new lancedb.PhraseQuery("w0 w1", "text")),
+      boolean: fts(
+        new lancedb.BooleanQuery([
+          [lancedb.Occur.Must, new M("maple", "text")],
+          [lancedb.Occur.Should, new M("w3", "text")],
+          [lancedb.Occur.MustNot, new M("w7", "text")],
+        ]),
+        20,
+      ),
+      where: (t) => t.query().fullTextSearch("w6 w60 maple").where("id % 3 = 0").select(["id"]).limit(10).toArray().then(pairs("_score")),
+      hybrid: (t) => t.query().nearestTo(v).fullTextSearch("w6 w60 maple").select(["id"]).limit(10).toArray().then(pairs("_relevance_score")),
+      hybrid_rrf: async (t) =>
+        t
+          .query()
+          .nearestTo(v)
+          .fullTextSearch(new lancedb.PhraseQuery("w0 w1", "text"))
+          .rerank(await rrf(30))
+          .select(["id"])
+          .limit(12)
+          .toArray()
+          .then(pairs("_relevance_score")),
+      hybrid_postfilter: async (t) =>
+        t
+          .query()
+          .nearestTo(v)
+          .fullTextSearch("w6 w60 maple")
+          .where("id % 2 = 0")
+          .postfilter()
+          .rerank(await rrf())
+          .select(["id"])
+          .limit(10)
+          .toArray()
+          .then(pairs("_relevance_score")),
+    };
+    const fast: Record<string, (t: Q) => Promise<number[][]>> = {
+      fast_match: (t) => t.query().fullTextSearch("w6 w60 maple").fastSearch().select(["id"]).limit(10).toArray().then(pairs("_score")),
+    };
+    const answers: Array<Record<string, number[][]>> = [];
+    for (const db of [served, embedded]) {
+      const t = await db.createTable("ftsh", rows);
+      await t.createIndex("text", { config: lancedb.Index.fts({ withPosition: true }) });
+      const got: Record<string, number[][]> = {};
+      for (const [name, run] of Object.entries(cases)) got[name] = await run(t);
+      // Rows the index does not cover: fastSearch leaves them out on both.
+      await t.add(ftsCorpus(60, 27, 1000));
+      for (const [name, run] of Object.entries(fast)) got[name] = await run(t);
+      // A vector search with fastSearch and no vector index: no row is indexed, none is answered (on both).
+      got.fast_vector = await t.query().nearestTo(v).fastSearch().select(["id"]).limit(5).toArray().then(pairs("_distance"));
+      answers.push(got);
+    }
+    const [mine, theirs] = answers;
+    for (const name of [...Object.keys(cases), ...Object.keys(fast)]) {
+      expect([name, theirs[name].length > 0]).toEqual([name, true]);
+      expectSameRanking(name, mine[name], theirs[name]);
+    }
+    // RRF fuses ranks: the full-text halves have no tied scores (LanceDB orders ties by its search's internals,
+    // memwal by row id), so the fused answers must agree row for row.
+    for (const half of ["match", "phrase_of_hybrid"]) {
+      const s = theirs[half].map((x) => x[1]);
+      expect([half, s.some((x, i) => i > 0 && Math.abs(x - s[i - 1]) <= 1e-6 * x)]).toEqual([half, false]);
+    }
+    expect(theirs.hybrid_postfilter.length).toBeLessThan(10);
+    expect([mine.fast_vector, theirs.fast_vector]).toEqual([[], []]);
+    await served.dropTable("ftsh");
+  }, 120_000);
 });

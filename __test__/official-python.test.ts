@@ -11,10 +11,11 @@ import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { connect, type Server, serve } from "../lib";
-import { expectSameSearch, searchKey, tmpDir } from "./helpers";
+import { expectSameRanking, expectSameSearch, ftsCorpus, searchKey, tmpDir } from "./helpers";
 
 const python = path.join(__dirname, "..", ".venv-compat", "bin", "python");
 const script = path.join(__dirname, "..", "compat", "official_python.py");
+const ftsScript = path.join(__dirname, "..", "compat", "official_python_fts.py");
 
 function run(args: string[]): Promise<{ code: number | null; out: string; err: string }> {
   return new Promise((resolve) => {
@@ -110,4 +111,60 @@ describe("Python lancedb 0.40 against memwal-server", () => {
     // list_tables(): the namespace listing route, paged.
     expect(got.list_tables).toEqual([["py", "py2"], ["py"], ["py2"], null]);
   }, 60_000);
+
+  test("full-text and hybrid search answer as the client's own embedded engine (match, phrase, boolean, filters, RRF, fast_search)", async () => {
+    const rows = ftsCorpus(400, 26);
+    const vector = rows[7].vector;
+    const queries = {
+      terms: "w6 w60 maple",
+      and: "w1 w2",
+      fuzzy: "harbr",
+      phrase: "silver maple harbor",
+      hybrid_phrase: "w0 w1",
+      must: "maple",
+      should: "w3",
+      must_not: "w7",
+      vector,
+    };
+    const file = path.join(tmpDir(), "fts.json");
+    fs.writeFileSync(file, JSON.stringify({ rows, added: ftsCorpus(60, 27, 1000), queries }));
+    const r = await run([ftsScript, server.url, file]);
+    if (r.code !== 0) throw new Error(`python exited ${r.code}: ${r.err}`);
+    const got = JSON.parse(r.out) as { version: string; cases: Record<string, { served: number[][]; embedded: number[][] }> };
+    expect(got.version).toBe("0.40.0");
+    const names = Object.keys(got.cases).sort();
+    expect(names).toEqual(
+      [
+        "boolean",
+        "fast_match",
+        "fast_where",
+        "hybrid",
+        "hybrid_phrase",
+        "hybrid_where",
+        "match",
+        "match_and",
+        "match_fuzzy",
+        "offset",
+        "phrase",
+        "phrase_of_hybrid",
+        "phrase_slop",
+        "postfilter",
+        "quoted",
+        "where",
+      ].sort(),
+    );
+    for (const name of names) {
+      const { served, embedded } = got.cases[name];
+      expect([name, embedded.length > 0]).toEqual([name, true]);
+      expectSameRanking(name, served, embedded);
+    }
+    // RRF fuses ranks: the hybrid cases' full-text halves have no tied scores (whose order LanceDB leaves to its
+    // search's internals, and memwal breaks by row id), so the fused answers must agree row for row.
+    for (const half of ["match", "phrase_of_hybrid"]) {
+      const s = got.cases[half].embedded.map((x) => x[1]);
+      expect([half, s.some((x, i) => i > 0 && Math.abs(x - s[i - 1]) <= 1e-6 * x)]).toEqual([half, false]);
+    }
+    // The postfilter keeps what passes of the top 10: fewer rows than the prefilter's 10.
+    expect(got.cases.postfilter.embedded.length).toBeLessThan(got.cases.where.embedded.length);
+  }, 120_000);
 });
