@@ -8,6 +8,7 @@ mod cleanup;
 mod crash;
 mod evolve;
 mod fts;
+mod fts_fuzz;
 mod fuzz;
 mod index;
 mod merge;

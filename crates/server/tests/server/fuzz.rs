@@ -196,3 +196,151 @@ fn http_routes_never_answer_5xx() {
     assert_eq!(rt.block_on(c.rows("keep", None)), vec![(1, 1), (2, 2)]);
     rt.block_on(h.close());
 }
+
+/// A random FTS query node: known and unknown kinds, fields of every JSON type, nested.
+fn fts_query() -> impl Strategy<Value = serde_json::Value> {
+    use serde_json::{json, Value};
+    let scalar = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        any::<u32>().prop_map(Value::from),
+        "[a-z \\x00-\\x1f\"é]{0,16}".prop_map(Value::from),
+        prop::sample::select(vec!["v", "id", "And", "OR", "\"one two\"", ""]).prop_map(Value::from),
+    ];
+    let leaf = (
+        prop::sample::select(vec!["match", "phrase", "multi_match", "fuzzy"]),
+        prop::collection::vec(
+            (
+                prop::sample::select(vec![
+                    "column", "terms", "query", "columns", "boost", "fuzziness", "max_expansions",
+                    "operator", "prefix_length", "slop", "zzz",
+                ]),
+                scalar,
+            ),
+            0..6,
+        ),
+    )
+        .prop_map(|(kind, fields)| {
+            let m: serde_json::Map<String, Value> =
+                fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+            json!({ kind: m })
+        });
+    leaf.prop_recursive(4, 24, 4, |inner| {
+        prop_oneof![
+            (inner.clone(), inner.clone()).prop_map(|(p, n)| json!({"boost": {"positive": p, "negative": n}})),
+            prop::collection::vec(inner, 0..4).prop_map(|qs| {
+                let (a, b) = qs.split_at(qs.len() / 2);
+                json!({"boolean": {"must": a, "should": b, "must_not": []}})
+            }),
+        ]
+    })
+}
+
+/// A `query/` body carrying a full-text query, and a `create_index/` body of an FTS index.
+fn fts_body() -> impl Strategy<Value = (String, serde_json::Value)> {
+    use serde_json::json;
+    prop_oneof![
+        (fts_query(), any::<bool>(), any::<bool>(), prop::option::of("[a-z<>= 0-9']{0,10}")).prop_map(
+            |(q, pre, fast, filter)| {
+                let mut b = json!({"vector": [], "k": 5, "prefilter": pre, "fast_search": fast,
+                    "full_text_query": {"query": q}});
+                if let Some(f) = filter {
+                    b["filter"] = json!(f);
+                }
+                ("query/".to_string(), b)
+            }
+        ),
+        ("[a-z \\x00é]{0,20}", prop::collection::vec("[a-z]{1,3}", 0..3)).prop_map(|(q, cols)| {
+            ("query/".to_string(), json!({"vector": [], "full_text_query": {"query": q, "columns": cols}}))
+        }),
+        (
+            prop::sample::select(vec!["v", "id", "nope"]),
+            prop::sample::select(vec!["simple", "ngram", "raw", "whitespace", "icu", "x"]),
+            any::<bool>(),
+            prop::option::of(0u64..300),
+            prop::option::of(0u64..300),
+            prop::option::of(prop::sample::select(vec!["English", "German", "none"])),
+        )
+            .prop_map(|(column, tok, pos, lo, hi, lang)| {
+                let mut b = json!({"column": column, "index_type": "FTS", "base_tokenizer": tok,
+                    "with_position": pos, "min_ngram_length": lo, "max_ngram_length": hi});
+                if let Some(l) = lang {
+                    b["language"] = json!(l);
+                }
+                ("create_index/".to_string(), b)
+            }),
+    ]
+}
+
+/// Strings as text rows, so that a full-text index has something to hold.
+fn text_rows() -> Vec<u8> {
+    use std::sync::Arc;
+    let schema = Arc::new(arrow_schema::Schema::new(vec![
+        arrow_schema::Field::new("id", arrow_schema::DataType::Int64, false),
+        arrow_schema::Field::new("v", arrow_schema::DataType::Utf8, true),
+    ]));
+    let b = arrow::array::RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(arrow::array::Int64Array::from_iter_values(0..6)),
+            Arc::new(arrow::array::StringArray::from_iter([
+                Some("one two three"),
+                None,
+                Some("two four"),
+                Some(""),
+                Some("éclair one"),
+                Some("the of and"),
+            ])),
+        ],
+    )
+    .expect("batch");
+    memwal_core::ipc::encode_stream(&schema, &[b]).expect("ipc")
+}
+
+#[test]
+fn full_text_bodies_never_answer_5xx() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let dir = tempfile::tempdir().expect("tmp");
+    let h = rt
+        .block_on(memwal_server::start(config(dir.path())))
+        .expect("start");
+    let c = Client::new(&h.url());
+    let stream = "application/vnd.apache.arrow.stream";
+    let (s, b) = rt.block_on(c.post("/v1/table/t/create/", stream, text_rows(), &[]));
+    assert_eq!(s, 200, "{b}");
+    let index = serde_json::json!({"column": "v", "index_type": "FTS", "with_position": true});
+    let (s, b) = rt.block_on(c.post(
+        "/v1/table/t/create_index/",
+        "application/json",
+        index.to_string().into_bytes(),
+        &[],
+    ));
+    assert_eq!(s, 200, "{b}");
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(300),
+        ..ProptestConfig::default()
+    });
+    let result = runner.run(&fts_body(), |(route, body)| {
+        let path = format!("/v1/table/t/{route}");
+        let (status, text) =
+            rt.block_on(c.post(&path, "application/json", body.to_string().into_bytes(), &[]));
+        prop_assert!(status == 200 || status == 400 || status == 501, "{body}: {status} {text}");
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+    // Still serving: the original index answers a plain match (replaced indexes included).
+    let body = serde_json::json!({"vector": [], "full_text_query": {"columns": ["v"], "query": "two"}});
+    let (s, b) = rt.block_on(c.query_batches("t", body));
+    assert_eq!(s, 200, "{b}");
+    rt.block_on(h.close());
+}
