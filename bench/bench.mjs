@@ -40,6 +40,14 @@ const runs = [
   ["lancedb", "Ks3"],
   ["memwal-server", "KDlocal"],
   ["memwal-server", "KDs3"],
+  ["memwal", "I100k"],
+  ["memwal-server", "I100k"],
+  ["lancedb", "I100k"],
+  ["tantivy", "I100k"],
+  ["memwal", "I1m"],
+  ["memwal-server", "I1m"],
+  ["lancedb", "I1m"],
+  ["tantivy", "I1m"],
 ];
 const only = process.argv[2];
 // D8proc runs the memwal-server binary: build it (incremental) where cargo puts it.
@@ -59,6 +67,14 @@ if (!only || only.split(",").some((w) => w.startsWith("K"))) {
     const moto = new URL("../scripts/moto.sh", import.meta.url).pathname;
     process.env.MEMWAL_TEST_S3_ENDPOINT = execFileSync("bash", [moto, "0", String(process.pid)], { encoding: "utf8" }).trim();
   }
+}
+// I runs tantivy from PyPI in a venv of its own, pinned; a failed install fails the bench.
+if (!only || only.split(",").some((w) => w.startsWith("I"))) {
+  const venv = new URL(".venv-tantivy", import.meta.url).pathname;
+  if (!fs.existsSync(`${venv}/bin/python`)) execFileSync("python3", ["-m", "venv", venv], { stdio: "inherit" });
+  execFileSync(`${venv}/bin/python`, ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "tantivy==0.27.0"], {
+    stdio: "inherit",
+  });
 }
 const results = {};
 for (const [engine, wl] of runs) {
@@ -292,6 +308,42 @@ eRows.push(
     `${f2(k("memwal-server", "KDs3", "p50_ms") / k("memwal-server", "KDlocal", "p50_ms"))}x of local p50`,
   ],
 );
+for (const [wl, n] of [
+  ["I100k", "100k"],
+  ["I1m", "1M"],
+]) {
+  const cell = (e, kind) => `${f2(k(e, wl, kind)?.p50_ms)} / ${f2(k(e, wl, kind)?.p99_ms)}, ${f1(k(e, wl, kind)?.qps)}`;
+  const qps = (e, kind) => k(e, wl, kind)?.qps;
+  for (const [kind, label] of [
+    ["single", "1 term"],
+    ["or3", "3 terms OR"],
+    ["and3", "3 terms AND"],
+    ["phrase", "3-word phrase"],
+  ]) {
+    eRows.push([
+      `I: FTS top-10, ${n} docs x ~50 words, ${label}: p50 / p99 ms, q/s (memwal local; served)`,
+      `${cell("memwal", kind)}; served ${cell("memwal-server", kind)}`,
+      cell("lancedb", kind),
+      `${f2(qps("memwal", kind) / qps("lancedb", kind))}x peer q/s; tantivy ${cell("tantivy", kind)} (memwal ${f2(qps("memwal", kind) / qps("tantivy", kind))}x)`,
+    ]);
+  }
+  eRows.push([
+    `I: FTS index build, ${n} docs (positions): docs/s (memwal local; served)`,
+    `${f1(k("memwal", wl, "build_docs_per_s"))}; served ${f1(k("memwal-server", wl, "build_docs_per_s"))}`,
+    f1(k("lancedb", wl, "build_docs_per_s")),
+    `${f2(k("memwal", wl, "build_docs_per_s") / k("lancedb", wl, "build_docs_per_s"))}x peer; tantivy ${f1(k("tantivy", wl, "build_docs_per_s"))}`,
+  ]);
+  const fresh = (e) => {
+    const x = k(e, wl, "freshness");
+    return x ? `${x.next_query_found}/${x.rounds} next query, lag p50 ${f2(x.lag_p50_ms)} / p99 ${f2(x.lag_p99_ms)} ms` : "n/a";
+  };
+  eRows.push([
+    `I: ${n}, write one doc, found by a query: memwal served (MemWAL upsert) vs peer local (add)`,
+    fresh("memwal-server"),
+    fresh("lancedb"),
+    "",
+  ]);
+}
 rows.push(...eRows);
 let md = `| measure | memwal | @lancedb/lancedb 0.39.0 | ratio |\n|---|---|---|---|\n`;
 for (const r of rows) if (!r.slice(1).every((c) => c === "" || /n\/a|undefined/.test(c))) md += `| ${r.join(" | ")} |\n`;

@@ -2,11 +2,13 @@
 //   node worker.mjs <engine> <workload>
 // engine: memwal | lancedb | fsync | bw ; workload: A | B | C | D1 | D8 | Ddirect | Dlsm | fsync | E100k | E1m | F | G100k | G1m | H | S | bw
 //   | Klocal | Ks3 | KDlocal | KDs3 (K: moto S3 at MEMWAL_TEST_S3_ENDPOINT, started by bench.mjs)
+//   | I100k | I1m (full-text search, fts.mjs; engines memwal | memwal-server | lancedb | tantivy)
 // Prints one JSON line. Data generation and IPC encoding are outside the timed part.
 import * as fs from "node:fs";
 import { createRequire } from "node:module";
 import * as os from "node:os";
 import * as path from "node:path";
+import { fullText } from "./fts.mjs";
 import { rowMaker } from "./rows.mjs";
 
 const require = createRequire(import.meta.url);
@@ -707,6 +709,8 @@ async function main() {
     result = await freshness();
   } else if (workload === "bw") {
     result = bandwidth();
+  } else if (workload === "I100k" || workload === "I1m") {
+    result = await fullText(engine, workload === "I100k" ? 100_000 : 1_000_000, dir);
   } else if (workload === "Klocal" || workload === "Ks3") {
     result = await objectStore(workload === "Ks3");
   } else if (workload === "KDlocal" || workload === "KDs3") {

@@ -268,17 +268,21 @@ fn preview(v: &Value) -> String {
     }
 }
 
+/// Whether `req`'s search filters before ranking (true for a plain scan).
+fn prefilter_of(req: &QueryRequest) -> bool {
+    match (&req.nearest, &req.full_text) {
+        (Some(q), _) => q.prefilter,
+        (None, Some(t)) => t.prefilter,
+        (None, None) => true,
+    }
+}
+
 /// The body the official client sends for `req` at `version` (null:
 /// latest): `k`, `prefilter`, `vector` and `version` always; the vector
 /// fields with their nulls as the client sends them.
 pub fn query_body(req: &QueryRequest, version: Option<u64>) -> Value {
-    let prefilter = match (&req.nearest, &req.full_text) {
-        (Some(q), _) => q.prefilter,
-        (None, Some(t)) => t.prefilter,
-        (None, None) => true,
-    };
     let mut body = json!({
-        "prefilter": prefilter,
+        "prefilter": prefilter_of(req),
         "version": version,
     });
     match &req.nearest {
@@ -463,13 +467,18 @@ mod tests {
         assert_eq!(body["full_text_query"]["query"], q);
         assert_eq!(parse(body).expect("again").full_text, req.full_text);
         // A postfilter and fast_search travel beside the query, as the official clients send them.
-        let req = parse(json!({"vector": [], "k": 5, "prefilter": false, "fast_search": true,
-            "full_text_query": {"query": q}}))
+        let req = parse(
+            json!({"vector": [], "k": 5, "prefilter": false, "fast_search": true,
+            "full_text_query": {"query": q}}),
+        )
         .expect("options");
         let t = req.full_text.as_ref().expect("text");
         assert_eq!((t.prefilter, t.fast_search), (false, true));
         let body = query_body(&req, None);
-        assert_eq!((&body["prefilter"], &body["fast_search"]), (&json!(false), &json!(true)));
+        assert_eq!(
+            (&body["prefilter"], &body["fast_search"]),
+            (&json!(false), &json!(true))
+        );
         assert_eq!(parse(body).expect("again").full_text, req.full_text);
     }
 

@@ -13,7 +13,8 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use memwal_core::api::CompactOptions;
 use memwal_core::index::IndexType;
 use memwal_core::{
-    AddMode, CreateOptions, Data, IndexRequest, NativeDatabase, NativeTable, QueryRequest, TextSearch,
+    AddMode, CreateOptions, Data, IndexRequest, NativeDatabase, NativeTable, QueryRequest,
+    TextSearch,
 };
 use memwal_fts::query::{BooleanQuery, BoostQuery, PhraseQuery};
 use memwal_fts::{
@@ -301,7 +302,9 @@ fn life_cycle_layout_and_refusals() {
     assert!(ids.contains(&4));
     // Layout: selected columns, _score Float32, _rowid when asked; present on zero rows.
     let req = QueryRequest {
-        full_text: Some(TextSearch::new(FtsQuery::Match(MatchQuery::new(None, "nothing")))),
+        full_text: Some(TextSearch::new(FtsQuery::Match(MatchQuery::new(
+            None, "nothing",
+        )))),
         with_row_id: true,
         ..Default::default()
     };
@@ -316,7 +319,9 @@ fn life_cycle_layout_and_refusals() {
         .all(|b| b.num_rows() == 0));
     // SQL projections and an ordering go through the shared last steps, `_score` kept.
     let req = QueryRequest {
-        full_text: Some(TextSearch::new(FtsQuery::Match(MatchQuery::new(None, "brown")))),
+        full_text: Some(TextSearch::new(FtsQuery::Match(MatchQuery::new(
+            None, "brown",
+        )))),
         projections: Some(vec![("x".into(), "id * 2".into())]),
         ..Default::default()
     };
@@ -383,7 +388,8 @@ fn fast_search_answers_the_indexed_rows_alone() {
     t.add_sync(data(&first), AddMode::Append).expect("add");
     t.create_index_sync(&fts_index(true)).expect("index");
     let later = word_rows(61..=80);
-    t.add_sync(data(&later), AddMode::Append).expect("add later");
+    t.add_sync(data(&later), AddMode::Append)
+        .expect("add later");
     t.update_sync(Some("id = 3"), &[("text".into(), "'fox fox dog'".into())])
         .expect("update");
     t.delete_sync("id = 5").expect("delete");
@@ -415,14 +421,24 @@ fn fast_search_answers_the_indexed_rows_alone() {
             assert_eq!(got.len(), want.len(), "{q:?}\n got {got:?}\nwant {want:?}");
             for (g, w) in got.iter().zip(&want) {
                 assert_eq!(g.0, w.0, "{q:?}\n got {got:?}\nwant {want:?}");
-                assert!((g.1 - w.1).abs() <= 1e-4 * w.1.abs().max(1e-6), "{q:?}: {g:?} vs {w:?}");
+                assert!(
+                    (g.1 - w.1).abs() <= 1e-4 * w.1.abs().max(1e-6),
+                    "{q:?}: {g:?} vs {w:?}"
+                );
             }
             let all = answer(&t, &q, filter).expect("every row");
             differ += usize::from(all != got);
-            assert_eq!(all, reference(&every, &q, &pass), "{q:?} without fast_search");
+            assert_eq!(
+                all,
+                reference(&every, &q, &pass),
+                "{q:?} without fast_search"
+            );
         }
     }
-    assert!(differ > 0, "fast_search changed no answer: the fixture tests nothing");
+    assert!(
+        differ > 0,
+        "fast_search changed no answer: the fixture tests nothing"
+    );
 }
 
 #[test]
@@ -432,10 +448,10 @@ fn a_postfilter_keeps_what_passes_of_the_top_rows() {
     let rows = word_rows(1..=80);
     t.add_sync(data(&rows[..50]), AddMode::Append).expect("add");
     t.create_index_sync(&fts_index(true)).expect("index");
-    t.add_sync(data(&rows[50..]), AddMode::Append).expect("add later");
+    t.add_sync(data(&rows[50..]), AddMode::Append)
+        .expect("add later");
     t.delete_sync("id = 4").expect("delete");
-    let live: BTreeMap<i64, Option<String>> =
-        rows.into_iter().filter(|(id, _)| *id != 4).collect();
+    let live: BTreeMap<i64, Option<String>> = rows.into_iter().filter(|(id, _)| *id != 4).collect();
     let mut shorter = 0;
     for q in queries() {
         for (limit, offset) in [(5, 0), (4, 2), (10_000, 0)] {
@@ -460,7 +476,11 @@ fn a_postfilter_keeps_what_passes_of_the_top_rows() {
                 .skip(offset)
                 .take(limit)
                 .collect();
-            assert_eq!(post.len(), want.len(), "{q:?}\n got {post:?}\nwant {want:?}");
+            assert_eq!(
+                post.len(),
+                want.len(),
+                "{q:?}\n got {post:?}\nwant {want:?}"
+            );
             for (g, w) in post.iter().zip(&want) {
                 assert_eq!(g.0, w.0, "{q:?}\n got {post:?}\nwant {want:?}");
                 assert!((g.1 - w.1).abs() <= 1e-4 * w.1.abs().max(1e-6));
@@ -469,5 +489,8 @@ fn a_postfilter_keeps_what_passes_of_the_top_rows() {
             shorter += usize::from(post.len() < pre.len());
         }
     }
-    assert!(shorter > 0, "no postfilter answered fewer rows than the prefilter");
+    assert!(
+        shorter > 0,
+        "no postfilter answered fewer rows than the prefilter"
+    );
 }

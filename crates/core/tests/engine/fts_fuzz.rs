@@ -59,8 +59,23 @@ fn indexed_table(db: &NativeDatabase, name: &str) -> NativeTable {
 fn text() -> impl Strategy<Value = Value> {
     prop_oneof![
         prop::sample::select(vec![
-            "fox", "quick brown", "the", "", " ", "\0", "a\0b", "café", "RUNNING dogs", "\u{feff}",
-            "\u{10ffff}", "text", "tag", "id", "AND", "Or", "\"quick brown\"",
+            "fox",
+            "quick brown",
+            "the",
+            "",
+            " ",
+            "\0",
+            "a\0b",
+            "café",
+            "RUNNING dogs",
+            "\u{feff}",
+            "\u{10ffff}",
+            "text",
+            "tag",
+            "id",
+            "AND",
+            "Or",
+            "\"quick brown\"",
         ])
         .prop_map(Value::from),
         ".{0,24}".prop_map(Value::from),
@@ -161,7 +176,11 @@ fn body() -> impl Strategy<Value = Value> {
     ];
     (
         full_text,
-        prop::option::of(prop::sample::select(vec!["id > 3", "tag = 't1'", "nope = 1"])),
+        prop::option::of(prop::sample::select(vec![
+            "id > 3",
+            "tag = 't1'",
+            "nope = 1",
+        ])),
         prop::option::of(any::<bool>()),
         prop::option::of(any::<bool>()),
         prop::option::of(0u64..30),
@@ -257,8 +276,18 @@ fn index_body() -> impl Strategy<Value = Value> {
         any::<bool>().prop_map(Value::from),
         number(),
         prop::sample::select(vec![
-            "simple", "whitespace", "raw", "ngram", "icu", "jieba/default", "lindera/ipadic",
-            "English", "french", "Klingon", "", "text",
+            "simple",
+            "whitespace",
+            "raw",
+            "ngram",
+            "icu",
+            "jieba/default",
+            "lindera/ipadic",
+            "English",
+            "french",
+            "Klingon",
+            "",
+            "text",
         ])
         .prop_map(Value::from),
         prop::collection::vec(prop::sample::select(vec!["the", "fox", "", "\0"]), 0..3)

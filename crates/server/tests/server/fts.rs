@@ -120,14 +120,24 @@ async fn memwal_rows_are_found_by_the_next_full_text_query() {
     h.close().await;
 }
 
-async fn served_with_index(dir: &std::path::Path, start: &[(i64, &str)]) -> (memwal_server::ServerHandle, Client) {
+async fn served_with_index(
+    dir: &std::path::Path,
+    start: &[(i64, &str)],
+) -> (memwal_server::ServerHandle, Client) {
     let h = memwal_server::start(config(dir)).await.expect("start");
     let c = Client::new(&h.url());
-    let (s, b) = c.post("/v1/table/t/create/", STREAM, rows(start), &[]).await;
+    let (s, b) = c
+        .post("/v1/table/t/create/", STREAM, rows(start), &[])
+        .await;
     assert_eq!(s, 200, "{b}");
     let index = json!({"column": "name", "index_type": "FTS", "with_position": true});
     let (s, b) = c
-        .post("/v1/table/t/create_index/", "application/json", index.to_string().into_bytes(), &[])
+        .post(
+            "/v1/table/t/create_index/",
+            "application/json",
+            index.to_string().into_bytes(),
+            &[],
+        )
         .await;
     assert_eq!(s, 200, "{b}");
     (h, c)
@@ -144,7 +154,12 @@ async fn scored(c: &Client, body: Value) -> Vec<(i64, f32)> {
             .column_by_name("_score")
             .expect("_score")
             .as_primitive::<arrow::datatypes::Float32Type>();
-        out.extend(ids.values().iter().copied().zip(scores.values().iter().copied()));
+        out.extend(
+            ids.values()
+                .iter()
+                .copied()
+                .zip(scores.values().iter().copied()),
+        );
     }
     out
 }
@@ -168,18 +183,36 @@ async fn fast_search_skips_buffered_rows_and_a_postfilter_filters_the_top_rows()
     let (h, c) = served_with_index(dir.path(), &start).await;
     let merge = "/v1/table/t/merge_insert/?on=id&when_matched_update_all=true&when_not_matched_insert_all=true";
     // Buffered in the MemWAL: a new row, and row 2's text replaced.
-    let (s, b) = c.post(merge, STREAM, rows(&[(20, "brown fox fox fox"), (2, "grey owl")]), MEMWAL).await;
+    let (s, b) = c
+        .post(
+            merge,
+            STREAM,
+            rows(&[(20, "brown fox fox fox"), (2, "grey owl")]),
+            MEMWAL,
+        )
+        .await;
     assert_eq!(s, 200, "{b}");
     let every = scored(&c, match_body("brown fox", json!({"k": 100}))).await;
-    let fast = scored(&c, match_body("brown fox", json!({"k": 100, "fast_search": true}))).await;
+    let fast = scored(
+        &c,
+        match_body("brown fox", json!({"k": 100, "fast_search": true})),
+    )
+    .await;
     let ids = |r: &[(i64, f32)]| {
         let mut v: Vec<i64> = r.iter().map(|x| x.0).collect();
         v.sort();
         v
     };
-    assert!(ids(&every).contains(&20), "the buffered row is found without fast_search");
+    assert!(
+        ids(&every).contains(&20),
+        "the buffered row is found without fast_search"
+    );
     let indexed: Vec<i64> = (1..=12).filter(|i| *i != 2).collect();
-    assert_eq!(ids(&fast), indexed, "fast_search: the indexed live rows alone");
+    assert_eq!(
+        ids(&fast),
+        indexed,
+        "fast_search: the indexed live rows alone"
+    );
     // Statistics of the indexed rows alone: the same scores as a table holding only those rows.
     let dir2 = tempfile::tempdir().expect("tmp");
     let alone: Vec<(i64, &str)> = start.iter().copied().filter(|r| r.0 != 2).collect();
@@ -187,7 +220,10 @@ async fn fast_search_skips_buffered_rows_and_a_postfilter_filters_the_top_rows()
     let want = scored(&c2, match_body("brown fox", json!({"k": 100}))).await;
     assert_eq!(fast.len(), want.len());
     for (g, w) in fast.iter().zip(&want) {
-        assert!((g.1 - w.1).abs() <= 1e-5 * w.1.abs(), "{fast:?} vs {want:?}");
+        assert!(
+            (g.1 - w.1).abs() <= 1e-5 * w.1.abs(),
+            "{fast:?} vs {want:?}"
+        );
     }
     h2.close().await;
     // A postfilter keeps what passes of the top 4 (the buffered row 20 among them): fewer rows
@@ -211,22 +247,37 @@ async fn hostile_full_text_inputs_get_a_clear_error_or_a_correct_answer() {
     let mut big = "lorem ipsum dolor sit amet ".repeat(40_000);
     big.push_str("zebra crossing");
     assert!(big.len() > 1 << 20);
-    let (h, c) =
-        served_with_index(dir.path(), &[(1, "quick brown fox"), (2, big.as_str()), (3, "the a of")]).await;
+    let (h, c) = served_with_index(
+        dir.path(),
+        &[(1, "quick brown fox"), (2, big.as_str()), (3, "the a of")],
+    )
+    .await;
     let id_list = |r: Vec<(i64, f32)>| r.into_iter().map(|x| x.0).collect::<Vec<_>>();
-    assert_eq!(id_list(scored(&c, match_body("zebra", json!({}))).await), vec![2]);
+    assert_eq!(
+        id_list(scored(&c, match_body("zebra", json!({}))).await),
+        vec![2]
+    );
     let phrase = json!({"vector": [], "columns": ["id"],
         "full_text_query": {"query": {"phrase": {"column": "name", "terms": "zebra crossing"}}}});
     assert_eq!(id_list(scored(&c, phrase).await), vec![2]);
     // The same document through the MemWAL: buffered, tokenized per query, found.
     let merge = "/v1/table/t/merge_insert/?on=id&when_matched_update_all=true&when_not_matched_insert_all=true";
     let big2 = big.replace("zebra", "okapi");
-    let (s, b) = c.post(merge, STREAM, rows(&[(4, big2.as_str())]), MEMWAL).await;
+    let (s, b) = c
+        .post(merge, STREAM, rows(&[(4, big2.as_str())]), MEMWAL)
+        .await;
     assert_eq!(s, 200, "{b}");
-    assert_eq!(id_list(scored(&c, match_body("okapi", json!({}))).await), vec![4]);
+    assert_eq!(
+        id_list(scored(&c, match_body("okapi", json!({}))).await),
+        vec![4]
+    );
     // Empty text, only stop words, only spaces: no terms, no rows.
     for terms in ["", "the a of and", "   ", "\u{0}"] {
-        assert_eq!(scored(&c, match_body(terms, json!({}))).await, vec![], "{terms:?}");
+        assert_eq!(
+            scored(&c, match_body(terms, json!({}))).await,
+            vec![],
+            "{terms:?}"
+        );
     }
     // NUL inside the text splits words, as any other separator.
     assert_eq!(
@@ -239,14 +290,28 @@ async fn hostile_full_text_inputs_get_a_clear_error_or_a_correct_answer() {
     assert_eq!(s, 400, "{text}");
     assert!(text.contains("terms"), "{text}");
     // 10k repeats of one word: one distinct term (a correct answer), or the same refusal.
-    let (s, _, text) = c.query_batches("t", match_body(&"fox ".repeat(10_000), json!({}))).await;
+    let (s, _, text) = c
+        .query_batches("t", match_body(&"fox ".repeat(10_000), json!({})))
+        .await;
     assert!(s == 400 && text.contains("terms"), "{s} {text}");
     // Fuzziness 100, huge expansions and slop: refused by name.
     for (q, needle) in [
-        (json!({"match": {"column": "name", "terms": "fox", "fuzziness": 100}}), "fuzziness"),
-        (json!({"match": {"column": "name", "terms": "fox", "fuzziness": -1}}), "fuzziness"),
-        (json!({"match": {"column": "name", "terms": "fox", "max_expansions": 1u64 << 40}}), "max_expansions"),
-        (json!({"phrase": {"column": "name", "terms": "fox", "slop": 1u64 << 31}}), "slop"),
+        (
+            json!({"match": {"column": "name", "terms": "fox", "fuzziness": 100}}),
+            "fuzziness",
+        ),
+        (
+            json!({"match": {"column": "name", "terms": "fox", "fuzziness": -1}}),
+            "fuzziness",
+        ),
+        (
+            json!({"match": {"column": "name", "terms": "fox", "max_expansions": 1u64 << 40}}),
+            "max_expansions",
+        ),
+        (
+            json!({"phrase": {"column": "name", "terms": "fox", "slop": 1u64 << 31}}),
+            "slop",
+        ),
         (json!({"match": {"column": "name", "terms": 7}}), "terms"),
     ] {
         let body = json!({"vector": [], "full_text_query": {"query": q}});
@@ -258,7 +323,9 @@ async fn hostile_full_text_inputs_get_a_clear_error_or_a_correct_answer() {
     let mut raw = br#"{"vector": [], "full_text_query": {"query": "fox "#.to_vec();
     raw.extend_from_slice(&[0xff, 0xfe]);
     raw.extend_from_slice(br#""}}"#);
-    let (s, text) = c.post("/v1/table/t/query/", "application/json", raw, &[]).await;
+    let (s, text) = c
+        .post("/v1/table/t/query/", "application/json", raw, &[])
+        .await;
     assert_eq!(s, 400, "{text}");
     // Invalid UTF-8 inside a string column of an upsert: refused before it is logged.
     let mut ipc = rows(&[(5, "quick zzzq")]);
@@ -266,6 +333,9 @@ async fn hostile_full_text_inputs_get_a_clear_error_or_a_correct_answer() {
     ipc[at + 3] = 0xff;
     let (s, text) = c.post(merge, STREAM, ipc, MEMWAL).await;
     assert_eq!(s, 400, "{text}");
-    assert_eq!(id_list(scored(&c, match_body("quick", json!({}))).await), vec![1]);
+    assert_eq!(
+        id_list(scored(&c, match_body("quick", json!({}))).await),
+        vec![1]
+    );
     h.close().await;
 }

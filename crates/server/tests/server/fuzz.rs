@@ -213,8 +213,17 @@ fn fts_query() -> impl Strategy<Value = serde_json::Value> {
         prop::collection::vec(
             (
                 prop::sample::select(vec![
-                    "column", "terms", "query", "columns", "boost", "fuzziness", "max_expansions",
-                    "operator", "prefix_length", "slop", "zzz",
+                    "column",
+                    "terms",
+                    "query",
+                    "columns",
+                    "boost",
+                    "fuzziness",
+                    "max_expansions",
+                    "operator",
+                    "prefix_length",
+                    "slop",
+                    "zzz",
                 ]),
                 scalar,
             ),
@@ -222,13 +231,16 @@ fn fts_query() -> impl Strategy<Value = serde_json::Value> {
         ),
     )
         .prop_map(|(kind, fields)| {
-            let m: serde_json::Map<String, Value> =
-                fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+            let m: serde_json::Map<String, Value> = fields
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect();
             json!({ kind: m })
         });
     leaf.prop_recursive(4, 24, 4, |inner| {
         prop_oneof![
-            (inner.clone(), inner.clone()).prop_map(|(p, n)| json!({"boost": {"positive": p, "negative": n}})),
+            (inner.clone(), inner.clone())
+                .prop_map(|(p, n)| json!({"boost": {"positive": p, "negative": n}})),
             prop::collection::vec(inner, 0..4).prop_map(|qs| {
                 let (a, b) = qs.split_at(qs.len() / 2);
                 json!({"boolean": {"must": a, "should": b, "must_not": []}})
@@ -241,19 +253,30 @@ fn fts_query() -> impl Strategy<Value = serde_json::Value> {
 fn fts_body() -> impl Strategy<Value = (String, serde_json::Value)> {
     use serde_json::json;
     prop_oneof![
-        (fts_query(), any::<bool>(), any::<bool>(), prop::option::of("[a-z<>= 0-9']{0,10}")).prop_map(
-            |(q, pre, fast, filter)| {
+        (
+            fts_query(),
+            any::<bool>(),
+            any::<bool>(),
+            prop::option::of("[a-z<>= 0-9']{0,10}")
+        )
+            .prop_map(|(q, pre, fast, filter)| {
                 let mut b = json!({"vector": [], "k": 5, "prefilter": pre, "fast_search": fast,
                     "full_text_query": {"query": q}});
                 if let Some(f) = filter {
                     b["filter"] = json!(f);
                 }
                 ("query/".to_string(), b)
-            }
-        ),
-        ("[a-z \\x00é]{0,20}", prop::collection::vec("[a-z]{1,3}", 0..3)).prop_map(|(q, cols)| {
-            ("query/".to_string(), json!({"vector": [], "full_text_query": {"query": q, "columns": cols}}))
-        }),
+            }),
+        (
+            "[a-z \\x00é]{0,20}",
+            prop::collection::vec("[a-z]{1,3}", 0..3)
+        )
+            .prop_map(|(q, cols)| {
+                (
+                    "query/".to_string(),
+                    json!({"vector": [], "full_text_query": {"query": q, "columns": cols}}),
+                )
+            }),
         (
             prop::sample::select(vec!["v", "id", "nope"]),
             prop::sample::select(vec!["simple", "ngram", "raw", "whitespace", "icu", "x"]),
@@ -330,17 +353,25 @@ fn full_text_bodies_never_answer_5xx() {
     });
     let result = runner.run(&fts_body(), |(route, body)| {
         let path = format!("/v1/table/t/{route}");
-        let (status, text) =
-            rt.block_on(c.post(&path, "application/json", body.to_string().into_bytes(), &[]));
-        prop_assert!(status == 200 || status == 400 || status == 501, "{body}: {status} {text}");
+        let (status, text) = rt.block_on(c.post(
+            &path,
+            "application/json",
+            body.to_string().into_bytes(),
+            &[],
+        ));
+        prop_assert!(
+            status == 200 || status == 400 || status == 501,
+            "{body}: {status} {text}"
+        );
         Ok(())
     });
     if let Err(e) = result {
         panic!("{e}");
     }
     // Still serving: the original index answers a plain match (replaced indexes included).
-    let body = serde_json::json!({"vector": [], "full_text_query": {"columns": ["v"], "query": "two"}});
-    let (s, b) = rt.block_on(c.query_batches("t", body));
+    let body =
+        serde_json::json!({"vector": [], "full_text_query": {"columns": ["v"], "query": "two"}});
+    let (s, _, b) = rt.block_on(c.query_batches("t", body));
     assert_eq!(s, 200, "{b}");
     rt.block_on(h.close());
 }
