@@ -138,7 +138,10 @@ describe.each(kinds)("full-text search on a %s table", (kind, open) => {
     expect(ids(fast)).toEqual([1]);
     // Its statistics are those of the indexed live rows alone: the score of a table holding only them.
     n += 1;
-    const alone = await db.createTable(`alone${n}`, DOCS.filter((d) => d.id !== 3));
+    const alone = await db.createTable(
+      `alone${n}`,
+      DOCS.filter((d) => d.id !== 3),
+    );
     await alone.createIndex("text", { config: Index.fts({ withPosition: true }) });
     const want = await brown(alone.query());
     expect(Number(fast[0]._score)).toBeCloseTo(Number(want[0]._score), 5);

@@ -129,7 +129,11 @@ export function expectSameRanking(label: string, got: number[][], want: number[]
   for (let i = 0; i < want.length; ) {
     let j = i + 1;
     while (j < want.length && tied(want[j][1], want[i][1])) j += 1;
-    const ids = (l: number[][]) => l.slice(i, j).map((x) => x[0]).sort((a, b) => a - b);
+    const ids = (l: number[][]) =>
+      l
+        .slice(i, j)
+        .map((x) => x[0])
+        .sort((a, b) => a - b);
     if (j < want.length && JSON.stringify(ids(got)) !== JSON.stringify(ids(want))) throw new Error(`rows ${i}..${j}: ${show}`);
     i = j;
   }

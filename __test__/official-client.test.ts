@@ -390,7 +390,10 @@ describe("the official @lancedb/lancedb client against memwal-server", () => {
     type Q = any;
     type Row = Record<string, unknown>;
     const pairs = (score: string) => (r: Row[]) => r.map((x) => [Number(x.id), Number(x[score])]);
-    const fts = (q: Q, n = 10) => (t: Q) => t.query().fullTextSearch(q).select(["id"]).limit(n).toArray().then(pairs("_score"));
+    const fts =
+      (q: Q, n = 10) =>
+      (t: Q) =>
+        t.query().fullTextSearch(q).select(["id"]).limit(n).toArray().then(pairs("_score"));
     const rrf = async (k?: number) => (k === undefined ? lancedb.rerankers.RRFReranker.create() : lancedb.rerankers.RRFReranker.create(k));
     const M = lancedb.MatchQuery;
     const cases: Record<string, (t: Q) => Promise<number[][]>> = {
@@ -410,7 +413,8 @@ describe("the official @lancedb/lancedb client against memwal-server", () => {
         20,
       ),
       where: (t) => t.query().fullTextSearch("w6 w60 maple").where("id % 3 = 0").select(["id"]).limit(10).toArray().then(pairs("_score")),
-      hybrid: (t) => t.query().nearestTo(v).fullTextSearch("w6 w60 maple").select(["id"]).limit(10).toArray().then(pairs("_relevance_score")),
+      hybrid: (t) =>
+        t.query().nearestTo(v).fullTextSearch("w6 w60 maple").select(["id"]).limit(10).toArray().then(pairs("_relevance_score")),
       hybrid_rrf: async (t) =>
         t
           .query()

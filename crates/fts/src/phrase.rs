@@ -8,6 +8,9 @@ pub(crate) fn matches(lists: &[&[u32]], offsets: &[u32], slop: u32) -> bool {
     let Some(first) = lists.first() else {
         return false;
     };
+    if slop == 0 {
+        return exact(first, &lists[1..], offsets);
+    }
     let mut reach: Vec<u64> = first.iter().map(|&p| u64::from(p)).collect();
     for i in 1..lists.len() {
         let gap = u64::from(offsets[i].saturating_sub(offsets[i - 1]));
@@ -29,6 +32,18 @@ pub(crate) fn matches(lists: &[&[u32]], offsets: &[u32], slop: u32) -> bool {
         reach = next;
     }
     !reach.is_empty()
+}
+
+/// `slop` 0: some position `p` of the first term has every later term `i` at exactly
+/// `p + offsets[i] - offsets[0]` (binary search, nothing allocated).
+fn exact(first: &[u32], rest: &[&[u32]], offsets: &[u32]) -> bool {
+    let base = offsets.first().copied().unwrap_or(0);
+    first.iter().any(|&p| {
+        rest.iter().zip(offsets.iter().skip(1)).all(|(list, &o)| {
+            let want = u64::from(p) + u64::from(o.saturating_sub(base));
+            list.binary_search_by(|&x| u64::from(x).cmp(&want)).is_ok()
+        })
+    })
 }
 
 #[cfg(test)]

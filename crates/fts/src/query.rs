@@ -187,9 +187,8 @@ pub fn parse_full_text_query(body: &serde_json::Value) -> Result<FtsQuery> {
     };
     let query = match obj.get("query") {
         Some(serde_json::Value::String(text)) => legacy(text),
-        Some(v @ serde_json::Value::Object(_)) => {
-            serde_path_to_error::deserialize(v.clone()).map_err(|e| FtsError::query(e.to_string()))?
-        }
+        Some(v @ serde_json::Value::Object(_)) => serde_path_to_error::deserialize(v.clone())
+            .map_err(|e| FtsError::query(e.to_string()))?,
         _ => {
             return Err(FtsError::query(
                 "full_text_query.query must be a string or a query object",

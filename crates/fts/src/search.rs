@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use crate::corpus::Corpus;
 use crate::error::{FtsError, Result};
 use crate::fuzzy;
-use crate::walk;
 use crate::query::{BooleanQuery, FtsQuery, MatchQuery, Operator, PhraseQuery};
+use crate::walk;
 
 /// Most analyzed terms (before fuzzy expansion) one query may hold in all its leaves.
 pub const MAX_QUERY_TERMS: usize = 1024;

@@ -43,7 +43,12 @@ impl Cursor<'_> {
 
     fn score(&self, seg: &Segment, avgdl: f64) -> f64 {
         let doc = self.posting.docs[self.at] as usize;
-        bm25::term_score(self.idf, self.posting.freqs[self.at], seg.lengths()[doc], avgdl)
+        bm25::term_score(
+            self.idf,
+            self.posting.freqs[self.at],
+            seg.lengths()[doc],
+            avgdl,
+        )
     }
 }
 
@@ -107,7 +112,7 @@ pub(crate) fn match_rows(
 }
 
 /// Calls `f(cursors, doc)` for every document every cursor holds, cursors placed on it.
-fn intersect(cs: &mut [Cursor<'_>], mut f: impl FnMut(&[Cursor<'_>], u32)) {
+fn intersect<'s>(cs: &mut [Cursor<'s>], mut f: impl FnMut(&[Cursor<'s>], u32)) {
     if cs.is_empty() {
         return;
     }
@@ -201,16 +206,20 @@ pub(crate) fn phrase_rows(
         if cs.len() < distinct.len() {
             continue;
         }
+        // Reused for every candidate document: its positions per distinct term, then per phrase term.
+        let mut lists: Vec<&[u32]> = vec![&[]; distinct.len()];
+        let mut ordered: Vec<&[u32]> = vec![&[]; slot.len()];
         intersect(&mut cs, |cs, doc| {
             let row = seg.row_ids()[doc as usize];
             if !corpus.live().contains(row) {
                 return;
             }
-            let mut lists: Vec<&[u32]> = vec![&[]; distinct.len()];
             for c in cs {
                 lists[c.group] = c.posting.positions_of(c.at);
             }
-            let ordered: Vec<&[u32]> = slot.iter().map(|&s| lists[s]).collect();
+            for (o, &s) in ordered.iter_mut().zip(&slot) {
+                *o = lists[s];
+            }
             if phrase::matches(&ordered, offsets, slop) {
                 out.push((row, cs.iter().map(|c| c.score(seg, avgdl)).sum()));
             }
