@@ -119,8 +119,8 @@ fn intersect<'s>(cs: &mut [Cursor<'s>], mut f: impl FnMut(&[Cursor<'s>], u32)) {
     cs.sort_by_key(|c| c.posting.docs.len());
     let Some(mut doc) = cs[0].doc() else { return };
     'outer: loop {
-        for i in 0..cs.len() {
-            match cs[i].seek(doc) {
+        for c in cs.iter_mut() {
+            match c.seek(doc) {
                 None => return,
                 Some(d) if d > doc => {
                     doc = d;
