@@ -117,8 +117,11 @@ pub fn search(plan: &VectorPlan, tiers: &[Tier], ann: Option<Ann>) -> Result<Rec
         .collect::<Result<Vec<_>>>()?;
     let hits = match ann {
         Some(a) if !plan.tuning.bypass_vector_index => rank_indexed(plan, &prepared, tiers, a)?,
-        // `fast_search` without an index: no row is indexed, so none is searched (as LanceDB).
-        None if plan.tuning.fast_search => rank(plan, &prepared, tiers, &vec![false; tiers.len()])?,
+        // `fast_search` without an index: no row is indexed, so none is searched (as LanceDB);
+        // `bypass_vector_index` asks for the exact search of every row instead.
+        None if plan.tuning.fast_search && !plan.tuning.bypass_vector_index => {
+            rank(plan, &prepared, tiers, &vec![false; tiers.len()])?
+        }
         _ => rank(plan, &prepared, tiers, &vec![true; tiers.len()])?,
     };
     let mut columns: Vec<Vec<ArrayRef>> = Vec::new();
