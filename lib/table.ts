@@ -334,8 +334,8 @@ export class Table {
   }
 
   /**
-   * A description, as @lancedb/lancedb 0.39's: `NativeTable(name, uri=..., read_consistency_interval=0s)` for a
-   * local table (memwal reads always see the latest version: an interval of 0), `RemoteTable(id)` for a remote
+   * A description, as @lancedb/lancedb 0.39's: `NativeTable(name, uri=..., read_consistency_interval=None)` for a
+   * local table (the interval the connection was given, see `Connection.display`), `RemoteTable(id)` for a remote
    * one, `ClosedTable(name)` once closed.
    */
   display(): string {
