@@ -259,6 +259,11 @@ function oneBatch(t: ArrowTable): RecordBatch {
 
 /** A scan with filter, projection and paging. */
 export class Query extends QueryBase<Query> {
+  /** As 0.39's `nearestToText`: a full-text search of `query`, in `columns` when given (see {@link fullTextSearch}). */
+  nearestToText(query: string | FullTextQuery, columns?: string[]): Query {
+    return this.fullTextSearch(query, columns === undefined ? undefined : { columns });
+  }
+
   /** Turns this into a vector query for the rows nearest to `vector`. */
   nearestTo(vector: IntoVector): VectorQuery {
     const q = new VectorQuery(this.table, [vectorOf("nearestTo(vector)", vector)]);
