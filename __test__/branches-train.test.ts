@@ -23,6 +23,17 @@ describe("branches", () => {
     t.close();
     expect(() => t.currentBranch()).toThrow("Table t is closed");
   });
+
+  test("arguments are checked before the refusal, with 0.39's texts", async () => {
+    const b = await (await (await connect(tmpDir())).createTable("t", rows)).branches();
+    for (const call of [() => b.create(""), () => b.checkout(""), () => b.delete("")]) {
+      await expect(call()).rejects.toThrow(InvalidInputError);
+      await expect(call()).rejects.toThrow("Invalid input, branch name must be a non-empty string");
+    }
+    await expect(b.create("bad", "main", -1)).rejects.toThrow("from_version must be a non-negative integer");
+    await expect(b.checkout("exp", 1.5)).rejects.toThrow("version must be a non-negative integer");
+    await expect(b.create("ok", "main", 2)).rejects.toThrow(NotSupportedError);
+  });
 });
 
 describe("createIndex(options.train)", () => {

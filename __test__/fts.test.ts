@@ -164,6 +164,15 @@ describe.each(kinds)("full-text search on a %s table", (kind, open) => {
     await expect(t.createIndex("text", { config: Index.fts({ baseTokenizer: "klingon" }) })).rejects.toThrow(/klingon/);
   });
 
+  test("fuzziness above 2 matches every term within that distance (Lance takes any distance)", async () => {
+    const t = await docs(db);
+    const fuzzy = (fuzziness: number) => t.query().fullTextSearch(new MatchQuery("bx", "text", { fuzziness, prefixLength: 1 }));
+    // The terms starting with b: "bird" (3 edits from "bx"; "birds" stemmed) in 3, "brown" (4 edits) in 1 and 3.
+    expect(ids(await fuzzy(2).toArray())).toEqual([]);
+    expect(ids(await fuzzy(3).toArray())).toEqual([3]);
+    expect(ids(await fuzzy(12).toArray()).sort()).toEqual([1, 3]);
+  });
+
   test("hybrid: nearestTo(v).fullTextSearch(q).rerank(RRF) fuses both answers with _relevance_score", async () => {
     n += 1;
     const t = await db.createTable(`hybrid${n}`, [

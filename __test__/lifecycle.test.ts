@@ -29,8 +29,8 @@ const kinds: Array<[string, () => Promise<{ db: Connection; dbDisplay: string; t
       const dir = tmpDir();
       return {
         db: await connect(dir),
-        dbDisplay: `ListingDatabase(uri=${dir}, read_consistency_interval=0s)`,
-        tableDisplay: (n) => `NativeTable(${n}, uri=${dir}/${n}, read_consistency_interval=0s)`,
+        dbDisplay: `ListingDatabase(uri=${dir}, read_consistency_interval=None)`,
+        tableDisplay: (n) => `NativeTable(${n}, uri=${dir}/${n}, read_consistency_interval=None)`,
       };
     },
   ],
@@ -38,8 +38,8 @@ const kinds: Array<[string, () => Promise<{ db: Connection; dbDisplay: string; t
     "memory",
     async () => ({
       db: await connect("memory://"),
-      dbDisplay: "ListingDatabase(uri=memory://, read_consistency_interval=0s)",
-      tableDisplay: (n) => `NativeTable(${n}, uri=memory://${n}, read_consistency_interval=0s)`,
+      dbDisplay: "ListingDatabase(uri=memory://, read_consistency_interval=None)",
+      tableDisplay: (n) => `NativeTable(${n}, uri=memory://${n}, read_consistency_interval=None)`,
     }),
   ],
   [

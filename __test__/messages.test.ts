@@ -76,7 +76,7 @@ describe("0.39's texts for the same refusals", () => {
     await t.add([{ id: 1, v: [1, 2, 3, 4] }]);
     const dim = t.query().nearestTo([1, 2]).column("v").toArray();
     await expect(dim).rejects.toThrow(InvalidInputError);
-    await expect(dim).rejects.toThrow(/^query dim\(2\) doesn't match the column v vector dim\(4\): /);
+    await expect(dim).rejects.toThrow(/^Invalid input, query dim\(2\) doesn't match the column v vector dim\(4\): /);
     await expect(t.search([1, 2]).toArray()).rejects.toThrow(/^No vector column of dimension 2 to search/);
     const plain = await table();
     const none = plain.query().nearestTo([0, 1]).limit(1).toArray();

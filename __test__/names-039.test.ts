@@ -1,9 +1,9 @@
 /**
- * More names of @lancedb/lancedb 0.39 that ported code calls: listTables paging, prewarmIndex, packBits and
+ * More names of @lancedb/lancedb 0.39 that ported code calls: listTables paging, prewarmIndex, packBits, nearestToText and
  * usesV2ManifestPaths answer; jobs, field-metadata updates, computed-column and view refreshes and the V2 manifest
  * migration are refused by name.
  */
-import { connect, IndexNotFoundError, InvalidInputError, NotSupportedError, packBits } from "../lib";
+import { connect, Index, IndexNotFoundError, InvalidInputError, MatchQuery, NotSupportedError, packBits } from "../lib";
 import { tmpDir } from "./helpers";
 
 describe("Connection.listTables", () => {
@@ -74,5 +74,22 @@ describe("createTable({ name, data, ...options })", () => {
     await expect(db.createTable({ name: "u" } as never)).rejects.toThrow(/data is required/);
     await expect(db.createTable({ name: "u", data: [{ id: 1 }], bogus: 1 } as never)).rejects.toThrow(InvalidInputError);
     await expect(db.createTable("v" as string, undefined as never)).rejects.toThrow(/data is required/);
+  });
+});
+
+describe("Query.nearestToText", () => {
+  test("is a full-text search of the text (in the columns given), alone or with a vector", async () => {
+    const db = await connect(tmpDir());
+    const t = await db.createTable("t", [
+      { id: 1, title: "red apple", body: "fruit", vector: [0, 1] },
+      { id: 2, title: "green pear", body: "red fruit", vector: [5, 5] },
+    ]);
+    await t.createIndex("title", { config: Index.fts() });
+    await t.createIndex("body", { config: Index.fts() });
+    const ids = async (q: { toArray(): Promise<Record<string, unknown>[]> }) => (await q.toArray()).map((r) => r.id).sort();
+    expect(await ids(t.query().nearestToText("red", ["title"]))).toEqual([1]);
+    expect(await ids(t.query().nearestToText("red", ["body"]))).toEqual([2]);
+    expect(await ids(t.query().nearestToText(new MatchQuery("pear", "title")))).toEqual([2]);
+    expect(await ids(t.query().nearestToText("red", ["title"]).nearestTo([5, 5]))).toEqual([1, 2]);
   });
 });

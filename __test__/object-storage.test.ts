@@ -163,7 +163,7 @@ describe("readConsistencyInterval (LanceDB's option), on S3 where each check is 
     expect(await lagging.countRows()).toBe(1);
     await new Promise((r) => setTimeout(r, 600));
     expect(await lagging.countRows()).toBe(2);
-    expect(lagging.display()).toMatch(/read_consistency_interval=0.5s/);
+    expect(lagging.display()).toMatch(/read_consistency_interval=500ms/);
     await expect(connect(uri, { readConsistencyInterval: -1 })).rejects.toThrow(/readConsistencyInterval/);
   });
 });

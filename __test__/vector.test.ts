@@ -124,7 +124,7 @@ describe.each(kinds)("vector search on a %s table", (kind, open) => {
   test("bad input: clear errors, nothing crashes", async () => {
     await expect(t.search([1, 2, 3]).toArray()).rejects.toThrow(/^No vector column of dimension 3/);
     await expect(t.search([1, 2, 3]).column("vector").toArray()).rejects.toThrow(
-      /^query dim\(3\) doesn't match the column vector vector dim\(8\): .*dimension 3.*dimension 8/,
+      /^Invalid input, query dim\(3\) doesn't match the column vector vector dim\(8\): .*dimension 3.*dimension 8/,
     );
     await expect(t.search(data[0].vector).column("kind").toArray()).rejects.toThrow(/not a vector column/);
     expect(() => t.search([1, NaN, 3])).toThrow(InvalidInputError);

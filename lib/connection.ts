@@ -148,11 +148,11 @@ export class Connection {
   /** For a remote database: the host requests go to, and the namespace delimiter of table ids. */
   private readonly remote?: { host: string; delimiter: string };
 
-  /** Seconds between checks for other writers' versions (0: every read). */
-  private readonly consistency: number;
+  /** What `readConsistencyInterval` the caller gave (seconds; undefined when none: memwal then checks on every read). */
+  private readonly consistency: number | undefined;
 
   /** @internal */
-  constructor(inner: NativeConnection, remote?: { host: string; delimiter: string }, consistency = 0) {
+  constructor(inner: NativeConnection, remote?: { host: string; delimiter: string }, consistency?: number) {
     this._inner = inner;
     this._uri = inner.uri;
     this.remote = remote;
@@ -188,14 +188,15 @@ export class Connection {
   }
 
   /**
-   * A description, as @lancedb/lancedb 0.39's: `ListingDatabase(uri=..., read_consistency_interval=0s)` for a
-   * folder or memory (memwal reads always see the latest version: an interval of 0), `RemoteDatabase(host=...)`
-   * for db://. Throws "Connection is closed" once closed, as 0.39 does.
+   * A description, as @lancedb/lancedb 0.39's: `ListingDatabase(uri=..., read_consistency_interval=None)` for a
+   * folder or memory connected without `readConsistencyInterval` (the text 0.39 prints; memwal then checks for
+   * other writers' versions on every read, where 0.39 never checks), `=5s` with one (Rust's duration text),
+   * `RemoteDatabase(host=...)` for db://. Throws "Connection is closed" once closed, as 0.39 does.
    */
   display(): string {
     this.checkOpen();
     if (this.remote) return `RemoteDatabase(host=${this.remote.host})`;
-    return `ListingDatabase(uri=${this._uri}, read_consistency_interval=${this.consistency}s)`;
+    return `ListingDatabase(uri=${this._uri}, read_consistency_interval=${intervalText(this.consistency)})`;
   }
 
   /** console.log and util.inspect show {@link display}. */
@@ -207,7 +208,7 @@ export class Connection {
   private tableDisplay(name: string, namespace?: string[]): string {
     if (this.remote) return `RemoteTable(${[...(namespace ?? []), name].join(this.remote.delimiter)})`;
     const sep = this._uri.endsWith("/") ? "" : "/";
-    return `NativeTable(${name}, uri=${this._uri}${sep}${name}, read_consistency_interval=${this.consistency}s)`;
+    return `NativeTable(${name}, uri=${this._uri}${sep}${name}, read_consistency_interval=${intervalText(this.consistency)})`;
   }
 
   /**
@@ -607,7 +608,23 @@ async function open(uri: string, options?: ConnectionOptions, headerProvider?: H
         delimiter: clientConfig.idDelimiter ?? "$",
       }
     : undefined;
-  return new Connection(c, remote, consistency);
+  return new Connection(c, remote, options?.readConsistencyInterval ?? undefined);
+}
+
+/**
+ * How 0.39 shows a read consistency interval: `None` when none was given, else as Rust's `Duration` prints
+ * (`5s`, `1.5s`, `500ms`, `0ns`).
+ */
+function intervalText(seconds: number | undefined): string {
+  if (seconds === undefined) return "None";
+  const nanos = Math.round(seconds * 1e9);
+  const units: [number, string][] = [
+    [1e9, "s"],
+    [1e6, "ms"],
+    [1e3, "µs"],
+  ];
+  for (const [size, name] of units) if (nanos >= size) return `${nanos / size}${name}`;
+  return `${nanos}ns`;
 }
 
 const NO_JOBS =

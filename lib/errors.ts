@@ -177,12 +177,12 @@ export const ADD_REWORDS: readonly Reword[] = [
   ],
 ];
 
-/** Running a query: 0.39's texts for a query vector no column fits. */
+/** Running a query: 0.39's texts for a query vector no column fits (with 0.39's "Invalid input, " lead where it has one). */
 export const QUERY_REWORDS: readonly Reword[] = [
   [/^no vector column of dimension/, (m) => `N${m.input.slice(1)}`],
   [
     /^query vector has dimension (\d+) but column '(.*)' has dimension (\d+)/s,
-    (m) => `query dim(${m[1]}) doesn't match the column ${m[2]} vector dim(${m[3]}): ${m.input}`,
+    (m) => `Invalid input, query dim(${m[1]}) doesn't match the column ${m[2]} vector dim(${m[3]}): ${m.input}`,
   ],
 ];
 

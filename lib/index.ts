@@ -50,6 +50,7 @@ export {
   UnavailableError,
   VersionNotFoundError,
 } from "./errors";
+export type { QueryExecutionOptions } from "./execution";
 export {
   BooleanQuery,
   BoostQuery,

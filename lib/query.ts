@@ -10,6 +10,7 @@ import { Table as ArrowTable, RecordBatch, type Schema } from "apache-arrow";
 import { bool, count, str, strList } from "./args";
 import { fromBuffer, rowsToTable } from "./arrow";
 import { call, callReworded, invalid, notSupported, QUERY_REWORDS } from "./errors";
+import { checkExecution, type QueryExecutionOptions, withExecution } from "./execution";
 import { type FullTextQuery, type FullTextSearchOptions, fullTextBody } from "./fts";
 import type { NativeQueryOptions, NativeTable } from "./native";
 import { type Reranker, RRFReranker } from "./rerankers";
@@ -239,22 +240,26 @@ abstract class QueryBase<Self> {
     if (!opts.withRowId) t = t.select(t.schema.fields.map((x) => x.name).filter((n) => n !== "_rowid"));
     return t;
   }
-  /** Runs the query. */
-  async toArrow(): Promise<ArrowTable> {
-    const opts = await this.prepared();
-    if ((opts.vectors?.length ?? 0) > 0 && opts.fullText !== undefined) return this.hybrid(opts);
-    const buf = await callReworded(QUERY_REWORDS, () => this.table.query(opts));
-    return fromBuffer(buf);
+  /** Runs the query; `options` as 0.39's (a deadline, a batch size), see {@link QueryExecutionOptions}. */
+  async toArrow(options?: Partial<QueryExecutionOptions>): Promise<ArrowTable> {
+    const exec = checkExecution("toArrow(options)", options);
+    return withExecution(exec, async () => {
+      const opts = await this.prepared();
+      if ((opts.vectors?.length ?? 0) > 0 && opts.fullText !== undefined) return this.hybrid(opts);
+      const buf = await callReworded(QUERY_REWORDS, () => this.table.query(opts));
+      return fromBuffer(buf);
+    });
   }
   /** The options the query runs with (a text query's vector is computed here). */
   protected async runOptions(): Promise<NativeQueryOptions> {
     return { ...this.opts };
   }
-  /** Runs the query and returns plain objects. */
-  async toArray(): Promise<Record<string, unknown>[]> {
+  /** Runs the query and returns plain objects (`options` as {@link toArrow}'s). */
+  async toArray(options?: Partial<QueryExecutionOptions>): Promise<Record<string, unknown>[]> {
+    const exec = checkExecution("toArray(options)", options);
     // Plain objects, each with a toJSON (not enumerable) as apache-arrow's rows have: code that calls
     // `row.toJSON()` on @lancedb/lancedb's answers runs unchanged.
-    return (await this.toArrow()).toArray().map((r) => {
+    return (await this.toArrow(exec)).toArray().map((r) => {
       const row: Record<string, unknown> = { ...r.toJSON() };
       Object.defineProperty(row, "toJSON", { value: () => ({ ...row }), enumerable: false, writable: true, configurable: true });
       return row;
@@ -276,6 +281,11 @@ function oneBatch(t: ArrowTable): RecordBatch {
 
 /** A scan with filter, projection and paging. */
 export class Query extends QueryBase<Query> {
+  /** As 0.39's `nearestToText`: a full-text search of `query`, in `columns` when given (see {@link fullTextSearch}). */
+  nearestToText(query: string | FullTextQuery, columns?: string[]): Query {
+    return this.fullTextSearch(query, columns === undefined ? undefined : { columns });
+  }
+
   /** Turns this into a vector query for the rows nearest to `vector`. */
   nearestTo(vector: IntoVector): VectorQuery {
     const q = new VectorQuery(this.table, [vectorOf("nearestTo(vector)", vector)]);

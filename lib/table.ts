@@ -196,13 +196,19 @@ export class Branches {
   async list(): Promise<Record<string, BranchContents>> {
     return {};
   }
-  async create(_name: string, _fromRef?: string, _fromVersion?: number): Promise<never> {
+  /** Arguments are checked first, with 0.39's texts (InvalidInput), then the call is refused. */
+  async create(name: string, _fromRef?: string, fromVersion?: number): Promise<never> {
+    branchName(name);
+    branchVersion("from_version", fromVersion);
     throw notSupported(BRANCHES);
   }
-  async checkout(_name: string, _version?: number): Promise<never> {
+  async checkout(name: string, version?: number): Promise<never> {
+    branchName(name);
+    branchVersion("version", version);
     throw notSupported(BRANCHES);
   }
-  async delete(_name: string): Promise<never> {
+  async delete(name: string): Promise<never> {
+    branchName(name);
     throw notSupported(BRANCHES);
   }
   async diff(_fromBranch: string): Promise<never> {
@@ -212,6 +218,17 @@ export class Branches {
 
 const BRANCHES =
   "branches are not supported by memwal: a table has one line of versions (tags name versions of it; checkout(version) reads one)";
+
+/** 0.39's check of a branch name: a non-empty string. */
+function branchName(name: unknown): void {
+  if (typeof name !== "string" || name.length === 0) throw invalid("Invalid input, branch name must be a non-empty string");
+}
+
+/** 0.39's check of a version given with a branch: absent, or a whole number >= 0. */
+function branchVersion(what: string, v: unknown): void {
+  if (v === undefined || v === null) return;
+  if (typeof v !== "number" || !Number.isInteger(v) || v < 0) throw invalid(`${what} must be a non-negative integer`);
+}
 
 /** A column to add: its name and the SQL computing its value from each row (as @lancedb/lancedb). */
 export interface AddColumnsSql {
@@ -334,8 +351,8 @@ export class Table {
   }
 
   /**
-   * A description, as @lancedb/lancedb 0.39's: `NativeTable(name, uri=..., read_consistency_interval=0s)` for a
-   * local table (memwal reads always see the latest version: an interval of 0), `RemoteTable(id)` for a remote
+   * A description, as @lancedb/lancedb 0.39's: `NativeTable(name, uri=..., read_consistency_interval=None)` for a
+   * local table (the interval the connection was given, see `Connection.display`), `RemoteTable(id)` for a remote
    * one, `ClosedTable(name)` once closed.
    */
   display(): string {
