@@ -114,9 +114,9 @@ async fn memwal_rows_are_found_by_the_next_full_text_query() {
         .await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(ids(&c, structured("cow")).await, Vec::<i64>::new());
+    // A large edit distance is accepted, as Lance accepts it (its cost per term does not grow).
     let (s, _, text) = c.query_batches("t", json!({"vector": [], "full_text_query": {"query": {"match": {"column": "name", "terms": "a", "fuzziness": 100}}}})).await;
-    assert_eq!(s, 400, "{text}");
-    assert!(text.contains("fuzziness"), "{text}");
+    assert_eq!(s, 200, "{text}");
     h.close().await;
 }
 
@@ -294,12 +294,8 @@ async fn hostile_full_text_inputs_get_a_clear_error_or_a_correct_answer() {
         .query_batches("t", match_body(&"fox ".repeat(10_000), json!({})))
         .await;
     assert!(s == 400 && text.contains("terms"), "{s} {text}");
-    // Fuzziness 100, huge expansions and slop: refused by name.
+    // A negative fuzziness, huge expansions and slop: refused by name.
     for (q, needle) in [
-        (
-            json!({"match": {"column": "name", "terms": "fox", "fuzziness": 100}}),
-            "fuzziness",
-        ),
         (
             json!({"match": {"column": "name", "terms": "fox", "fuzziness": -1}}),
             "fuzziness",
