@@ -183,6 +183,15 @@ pub enum Error {
         /// How many times the commit was tried.
         attempts: u32,
     },
+    /// A newer writer owns the table's write path (its MemWAL); this
+    /// writer's commit was refused and nothing was committed.
+    #[error("table '{table}' was taken over by another writer: {message}")]
+    Fenced {
+        /// The table.
+        table: String,
+        /// What showed it.
+        message: String,
+    },
     /// The operation ran past its deadline; nothing was committed.
     #[error("operation timed out after {elapsed_ms} ms; nothing was committed")]
     Timeout {
@@ -274,6 +283,7 @@ impl Error {
             Error::NamespaceNotFound { .. } => ErrorCode::NamespaceNotFound,
             Error::TagNotFound { .. } => ErrorCode::TagNotFound,
             Error::CommitConflict { .. } => ErrorCode::CommitConflict,
+            Error::Fenced { .. } => ErrorCode::Unavailable,
             Error::Timeout { .. } => ErrorCode::Timeout,
             Error::Corrupt { .. } => ErrorCode::Corrupt,
             Error::Io { .. } => ErrorCode::Io,

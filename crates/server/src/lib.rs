@@ -47,6 +47,11 @@ pub struct ServerConfig {
     pub storage: Option<Arc<dyn memwal_core::storage::Storage>>,
     /// The URI `storage` was opened from, for logs and the database's URI.
     pub data_uri: Option<String>,
+    /// Where the WALs live when not under `data_dir`: an object store (one
+    /// folder per table), so an acknowledged MemWAL write survives the loss
+    /// of this machine and another server can take a table over. `data_dir`
+    /// is then not used.
+    pub wal_storage: Option<Arc<dyn memwal_core::storage::Storage>>,
 }
 
 impl ServerConfig {
@@ -62,6 +67,7 @@ impl ServerConfig {
             memwal: MemWalConfig::default(),
             storage: None,
             data_uri: None,
+            wal_storage: None,
         }
     }
 }

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use memwal_core::{AddMode, CreateMode, CreateOptions, Data, NativeDatabase, ReadConsistency};
 
 use crate::error::{Error, Result};
+use crate::memwal::log::Wal;
 use crate::memwal::{Health, MemWalTable, Turn};
 use crate::namespace::{split_id, Namespaces};
 use crate::served::ServedTable;
@@ -78,8 +79,10 @@ fn upgrade_layout(data_dir: &Path) -> std::io::Result<()> {
 impl AppState {
     /// Opens the data folder.
     pub fn new(config: ServerConfig) -> Result<Self> {
-        std::fs::create_dir_all(&config.data_dir)?;
-        upgrade_layout(&config.data_dir)?;
+        if config.wal_storage.is_none() {
+            std::fs::create_dir_all(&config.data_dir)?;
+            upgrade_layout(&config.data_dir)?;
+        }
         let uri = match &config.data_uri {
             Some(u) => u.as_str(),
             None => config.data_dir.to_str().unwrap_or_default(),
@@ -155,8 +158,15 @@ impl AppState {
         Ok((self.db_of(&ns)?, name))
     }
 
-    fn wal_dir(&self, name: &str) -> PathBuf {
-        wal_root(&self.config.data_dir).join(name)
+    /// The WAL of table id `name`.
+    fn wal_of(&self, name: &str) -> Wal {
+        match &self.config.wal_storage {
+            Some(store) => Wal::object(store.clone(), name),
+            None => Wal::Local {
+                dir: wal_root(&self.config.data_dir).join(name),
+                io: self.config.memwal.io.clone(),
+            },
+        }
     }
 
     /// The served table `name` (a table id: `ns$t` in a namespace),
@@ -171,7 +181,7 @@ impl AppState {
         let t = ServedTable::new(MemWalTable::open(
             name,
             base,
-            self.wal_dir(name),
+            self.wal_of(name),
             self.config.memwal.clone(),
         )?);
         tables.insert(name.to_string(), t.clone());
@@ -201,7 +211,7 @@ impl AppState {
             let fresh = !db.table_names_sync()?.contains(&short);
             if fresh {
                 // A WAL left by a drop that crashed half-way belongs to no table.
-                remove_dir(&me.wal_dir(&name))?;
+                remove_wal(&me.wal_of(&name))?;
             }
             let t = db.create_table_sync(&short, data, opts)?;
             Ok(t.version_sync()?)
@@ -221,7 +231,7 @@ impl AppState {
         let drop_files = move || -> Result<()> {
             // The WAL first: a crash in between leaves a table without
             // buffered rows, never buffered rows for a table to come.
-            remove_dir(&me.wal_dir(&n))?;
+            remove_wal(&me.wal_of(&n))?;
             db.drop_table_sync(&short)?;
             let mut tables = lock(&me.tables);
             if tables
@@ -273,11 +283,11 @@ impl AppState {
             .direct(Turn::Retire, move |_| {
                 // A WAL left under the new name (a drop that crashed
                 // half-way) must not be replayed into the renamed table.
-                remove_dir(&me.wal_dir(&n))?;
+                remove_wal(&me.wal_of(&n))?;
                 db.rename_table_sync(&cs, &ns_)?;
                 // Every record is merged: the old WAL is redundant (and one
                 // left by a crash here is removed when the name is reused).
-                if let Err(e) = remove_dir(&me.wal_dir(&c)) {
+                if let Err(e) = remove_wal(&me.wal_of(&c)) {
                     tracing::warn!(table = %c, error = %e, "could not remove the WAL of a renamed table");
                 }
                 let mut tables = lock(&me.tables);
@@ -404,10 +414,6 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
         .map_err(|e| Error::Core(memwal_core::Error::internal(e.to_string())))?
 }
 
-fn remove_dir(dir: &Path) -> Result<()> {
-    match std::fs::remove_dir_all(dir) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e.into()),
-    }
+fn remove_wal(wal: &Wal) -> Result<()> {
+    Ok(wal.remove_all()?)
 }

@@ -40,6 +40,11 @@ pub struct MergeInsertParams {
     /// Metadata to commit with the new version (internal: the server's
     /// MemWAL flush records its sequence number here).
     pub commit_metadata: BTreeMap<String, String>,
+    /// Commit only on a version whose metadata value under this key (a
+    /// number; missing is 0) is at most this bound; otherwise the merge
+    /// fails with [`crate::Error::Fenced`] and commits nothing (internal:
+    /// a MemWAL flush must never land after a newer writer's flush).
+    pub commit_guard: Option<(String, u64)>,
 }
 
 impl MergeInsertParams {
@@ -56,6 +61,7 @@ impl MergeInsertParams {
             timeout: None,
             mem_wal: false,
             commit_metadata: BTreeMap::new(),
+            commit_guard: None,
         }
     }
 

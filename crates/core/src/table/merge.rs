@@ -57,6 +57,7 @@ impl NativeTable {
         snap: &Snapshot,
         src: Source<'_>,
     ) -> Result<(Option<Change>, Planned)> {
+        check_guard(p, snap, &self.inner.name)?;
         let schema = snap.schema();
         let mut planned = if p.use_index {
             let guard = self.ensure_index(snap, &p.on)?;
@@ -80,6 +81,31 @@ impl NativeTable {
         };
         Ok((Some(change), planned))
     }
+}
+
+/// Refuses to plan on a version whose guarded metadata value is past the
+/// merge's bound (see `MergeInsertParams::commit_guard`): every attempt
+/// plans on the latest version, so a commit never lands after it.
+fn check_guard(p: &MergeInsert, snap: &Snapshot, table: &str) -> Result<()> {
+    let Some((key, bound)) = &p.commit_guard else {
+        return Ok(());
+    };
+    let found: u64 = snap
+        .manifest
+        .metadata
+        .get(key)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    if found > *bound {
+        return Err(Error::Fenced {
+            table: table.to_string(),
+            message: format!(
+                "version {} records {key} = {found}, past this writer's {bound}: another writer has taken over",
+                snap.manifest.version
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// The source aligned to `snap`'s schema, computed again only when the

@@ -476,6 +476,13 @@ impl NativeTable {
         self.read_manifest()
     }
 
+    /// The latest committed manifest, whatever the read consistency (what
+    /// writes plan on; one listing of versions on the storage).
+    pub fn latest_manifest(&self) -> Result<Arc<Manifest>> {
+        let mut st = lock(&self.inner.state);
+        self.refresh_locked(&mut st)
+    }
+
     /// Every version, oldest first.
     pub fn list_versions_sync(&self) -> Result<Vec<VersionInfo>> {
         let mut out = Vec::new();

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use memwal_core::{Data, MergeInsertParams, NativeTable};
 
 use super::memtable::Memtable;
-use super::{lock, wal, Shared, FLUSHED_SEQ_KEY};
+use super::{lock, Shared, FLUSHED_SEQ_KEY};
 use crate::error::{Error, Result};
 
 /// Least time between two index folds of one table.
@@ -56,6 +56,10 @@ pub(crate) fn flush_front(shared: &Shared) -> Result<bool> {
     let started = Instant::now();
     if let Err(e) = flush_memtable(&shared.name, &shared.base, &mt) {
         shared.cfg.metrics.flush_failed();
+        if let Error::Core(memwal_core::Error::Fenced { .. }) = &e {
+            shared.fence(e.to_string());
+            return Err(e);
+        }
         let n = shared.flush_failures.fetch_add(1, Ordering::SeqCst) + 1;
         tracing::error!(table = %shared.name, error = %e, failures = n, "MemWAL flush failed");
         if n >= shared.cfg.poison_after_failed_flushes {
@@ -170,6 +174,9 @@ pub(crate) fn flush_memtable(name: &str, base: &NativeTable, mt: &Memtable) -> R
     p.when_matched_update_all = true;
     p.when_not_matched_insert_all = true;
     p.commit_metadata = BTreeMap::from([(FLUSHED_SEQ_KEY.to_string(), mt.max_seq.to_string())]);
+    // Never after a newer writer's flush of later records (see `objwal`):
+    // flushing records the base already holds again is harmless.
+    p.commit_guard = Some((FLUSHED_SEQ_KEY.to_string(), mt.max_seq));
     let p = p.validate()?;
     let rows = mt.rows()?;
     let started = Instant::now();
@@ -181,15 +188,7 @@ pub(crate) fn flush_memtable(name: &str, base: &NativeTable, mt: &Memtable) -> R
     Ok(())
 }
 
-/// Removes the segments every record of which is at most `flushed`.
+/// Removes the segments (or objects) every record of which is at most `flushed`.
 pub(crate) fn truncate_wal(shared: &Shared, flushed: u64) -> std::io::Result<()> {
-    let segs = wal::segments(&shared.wal_dir)?;
-    for w in segs.windows(2) {
-        let (_, path) = &w[0];
-        let (next_first, _) = w[1];
-        if next_first <= flushed + 1 {
-            std::fs::remove_file(path)?;
-        }
-    }
-    Ok(())
+    shared.wal.truncate(flushed)
 }

@@ -25,14 +25,15 @@
 
 mod fill;
 mod flusher;
+pub mod log;
 pub mod memtable;
+pub mod objwal;
 mod overlay;
 mod replay;
 pub mod wal;
 mod writer;
 
 use std::collections::{BTreeMap, VecDeque};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex, RwLock};
 use std::time::Duration;
@@ -153,7 +154,9 @@ pub(crate) type RunFn = Box<dyn for<'a> FnOnce(Result<TurnCtx<'a>>) -> bool + Se
 pub(crate) struct Shared {
     name: String,
     base: NativeTable,
-    wal_dir: PathBuf,
+    wal: log::Wal,
+    /// This writer's epoch on a shared WAL (0 on a local disk).
+    epoch: u64,
     cfg: MemWalConfig,
     overlay: RwLock<Overlay>,
     /// Signalled when a frozen memtable is flushed or one is queued.
@@ -173,6 +176,9 @@ pub(crate) struct Shared {
     flush_lock: Mutex<()>,
     stop: AtomicBool,
     dropped: AtomicBool,
+    /// Another server took the table's shared WAL over: reads are refused
+    /// too (this server's memtables may miss its writes).
+    fenced: AtomicBool,
 }
 
 /// A table with a MemWAL in front of its base.
@@ -231,10 +237,22 @@ impl Shared {
         drop(p);
         self.notify();
     }
-    /// Reads are refused only by a failed open (memory would miss records).
+    /// Stops serving the table: another writer has claimed its WAL.
+    fn fence(&self, why: String) {
+        self.fenced.store(true, Ordering::SeqCst);
+        self.poison(why);
+    }
+    /// Reads are refused by a failed open (memory would miss records) and
+    /// once another server took the table over.
     fn check_readable(&self) -> Result<()> {
         if self.dropped.load(Ordering::SeqCst) {
             return Err(self.not_found());
+        }
+        if self.fenced.load(Ordering::SeqCst) {
+            return Err(Error::Unavailable {
+                table: self.name.clone(),
+                reason: lock(&self.poisoned).clone().unwrap_or_default(),
+            });
         }
         match &self.failed {
             Some(m) => Err(Error::Unavailable {
@@ -279,17 +297,17 @@ impl Shared {
 }
 
 impl MemWalTable {
-    /// Opens the MemWAL of `base` under `wal_dir`, replaying every record
+    /// Opens the MemWAL of `base` in `wal`, replaying every record
     /// past the base's flushed sequence number. A damaged WAL (see
     /// [`wal::recover`]) opens the table as failed: every request answers
     /// 503 naming the damage, and the files are left as they are.
     pub fn open(
         name: &str,
         base: NativeTable,
-        wal_dir: PathBuf,
+        wal: log::Wal,
         cfg: MemWalConfig,
     ) -> Result<Arc<Self>> {
-        replay::open(name, base, wal_dir, cfg)
+        replay::open(name, base, wal, cfg)
     }
 
     /// The base table.
@@ -464,11 +482,7 @@ impl MemWalTable {
             memtable_rows: (o.active.len() + o.frozen.iter().map(|m| m.len()).sum::<usize>())
                 as u64,
             frozen_memtables: o.frozen.len() as u64,
-            wal_bytes: wal::segments(&self.shared.wal_dir)
-                .unwrap_or_default()
-                .iter()
-                .map(|(_, p)| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
-                .sum(),
+            wal_bytes: self.shared.wal.local_bytes(),
             last_flushed_seq: self.shared.flushed_seq.load(Ordering::Relaxed),
             last_seq: self.shared.last_seq.load(Ordering::Relaxed),
             flushes: self.shared.flushes.load(Ordering::Relaxed),

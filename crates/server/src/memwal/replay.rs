@@ -5,7 +5,6 @@
 //! opens the table as failed instead.
 
 use std::collections::VecDeque;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
 use std::sync::{mpsc, Arc, Condvar, Mutex, RwLock};
 
@@ -13,7 +12,8 @@ use memwal_core::{ipc, Data, NativeTable};
 
 use super::flusher::{flush_memtable, flusher_loop};
 use super::memtable::Memtable;
-use super::wal::{self, Record, Segment};
+use super::log::Wal;
+use super::wal::{self, Record};
 use super::writer::{writer_loop, Job};
 use super::{
     apply_to, flushed_seq_in, supplied_columns, MemWalConfig, MemWalTable, Overlay, Shared,
@@ -29,17 +29,26 @@ struct Replayed {
 pub(crate) fn open(
     name: &str,
     base: NativeTable,
-    wal_dir: PathBuf,
+    wal: Wal,
     cfg: MemWalConfig,
 ) -> Result<Arc<MemWalTable>> {
-    let flushed = flushed_seq_in(base.manifest()?.as_ref());
-    let rec = wal::recover(&wal_dir, cfg.recovery, flushed)?;
+    let read_flushed = || -> std::io::Result<u64> {
+        let m = base
+            .latest_manifest()
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        Ok(flushed_seq_in(&m))
+    };
+    let opened = wal.open(cfg.recovery, &read_flushed, &owner())?;
+    let (flushed, rec, epoch) = (opened.flushed, opened.recovered, opened.epoch);
+    if epoch > 0 {
+        tracing::info!(table = name, epoch, first_seq = opened.next_seq, "claimed the table's WAL");
+    }
     let replayed = match &rec.damage {
         Some(d) => Err(format!("{d}; the table is not served until an operator repairs the WAL or restarts with --recovery cut (which drops the records from there on)")),
         None => replay(name, &base, rec.records, flushed),
     };
     let (active, last_seq, failed) = match replayed {
-        Ok(r) => (r.active, r.last_seq, None),
+        Ok(r) => (r.active, r.last_seq.max(opened.next_seq - 1), None),
         Err(why) => {
             tracing::error!(table = name, reason = %why, "table failed to open");
             (
@@ -63,11 +72,11 @@ pub(crate) fn open(
         flushed,
         failed,
     };
-    let shared = Arc::new(shared_state(name, base, wal_dir, &cfg, start));
+    let shared = Arc::new(shared_state(name, base, (wal, epoch), &cfg, start));
     let (tx, rx) = mpsc::sync_channel::<Job>(4096);
     let mut threads = Vec::new();
     if shared.failed.is_none() {
-        let segment = Segment::create(cfg.io.as_ref(), &shared.wal_dir, last_seq + 1, cfg.persist)?;
+        let segment = shared.wal.writer(last_seq + 1, cfg.persist)?;
         let w = shared.clone();
         threads.push(
             std::thread::Builder::new()
@@ -88,6 +97,12 @@ pub(crate) fn open(
     }))
 }
 
+/// Who claims a shared WAL, for operators reading a fence record.
+fn owner() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    format!("{} pid {}", host.trim(), std::process::id())
+}
+
 /// Where replay left the table.
 struct Start {
     active: Memtable,
@@ -100,7 +115,7 @@ struct Start {
 fn shared_state(
     name: &str,
     base: NativeTable,
-    wal_dir: PathBuf,
+    (wal, epoch): (Wal, u64),
     cfg: &MemWalConfig,
     start: Start,
 ) -> Shared {
@@ -123,7 +138,8 @@ fn shared_state(
     Shared {
         name: name.to_string(),
         base,
-        wal_dir,
+        wal,
+        epoch,
         cfg: cfg.clone(),
         overlay: RwLock::new(Overlay { active, frozen }),
         changed: Condvar::new(),
@@ -137,6 +153,7 @@ fn shared_state(
         flush_lock: Mutex::new(()),
         stop: AtomicBool::new(false),
         dropped: AtomicBool::new(false),
+        fenced: AtomicBool::new(false),
     }
 }
 
@@ -174,7 +191,7 @@ fn replay(
     let mut replayed = 0usize;
     for r in records {
         last_seq = last_seq.max(r.seq);
-        if r.seq <= flushed {
+        if r.seq <= flushed || (r.format == 2 && wal::fence_epoch(&r.payload).is_some()) {
             continue;
         }
         let (on, data) = decode(&r)?;

@@ -54,6 +54,26 @@ pub const HEADER_LEN: usize = 16;
 /// Largest payload accepted when reading (guards against garbage lengths).
 pub const MAX_RECORD: usize = 1 << 30;
 
+/// A fence record's payload starts with these bytes (a data payload starts
+/// with its key list's length, then `[`: the two never agree).
+pub const FENCE_MAGIC: &[u8; 8] = b"MWFENCE1";
+
+/// The payload of a fence record: the magic, the writer's epoch (u64 LE),
+/// then who claimed it (UTF-8, for operators).
+pub fn fence_payload(epoch: u64, owner: &str) -> Vec<u8> {
+    let mut out = FENCE_MAGIC.to_vec();
+    out.extend_from_slice(&epoch.to_le_bytes());
+    out.extend_from_slice(owner.as_bytes());
+    out
+}
+
+/// The epoch a fence record claims; `None` for a data record.
+pub fn fence_epoch(payload: &[u8]) -> Option<u64> {
+    let rest = payload.strip_prefix(FENCE_MAGIC.as_slice())?;
+    let epoch = rest.get(..8)?;
+    Some(u64::from_le_bytes(epoch.try_into().ok()?))
+}
+
 /// How a segment is made durable before an append is acknowledged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PersistMode {

@@ -8,7 +8,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use arrow::array::RecordBatch;
 use memwal_core::keys::{Key, KeyEncoder};
@@ -16,11 +16,14 @@ use tokio::sync::oneshot;
 
 use super::flusher::{drain, truncate_wal};
 use super::memtable::Memtable;
-use super::wal::Segment;
+use super::log::WalWriter;
 use super::{
-    apply_to, lock, Overlay, RunFn, Shared, Turn, TurnCtx, Upsert, FLUSHED_SEQ_KEY, SEGMENT_BYTES,
+    apply_to, lock, Overlay, RunFn, Shared, Turn, TurnCtx, Upsert, FLUSHED_SEQ_KEY,
 };
 use crate::error::{Error, Result};
+
+/// How often an idle writer on a shared WAL checks it was not taken over.
+const TAKEOVER_CHECK_EVERY: Duration = Duration::from_secs(1);
 
 pub(crate) enum Job {
     Upsert(Pending),
@@ -51,15 +54,22 @@ enum Next {
     Stop,
 }
 
-pub(crate) fn writer_loop(shared: Arc<Shared>, rx: mpsc::Receiver<Job>, mut segment: Segment) {
+pub(crate) fn writer_loop(shared: Arc<Shared>, rx: mpsc::Receiver<Job>, mut segment: WalWriter) {
     let cfg = shared.cfg.clone();
+    let mut last_check = Instant::now();
     loop {
         if shared.stop.load(Ordering::SeqCst) {
             return;
         }
         let first = match rx.recv_timeout(cfg.flush_interval.min(Duration::from_millis(200))) {
             Ok(j) => Some(j),
-            Err(mpsc::RecvTimeoutError::Timeout) => None,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if last_check.elapsed() >= TAKEOVER_CHECK_EVERY {
+                    last_check = Instant::now();
+                    check_taken_over(&shared);
+                }
+                None
+            }
             Err(mpsc::RecvTimeoutError::Disconnected) => return,
         };
         let mut jobs = Vec::new();
@@ -78,19 +88,35 @@ pub(crate) fn writer_loop(shared: Arc<Shared>, rx: mpsc::Receiver<Job>, mut segm
             return;
         }
         maybe_freeze(&shared, force_freeze);
-        if segment.len >= SEGMENT_BYTES {
-            let next = shared.last_seq.load(Ordering::SeqCst) + 1;
-            match Segment::create(shared.cfg.io.as_ref(), &shared.wal_dir, next, cfg.persist) {
-                Ok(new) => segment = new,
-                Err(e) => shared.poison(format!("cannot start a new WAL segment: {e}")),
-            }
+        let next = shared.last_seq.load(Ordering::SeqCst) + 1;
+        if let Err(e) = segment.roll_if_full(&shared.wal, next, cfg.persist) {
+            shared.poison(format!("cannot start a new WAL segment: {e}"));
         }
+    }
+}
+
+/// When idle, about once a second on a shared WAL (in the writer's thread,
+/// so its own next object is never mistaken for another's): whether another server
+/// wrote past this writer's last record (it took the table over while this
+/// one stalled); if so this one stops serving the table.
+fn check_taken_over(shared: &Shared) {
+    if lock(&shared.poisoned).is_some() {
+        return;
+    }
+    let last = shared.last_seq.load(Ordering::SeqCst);
+    match shared.wal.taken_over(last) {
+        Ok(true) => shared.fence(format!(
+            "WAL record {} of this table was written by another server, which has taken the table over; this server refuses its reads and writes",
+            last + 1
+        )),
+        Ok(false) => {}
+        Err(e) => tracing::warn!(table = %shared.name, error = %e, "could not check the shared WAL"),
     }
 }
 
 /// Runs a batch of jobs in order; returns whether to go on and whether a
 /// freeze was asked for.
-fn run_jobs(shared: &Shared, segment: &mut Segment, jobs: Vec<Job>) -> (Next, bool) {
+fn run_jobs(shared: &Shared, segment: &mut WalWriter, jobs: Vec<Job>) -> (Next, bool) {
     let mut group: Vec<Pending> = Vec::new();
     let mut force_freeze = false;
     for job in jobs {
@@ -293,7 +319,7 @@ fn fit(active: &Memtable, p: &mut Pending) -> Result<()> {
     Ok(())
 }
 
-fn commit_group(shared: &Shared, segment: &mut Segment, group: Vec<Pending>) {
+fn commit_group(shared: &Shared, segment: &mut WalWriter, group: Vec<Pending>) {
     if group.is_empty() {
         return;
     }
@@ -324,7 +350,7 @@ fn commit_group(shared: &Shared, segment: &mut Segment, group: Vec<Pending>) {
         .enumerate()
         .map(|(i, p)| (first + i as u64, [&p.prefix[..], &p.payload[..]]))
         .collect();
-    let written = match segment.append_records(&records) {
+    let written = match segment.append_records(&shared.wal, &records) {
         Ok(n) => n,
         Err(e) => {
             // Not durable: nothing is acknowledged, and the table refuses
@@ -371,7 +397,11 @@ fn commit_group(shared: &Shared, segment: &mut Segment, group: Vec<Pending>) {
 /// A group whose WAL append failed: the table is poisoned and every
 /// request of the group answers so.
 fn refuse_group(shared: &Shared, accepted: Vec<Pending>, e: &std::io::Error) {
-    shared.poison(format!("WAL append failed: {e}"));
+    if super::objwal::is_fenced(e) {
+        shared.fence(e.to_string());
+    } else {
+        shared.poison(format!("WAL append failed: {e}"));
+    }
     for p in accepted {
         let _ = p.reply.send(Err(Error::Poisoned {
             table: shared.name.clone(),
