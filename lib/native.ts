@@ -179,6 +179,13 @@ export interface NativeServeOptions {
   data?: string;
   /** Options of that object store, with LanceDB's keys (`aws_endpoint`, `aws_region`, ...). */
   storageOptions?: Record<string, string>;
+  /**
+   * The WALs on an object store too (`s3://bucket/wal-prefix`; needs `data`, same
+   * `storageOptions`; `dataDir` then holds nothing): an acknowledged MemWAL write survives the
+   * loss of this machine, and a second server on the same `data` and `wal` takes the tables
+   * over, after which this one's writes fail with `Unavailable` (fenced).
+   */
+  wal?: string;
   /** Default 127.0.0.1. */
   host?: string;
   /** Default 0: a free port. */

@@ -22,6 +22,10 @@ pub struct ServeOptions {
     pub data: Option<String>,
     /// Options of that object store (LanceDB's keys, e.g. aws_endpoint).
     pub storage_options: Option<std::collections::HashMap<String, String>>,
+    /// The WALs on an object store too (needs `data`; same `storageOptions`): an acknowledged
+    /// MemWAL write then survives the loss of this machine, and a second server on the same
+    /// `data` and `wal` takes the tables over and fences this one.
+    pub wal: Option<String>,
 }
 
 /// A running server.
@@ -49,6 +53,22 @@ pub async fn serve(options: ServeOptions) -> napi::Result<Server> {
             ))
         }
         None => {}
+    }
+    if let Some(wal) = options.wal {
+        if cfg.data_uri.is_none() {
+            return Err(error::invalid(
+                "wal (an object store for the WALs) needs `data` on an object store too",
+            ));
+        }
+        if cfg.data_uri.as_deref().map(|d| d.trim_end_matches('/'))
+            == Some(wal.trim_end_matches('/'))
+        {
+            return Err(error::invalid(
+                "wal is the `data` location: give the WALs a prefix of their own",
+            ));
+        }
+        cfg.wal_storage =
+            Some(memwal_core::storage::open_uri(&wal, &storage).map_err(error::core)?);
     }
     if let Some(h) = options.host {
         cfg.host = h;

@@ -44,8 +44,10 @@ struct Args {
     /// environment variables and `--storage-option` / `MEMWAL_STORAGE_*`; needs `--wal`).
     #[arg(long, env = "MEMWAL_DATA")]
     data: String,
-    /// A local folder for the WALs and the server's own files, when `--data` is an object store
-    /// (default: inside the `--data` folder). A WAL on an object store is not supported yet.
+    /// Where the WALs go when `--data` is an object store (default: inside the `--data` folder):
+    /// a local folder, or an object store (`s3://bucket/wal-prefix`, same options as `--data`) so
+    /// that an acknowledged write survives the loss of this machine and a second server started
+    /// on the same `--data` and `--wal` takes the tables over, fencing this one.
     #[arg(long, env = "MEMWAL_WAL")]
     wal: Option<String>,
     /// An object-store option KEY=VALUE (repeatable), e.g. aws_region=eu-west-1 or
@@ -122,14 +124,7 @@ impl Args {
 
     /// Where the tables and the WALs go (see `--data` and `--wal`).
     fn place(&self) -> Result<ServerConfig, String> {
-        let remote = self.data.contains("://") && !self.data.starts_with("file://");
-        if let Some(wal) = &self.wal {
-            if wal.contains("://") && !wal.starts_with("file://") {
-                return Err(format!(
-                    "--wal {wal:?}: a WAL on an object store is not supported yet; give a local folder"
-                ));
-            }
-        }
+        let remote = is_object_store(&self.data);
         if !remote {
             if self.wal.is_some() || !self.storage_options.is_empty() {
                 return Err("--wal and --storage-option apply only when --data is an object store (s3://, gs://, az://)".into());
@@ -138,18 +133,36 @@ impl Args {
         }
         let Some(wal) = &self.wal else {
             return Err(format!(
-                "--data {:?} is an object store: give --wal, a local folder for the WALs",
+                "--data {:?} is an object store: give --wal, a local folder or an object store for the WALs",
                 self.data
             ));
         };
         let options = storage_options(&self.storage_options)?;
-        let storage =
-            memwal_core::storage::open_uri(&self.data, &options).map_err(|e| e.to_string())?;
-        let mut cfg = ServerConfig::new(wal.trim_start_matches("file://"));
+        let open = |uri: &str| {
+            memwal_core::storage::open_uri(uri, &options).map_err(|e| format!("{uri:?}: {e}"))
+        };
+        let storage = open(&self.data)?;
+        let mut cfg = if is_object_store(wal) {
+            if wal.trim_end_matches('/') == self.data.trim_end_matches('/') {
+                return Err(format!(
+                    "--wal {wal:?} is the --data location: give the WALs a prefix of their own"
+                ));
+            }
+            let mut cfg = ServerConfig::new(wal);
+            cfg.wal_storage = Some(open(wal)?);
+            cfg
+        } else {
+            ServerConfig::new(wal.trim_start_matches("file://"))
+        };
         cfg.storage = Some(storage);
         cfg.data_uri = Some(self.data.clone());
         Ok(cfg)
     }
+}
+
+/// Whether `uri` names an object store rather than a local folder.
+fn is_object_store(uri: &str) -> bool {
+    uri.contains("://") && !uri.starts_with("file://")
 }
 
 /// The object-store options: `MEMWAL_STORAGE_<KEY>` variables, then `--storage-option` flags

@@ -84,6 +84,9 @@ fn check_path(parts: &[String]) -> Result<()> {
 pub struct Namespaces {
     root: PathBuf,
     dbs: Mutex<HashMap<Vec<String>, Arc<NativeDatabase>>>,
+    /// Whether the tables live on an object store: child namespaces are local folders, so
+    /// they are refused there rather than put on this machine's disk.
+    remote: bool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -98,11 +101,12 @@ fn not_found(path: &[String]) -> Error {
 
 impl Namespaces {
     /// The namespaces under `root` (the data folder); `root_db` is the root's.
-    pub fn new(root: PathBuf, root_db: Arc<NativeDatabase>) -> Self {
+    pub fn new(root: PathBuf, root_db: Arc<NativeDatabase>, remote: bool) -> Self {
         let dbs = HashMap::from([(Vec::new(), root_db)]);
         Self {
             root,
             dbs: Mutex::new(dbs),
+            remote,
         }
     }
 
@@ -151,6 +155,11 @@ impl Namespaces {
         let Some((_, parent)) = path.split_last() else {
             return Err(bad("the root namespace always exists"));
         };
+        if self.remote {
+            return Err(Error::Core(memwal_core::Error::not_supported(
+                "child namespaces on an object store are not supported yet: the server's tables live in the root namespace",
+            )));
+        }
         if !self.exists(parent) {
             return Err(not_found(parent));
         }

@@ -97,7 +97,11 @@ impl AppState {
             .with_read_consistency(ReadConsistency::OwnWritesOnly),
         );
         let mut state = Self {
-            namespaces: Namespaces::new(config.data_dir.clone(), db.clone()),
+            namespaces: Namespaces::new(
+                config.data_dir.clone(),
+                db.clone(),
+                config.storage.is_some(),
+            ),
             db,
             config,
             tables: Mutex::new(HashMap::new()),

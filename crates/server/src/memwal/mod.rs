@@ -462,8 +462,13 @@ impl MemWalTable {
         Ok(memwal_core::LsmStats {
             buckets: vec![BucketStats {
                 shard_id: "0".into(),
-                status: "Active".into(),
-                writer_epoch: 1,
+                status: if self.shared.fenced.load(Ordering::Relaxed) {
+                    "Fenced".into()
+                } else {
+                    "Active".into()
+                },
+                // A local WAL has one writer, epoch 1; a shared one counts takeovers.
+                writer_epoch: self.shared.epoch.max(1),
                 manifest_version: version,
                 current_generation: flushes + all.len() as u64,
                 replay_after_wal_entry_position: self.shared.flushed_seq.load(Ordering::Relaxed),

@@ -243,7 +243,11 @@ impl ObjectWal {
             let fence_seq = last + 1;
             let mut body = MAGIC.to_vec();
             wal::encode_record(fence_seq, &wal::fence_payload(epoch, owner), &mut body);
-            match self.store.put_new(&self.name(fence_seq), &body).map_err(io)? {
+            match self
+                .store
+                .put_new(&self.name(fence_seq), &body)
+                .map_err(io)?
+            {
                 PutNew::Created => {
                     super::lock(&self.fences).insert(fence_seq);
                     return Ok(Claimed {
@@ -308,5 +312,161 @@ impl ObjectWal {
     /// Removes the whole WAL (the table is dropped or renamed).
     pub fn remove_all(&self) -> std::io::Result<()> {
         self.store.delete_dir(&self.dir).map_err(io)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use memwal_core::storage::{FaultyStorage, MemoryStorage, Op};
+
+    use super::*;
+
+    fn store() -> Arc<dyn Storage> {
+        Arc::new(MemoryStorage::default())
+    }
+
+    fn claim(w: &ObjectWal, flushed: u64) -> Claimed {
+        w.claim(RecoveryMode::Strict, &|| Ok(flushed), "test")
+            .expect("claim")
+    }
+
+    fn put(w: &ObjectWal, seqs: std::ops::RangeInclusive<u64>) -> std::io::Result<u64> {
+        let payloads: Vec<Vec<u8>> = seqs.clone().map(|s| s.to_le_bytes().to_vec()).collect();
+        let recs: Vec<(u64, [&[u8]; 2])> = seqs
+            .zip(&payloads)
+            .map(|(s, p)| (s, [p.as_slice(), &[][..]]))
+            .collect();
+        w.append(&recs)
+    }
+
+    /// The data records' numbers (fences left out).
+    fn data_seqs(r: &Recovered) -> Vec<u64> {
+        r.records
+            .iter()
+            .filter(|r| wal::fence_epoch(&r.payload).is_none())
+            .map(|r| r.seq)
+            .collect()
+    }
+
+    #[test]
+    fn a_second_writer_fences_the_first() {
+        let s = store();
+        let a = ObjectWal::new(s.clone(), "t".into());
+        let ca = claim(&a, 0);
+        assert_eq!((ca.epoch, ca.fence_seq), (1, 1));
+        put(&a, 2..=4).expect("a writes");
+        put(&a, 5..=5).expect("a writes");
+        let b = ObjectWal::new(s.clone(), "t".into());
+        let cb = claim(&b, 0);
+        assert_eq!(data_seqs(&cb.recovered), vec![2, 3, 4, 5]);
+        assert_eq!((cb.epoch, cb.fence_seq), (2, 6));
+        let e = put(&a, 6..=7).expect_err("a is fenced");
+        assert!(is_fenced(&e), "{e}");
+        assert!(a.taken_over(5).expect("head"));
+        assert!(!b.taken_over(6).expect("head"));
+        put(&b, 7..=8).expect("b writes");
+        // A third claim sees both writers' records, and the next epoch.
+        let c = claim(&ObjectWal::new(s, "t".into()), 0);
+        assert_eq!(data_seqs(&c.recovered), vec![2, 3, 4, 5, 7, 8]);
+        assert_eq!((c.epoch, c.fence_seq), (3, 9));
+    }
+
+    #[test]
+    fn a_write_racing_the_fence_moves_the_fence_after_it() {
+        let inner = store();
+        let a = Arc::new(ObjectWal::new(inner.clone(), "t".into()));
+        claim(&a, 0);
+        put(&a, 2..=3).expect("a writes");
+        // Between B's listing and its fence, A gets one more group in at B's fence number.
+        let raced = Arc::new(AtomicBool::new(false));
+        let (a2, r2) = (a.clone(), raced.clone());
+        let faulty = FaultyStorage::new(inner.clone(), move |op, path| {
+            if op == Op::PutNew && path.ends_with("04.wal") && !r2.swap(true, Ordering::SeqCst) {
+                put(&a2, 4..=5).expect("a's racing write");
+            }
+            false
+        });
+        let b = ObjectWal::new(Arc::new(faulty), "t".into());
+        let cb = claim(&b, 0);
+        assert!(raced.load(Ordering::SeqCst));
+        assert_eq!(
+            data_seqs(&cb.recovered),
+            vec![2, 3, 4, 5],
+            "a's racing write is recovered"
+        );
+        assert_eq!(cb.fence_seq, 6);
+        assert!(is_fenced(&put(&a, 6..=6).expect_err("fenced")));
+    }
+
+    #[test]
+    fn truncation_keeps_fences_and_the_newest_object() {
+        let s = store();
+        let a = ObjectWal::new(s.clone(), "t".into());
+        claim(&a, 0);
+        put(&a, 2..=3).expect("w");
+        put(&a, 4..=6).expect("w");
+        a.truncate(6).expect("truncate");
+        let mut left = s.list("t").expect("list");
+        left.sort();
+        assert_eq!(
+            left,
+            vec![format!("{:020}.wal", 1), format!("{:020}.wal", 4)]
+        );
+        // Reopened against a base holding 1..=6: nothing to replay, the next fence at 7.
+        let c = claim(&ObjectWal::new(s, "t".into()), 6);
+        assert!(data_seqs(&c.recovered).iter().all(|&q| q <= 6));
+        assert_eq!((c.epoch, c.fence_seq), (2, 7));
+        assert!(is_fenced(&put(&a, 7..=7).expect_err("fenced")));
+    }
+
+    #[test]
+    fn a_missing_or_damaged_object_is_damage() {
+        let s = store();
+        let a = ObjectWal::new(s.clone(), "t".into());
+        claim(&a, 0);
+        put(&a, 2..=3).expect("w");
+        put(&a, 4..=4).expect("w");
+        put(&a, 5..=6).expect("w");
+        s.delete(&a.name(4)).expect("delete");
+        let rec = a.recover(RecoveryMode::Strict, 0).expect("recover");
+        let d = rec.damage.expect("a gap is damage");
+        assert!(d.what.contains("record 4 was due"), "{d}");
+        // A claim on a damaged WAL does not fence (it is not served).
+        let c = claim(&ObjectWal::new(s.clone(), "t".into()), 0);
+        assert_eq!(c.epoch, 0);
+        assert!(c.recovered.damage.is_some());
+        // A flipped byte in a record is damage too.
+        let mut bytes = s.get(&a.name(2)).expect("get").expect("there").to_vec();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0xff;
+        s.put(&a.name(2), &bytes).expect("put");
+        let rec = a.recover(RecoveryMode::Strict, 0).expect("recover");
+        assert!(rec.damage.is_some());
+        assert_eq!(data_seqs(&rec), Vec::<u64>::new());
+        // Cut mode sets the bad objects aside and keeps what came before.
+        let rec = a.recover(RecoveryMode::CutAtFirstBad, 0).expect("recover");
+        assert_eq!(rec.cut.len(), 1);
+        assert!(s.exists(&format!("{}.cut", a.name(2))).expect("head"));
+        assert!(!s.exists(&a.name(5)).expect("head"));
+    }
+
+    #[test]
+    fn a_base_ahead_of_the_wal_start_is_fine_but_behind_it_is_a_gap() {
+        let s = store();
+        let a = ObjectWal::new(s.clone(), "t".into());
+        claim(&a, 0);
+        put(&a, 2..=3).expect("w");
+        put(&a, 4..=5).expect("w");
+        s.delete(&a.name(2)).expect("flushed and removed");
+        let rec = a.recover(RecoveryMode::Strict, 3).expect("recover");
+        assert!(rec.damage.is_none(), "{:?}", rec.damage);
+        assert_eq!(data_seqs(&rec), vec![4, 5]);
+        let rec = a.recover(RecoveryMode::Strict, 2).expect("recover");
+        assert!(
+            rec.damage.is_some(),
+            "record 3 is neither in the base nor the WAL"
+        );
     }
 }

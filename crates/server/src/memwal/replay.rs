@@ -11,8 +11,8 @@ use std::sync::{mpsc, Arc, Condvar, Mutex, RwLock};
 use memwal_core::{ipc, Data, NativeTable};
 
 use super::flusher::{flush_memtable, flusher_loop};
-use super::memtable::Memtable;
 use super::log::Wal;
+use super::memtable::Memtable;
 use super::wal::{self, Record};
 use super::writer::{writer_loop, Job};
 use super::{
@@ -41,7 +41,12 @@ pub(crate) fn open(
     let opened = wal.open(cfg.recovery, &read_flushed, &owner())?;
     let (flushed, rec, epoch) = (opened.flushed, opened.recovered, opened.epoch);
     if epoch > 0 {
-        tracing::info!(table = name, epoch, first_seq = opened.next_seq, "claimed the table's WAL");
+        tracing::info!(
+            table = name,
+            epoch,
+            first_seq = opened.next_seq,
+            "claimed the table's WAL"
+        );
     }
     let replayed = match &rec.damage {
         Some(d) => Err(format!("{d}; the table is not served until an operator repairs the WAL or restarts with --recovery cut (which drops the records from there on)")),

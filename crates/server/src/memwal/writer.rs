@@ -15,11 +15,9 @@ use memwal_core::keys::{Key, KeyEncoder};
 use tokio::sync::oneshot;
 
 use super::flusher::{drain, truncate_wal};
-use super::memtable::Memtable;
 use super::log::WalWriter;
-use super::{
-    apply_to, lock, Overlay, RunFn, Shared, Turn, TurnCtx, Upsert, FLUSHED_SEQ_KEY,
-};
+use super::memtable::Memtable;
+use super::{apply_to, lock, Overlay, RunFn, Shared, Turn, TurnCtx, Upsert, FLUSHED_SEQ_KEY};
 use crate::error::{Error, Result};
 
 /// How often an idle writer on a shared WAL checks it was not taken over.
