@@ -490,9 +490,10 @@ mod tests {
         assert!(e.to_string().contains("manhattan"), "{e}");
         let e = parse(json!({"vector": [1.0], "distance_type": "hamming"})).expect_err("hamming");
         assert!(e.to_string().contains("not supported"), "{e}");
-        let e =
-            parse(json!({"full_text_query": {"query": {"match": {"terms": "a", "fuzziness": 9}}}}))
-                .expect_err("fts");
+        let e = parse(
+            json!({"full_text_query": {"query": {"match": {"terms": "a", "fuzziness": -1}}}}),
+        )
+        .expect_err("fts");
         assert!(e.to_string().contains("full_text_query"), "{e}");
         let e = parse(json!({"lower_bound": 1.0})).expect_err("bound");
         assert!(e.to_string().contains("lower_bound"), "{e}");

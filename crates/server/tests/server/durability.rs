@@ -10,15 +10,26 @@ use std::time::Duration;
 
 use crate::support::*;
 
-/// Where a spawned server keeps its tables: the folder, or (with `Some(uri)`) an S3 prefix on
-/// the test server with the folder holding only the WALs.
-fn spawn_at(dir: &std::path::Path, s3: Option<&str>) -> (Child, String) {
+/// Where a spawned server keeps its tables and WALs.
+#[derive(Clone, Copy)]
+pub enum Place<'a> {
+    /// Both in the folder.
+    Local,
+    /// The tables on an S3 prefix of the test server, the WALs in the folder.
+    S3Data(&'a str),
+    /// The tables and the WALs on S3 prefixes (the folder is unused).
+    S3All(&'a str, &'a str),
+}
+
+/// Starts the real binary; answers it and its URL.
+pub fn spawn_at(dir: &std::path::Path, place: Place<'_>) -> (Child, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_memwal-server"));
-    match s3 {
-        None => cmd.args(["--data", dir.to_str().expect("p")]),
-        Some(uri) => cmd
+    match place {
+        Place::Local => cmd.args(["--data", dir.to_str().expect("p")]),
+        Place::S3Data(uri) => cmd
             .args(["--data", uri, "--wal", dir.to_str().expect("p")])
             .envs(s3_env()),
+        Place::S3All(data, wal) => cmd.args(["--data", data, "--wal", wal]).envs(s3_env()),
     };
     let mut child = cmd
         .args([
@@ -45,19 +56,27 @@ fn spawn_at(dir: &std::path::Path, s3: Option<&str>) -> (Child, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_acknowledged_row_survives_sigkill() {
-    sigkill_rounds(None).await;
+    sigkill_rounds(Place::Local).await;
 }
 
 /// The same with the tables on S3 (moto) and the WAL on local disk: a flush that a kill cuts
 /// short is replayed from the WAL into the bucket.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_acknowledged_row_survives_sigkill_with_tables_on_s3() {
-    sigkill_rounds(Some(&s3_uri("sigkill"))).await;
+    sigkill_rounds(Place::S3Data(&s3_uri("sigkill"))).await;
 }
 
-async fn sigkill_rounds(s3: Option<&str>) {
+/// The same with the WAL on S3 too: each restart replays the objects and fences its
+/// predecessor's epoch before serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_acknowledged_row_survives_sigkill_with_the_wal_on_s3() {
+    let (data, wal) = (s3_uri("sigkill-d"), s3_uri("sigkill-w"));
+    sigkill_rounds(Place::S3All(&data, &wal)).await;
+}
+
+async fn sigkill_rounds(place: Place<'_>) {
     let dir = tempfile::tempdir().expect("tmp");
-    let spawn = |d: &std::path::Path| spawn_at(d, s3);
+    let spawn = |d: &std::path::Path| spawn_at(d, place);
     let (mut child, mut url) = spawn(dir.path());
     Client::new(&url).create("t", &[]).await;
     // key -> (last acknowledged value, value possibly in flight)

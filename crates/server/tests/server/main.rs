@@ -5,6 +5,7 @@ mod support;
 
 mod bad_input;
 mod durability;
+mod failover;
 mod fts;
 mod fuzz;
 mod memwal;
