@@ -3,7 +3,7 @@
  * local database and `serve({ data: "s3://...", dataDir })` for the server (WALs in dataDir), against
  * moto_server's S3 API on 127.0.0.1 (scripts/moto.sh; scripts/test.sh installs moto into .venv-compat,
  * and a missing moto fails this suite, it never skips). The official Node client talks to the
- * S3-backed server as to any other.
+ * S3-backed server as to any other. With `wal` on S3 too, a server started elsewhere takes a table over.
  */
 
 import { execFileSync } from "node:child_process";
@@ -140,6 +140,70 @@ describe("a server whose tables are on S3", () => {
       [2, "B"],
       [3, "c"],
     ]);
+  });
+});
+
+describe("a server whose WAL is on S3 too (serve({ wal }))", () => {
+  test("a server on another machine takes the table over with every acknowledged row; the first is fenced", async () => {
+    const prefix = s3Uri("walS3");
+    // Nothing is flushed by row count: the acknowledged rows live only in the WAL objects.
+    const on = (dataDir: string) =>
+      serve({
+        dataDir,
+        data: `${prefix}/data`,
+        wal: `${prefix}/wal`,
+        storageOptions: storageOptions(),
+        apiKey: "k",
+        flushRows: 1_000_000,
+      });
+    const a = await on(tmpDir());
+    try {
+      const ta = await (await connect("db://a", { apiKey: "k", hostOverride: a.url })).createTable("t", rows([0], 0));
+      for (let i = 1; i <= 40; i++) {
+        await ta
+          .mergeInsert("id")
+          .whenMatchedUpdateAll()
+          .whenNotMatchedInsertAll()
+          .memWal()
+          .execute(rows([i, 100], i));
+      }
+      // A second server with an empty local folder: the first machine's disk is gone, not its bucket.
+      const b = await on(tmpDir());
+      try {
+        const tb = await (await connect("db://b", { apiKey: "k", hostOverride: b.url })).openTable("t");
+        await tb
+          .mergeInsert("id")
+          .whenMatchedUpdateAll()
+          .whenNotMatchedInsertAll()
+          .memWal()
+          .execute(rows([41], 41));
+        const v = new Map((await tb.query().toArray()).map((x) => [Number(x.id), Number(x.v)]));
+        expect(v.size).toBe(43);
+        for (let k = 1; k <= 41; k++) expect(v.get(k)).toBe(k);
+        expect(v.get(100)).toBe(40);
+        // The first server's next write meets the second one's fence: an error, and nothing lands.
+        const stale = ta
+          .mergeInsert("id")
+          .whenMatchedUpdateAll()
+          .whenNotMatchedInsertAll()
+          .memWal()
+          .execute(rows([7], -7));
+        await expect(stale).rejects.toThrow(/taken the table over|another server/);
+        expect(Number((await tb.query().where("id = 7").toArray())[0].v)).toBe(7);
+      } finally {
+        await b.close();
+      }
+    } finally {
+      await a.close().catch(() => undefined);
+    }
+  });
+
+  test("a WAL on S3 needs the tables on an object store too, and its own prefix", async () => {
+    const uri = s3Uri("walAlone");
+    await expect(serve({ dataDir: tmpDir(), wal: uri, storageOptions: storageOptions(), apiKey: "k" })).rejects.toThrow(/wal/i);
+    await expect(serve({ dataDir: tmpDir(), data: uri, wal: uri, storageOptions: storageOptions(), apiKey: "k" })).rejects.toThrow(
+      /prefix of their own/,
+    );
   });
 });
 

@@ -1,7 +1,7 @@
 // One measurement in a fresh process (so peak RSS is its own):
 //   node worker.mjs <engine> <workload>
 // engine: memwal | lancedb | fsync | bw ; workload: A | B | C | D1 | D8 | Ddirect | Dlsm | fsync | E100k | E1m | F | G100k | G1m | H | S | bw
-//   | Klocal | Ks3 | KDlocal | KDs3 (K: moto S3 at MEMWAL_TEST_S3_ENDPOINT, started by bench.mjs)
+//   | Klocal | Ks3 | KDlocal | KDs3 | KDs3wal (K: moto S3 at MEMWAL_TEST_S3_ENDPOINT, started by bench.mjs)
 //   | I100k | I1m (full-text search, fts.mjs; engines memwal | memwal-server | lancedb | tantivy)
 // Prints one JSON line. Data generation and IPC encoding are outside the timed part.
 import * as fs from "node:fs";
@@ -645,11 +645,14 @@ async function objectStore(onS3) {
   };
 }
 
-/** KD: MemWAL upserts (1 client, 300 x 200 rows) through a server whose tables are on local disk or on S3;
- * the WAL is on local disk in both. */
-async function servedObjectStore(onS3) {
+/** KD: MemWAL upserts (1 client, 300 x 200 rows) through a server whose tables are on local disk ("local"),
+ * on S3 with the WAL on local disk ("s3"), or on S3 with the WAL on S3 too ("s3wal": each group commit is one
+ * create-only put, acknowledged when it returns). */
+async function servedObjectStore(place) {
   const m = require("../dist/lib/index.js");
-  const where = onS3 ? { data: `s3://memwal-test/bench-kd-${process.pid}-${Date.now()}`, storageOptions: s3Options() } : {};
+  const prefix = `s3://memwal-test/bench-kd-${process.pid}-${Date.now()}`;
+  const s3 = { data: `${prefix}/data`, storageOptions: s3Options() };
+  const where = place === "local" ? {} : place === "s3" ? s3 : { ...s3, wal: `${prefix}/wal` };
   const server = await m.serve({ dataDir: path.join(dir, "server"), apiKey: "k", ...where });
   const db = await m.connect("db://bench", { apiKey: "k", hostOverride: server.url });
   const tbl = await db.createTable("t", input(rows(range(0, 20_000))));
@@ -713,8 +716,8 @@ async function main() {
     result = await fullText(engine, workload === "I100k" ? 100_000 : 1_000_000, dir);
   } else if (workload === "Klocal" || workload === "Ks3") {
     result = await objectStore(workload === "Ks3");
-  } else if (workload === "KDlocal" || workload === "KDs3") {
-    result = await servedObjectStore(workload === "KDs3");
+  } else if (workload === "KDlocal" || workload === "KDs3" || workload === "KDs3wal") {
+    result = await servedObjectStore(workload.slice(2));
   } else if (workload === "B" || workload === "C") {
     const initial = workload === "B" ? 100_000 : 1_000_000;
     const { tbl } = await openEngine(initial);
