@@ -200,7 +200,7 @@ describe("a server whose WAL is on S3 too (serve({ wal }))", () => {
 
   test("a WAL on S3 needs the tables on an object store too, and its own prefix", async () => {
     const uri = s3Uri("walAlone");
-    await expect(serve({ dataDir: tmpDir(), wal: uri, storageOptions: storageOptions(), apiKey: "k" })).rejects.toThrow(/wal/i);
+    await expect(serve({ dataDir: tmpDir(), wal: uri, apiKey: "k" })).rejects.toThrow(/wal/i);
     await expect(serve({ dataDir: tmpDir(), data: uri, wal: uri, storageOptions: storageOptions(), apiKey: "k" })).rejects.toThrow(
       /prefix of their own/,
     );

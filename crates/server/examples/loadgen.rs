@@ -1,11 +1,23 @@
 //! A light load generator for the D workload of the benchmarks: one thread,
 //! N connections, each sending 200-row 128-d memWal upserts (half of the
-//! keys new, half updates) back to back to a running memwal-server; prints
-//! p50 / p99 latency and upserts/s as JSON. What it leaves out of the timed
-//! part: encoding the bodies (done before the clock starts) and the table's
+//! keys new, half updates) to a running memwal-server; prints latency
+//! percentiles and upserts/s as JSON. What it leaves out of the timed part:
+//! encoding the bodies (done before the clock starts) and the table's
 //! creation and warm-up.
 //!
-//! `cargo run --release -p memwal-server --example loadgen -- URL [connections] [seconds]`
+//! Two modes:
+//! - closed loop (no rate): each connection sends its next upsert when the
+//!   last one is answered; latency is each call's own time. This finds the
+//!   saturating rate but hides queueing: a stall delays the requests that
+//!   would have been sent meanwhile, and they are never counted
+//!   (coordinated omission).
+//! - open loop (`rate` upserts/s): upsert i is due at start + i / rate, and its
+//!   latency counts from that due time, whether or not a connection was free
+//!   (at most `connections` in flight), as wrk2 and `oha -q` measure. A server
+//!   that falls behind shows the queue in p99. `service_*` is the time from
+//!   the request's actual start, for comparison.
+//!
+//! `cargo run --release -p memwal-server --example loadgen -- URL [connections] [seconds] [rate]`
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -40,14 +52,45 @@ fn main() {
         .unwrap_or_else(|| "http://127.0.0.1:8080".into());
     let conns: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(8);
     let secs: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(10);
+    let rate: Option<f64> = args
+        .get(3)
+        .and_then(|s| s.parse().ok())
+        .filter(|r| *r > 0.0);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
-    rt.block_on(run(url, conns, Duration::from_secs(secs)));
+    rt.block_on(run(url, conns, Duration::from_secs(secs), rate));
 }
 
-async fn run(url: String, conns: usize, dur: Duration) {
+/// Where the upserts go: one table's merge_insert route with the MemWAL headers.
+#[derive(Clone)]
+struct Target {
+    http: reqwest::Client,
+    path: String,
+}
+
+impl Target {
+    /// Sends one upsert and reads its answer; panics on a failed call (a bench
+    /// run with errors must not report figures).
+    async fn upsert(&self, b: bytes::Bytes) {
+        let r = self
+            .http
+            .post(&self.path)
+            .header("content-type", "application/vnd.apache.arrow.stream")
+            .header("x-api-key", "k")
+            .header("x-lancedb-mem-wal-enabled", "true")
+            .header("x-use-wal", "true")
+            .body(b)
+            .send()
+            .await
+            .expect("send");
+        assert!(r.status().is_success(), "upsert: {}", r.status());
+        let _ = r.bytes().await;
+    }
+}
+
+async fn run(url: String, conns: usize, dur: Duration, rate: Option<f64>) {
     let item = Arc::new(Field::new("item", DataType::Float32, true));
     let schema = Arc::new(Schema::new(vec![
         Field::new("id", DataType::Int64, false),
@@ -68,51 +111,107 @@ async fn run(url: String, conns: usize, dur: Duration) {
     let bodies: Vec<bytes::Bytes> = (0..64)
         .map(|i| body(&schema, 100 * i as i64, i as u64 + 7).into())
         .collect();
-    let path = format!("{url}/v1/table/{table}/merge_insert/?on=id&when_matched_update_all=true&when_not_matched_insert_all=true&when_not_matched_by_source_delete=false");
-    let send = |b: bytes::Bytes| {
-        http.post(&path)
-            .header("content-type", "application/vnd.apache.arrow.stream")
-            .header("x-api-key", "k")
-            .header("x-lancedb-mem-wal-enabled", "true")
-            .header("x-use-wal", "true")
-            .body(b)
-            .send()
+    let target = Target {
+        http,
+        path: format!("{url}/v1/table/{table}/merge_insert/?on=id&when_matched_update_all=true&when_not_matched_insert_all=true&when_not_matched_by_source_delete=false"),
     };
     for b in bodies.iter().take(8) {
-        let r = send(b.clone()).await.expect("warm-up");
-        assert!(r.status().is_success(), "warm-up: {}", r.status());
+        target.upsert(b.clone()).await;
     }
+    match rate {
+        None => closed_loop(&target, &bodies, conns, dur).await,
+        Some(rate) => open_loop(&target, &bodies, conns, dur, rate).await,
+    }
+}
+
+/// Each of `conns` connections sends back to back for `dur`.
+async fn closed_loop(target: &Target, bodies: &[bytes::Bytes], conns: usize, dur: Duration) {
     let start = Instant::now();
     let tasks: Vec<_> = (0..conns)
-        .map(|c| {
-            let bodies = bodies.clone();
-            let send = &send;
-            async move {
-                let mut lat = Vec::new();
-                let mut i = c;
-                while start.elapsed() < dur {
-                    let t = Instant::now();
-                    let r = send(bodies[i % bodies.len()].clone()).await.expect("send");
-                    assert!(r.status().is_success(), "upsert: {}", r.status());
-                    let _ = r.bytes().await;
-                    lat.push(t.elapsed().as_secs_f64() * 1e3);
-                    i += conns;
-                }
-                lat
+        .map(|c| async move {
+            let mut lat = Vec::new();
+            let mut i = c;
+            while start.elapsed() < dur {
+                let t = Instant::now();
+                target.upsert(bodies[i % bodies.len()].clone()).await;
+                lat.push(t.elapsed().as_secs_f64() * 1e3);
+                i += conns;
             }
+            lat
         })
         .collect();
     let mut lat: Vec<f64> = futures_join(tasks).await.concat();
     let elapsed = start.elapsed().as_secs_f64();
     lat.sort_by(|a, b| a.total_cmp(b));
-    let q = |p: f64| lat[((lat.len() as f64 * p) as usize).min(lat.len() - 1)];
     println!(
-        "{{\"connections\": {conns}, \"upserts\": {}, \"p50_ms\": {:.3}, \"p99_ms\": {:.3}, \"upserts_per_s\": {:.1}}}",
+        "{{\"mode\": \"closed\", \"connections\": {conns}, \"upserts\": {}, \"p50_ms\": {:.3}, \"p99_ms\": {:.3}, \"upserts_per_s\": {:.1}}}",
         lat.len(),
-        q(0.50),
-        q(0.99),
+        pct(&lat, 0.50),
+        pct(&lat, 0.99),
         lat.len() as f64 / elapsed
     );
+}
+
+/// Upsert i is due at start + i / rate; at most `conns` are in flight. Each
+/// latency counts from the due time (see the module doc).
+async fn open_loop(
+    target: &Target,
+    bodies: &[bytes::Bytes],
+    conns: usize,
+    dur: Duration,
+    rate: f64,
+) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(conns.max(1)));
+    let start = tokio::time::Instant::now();
+    let mut tasks = Vec::new();
+    for i in 0usize.. {
+        let due = start + Duration::from_secs_f64(i as f64 / rate);
+        if due - start >= dur {
+            break;
+        }
+        tokio::time::sleep_until(due).await;
+        let (target, b, slots) = (
+            target.clone(),
+            bodies[i % bodies.len()].clone(),
+            slots.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            let _slot = slots.acquire_owned().await.expect("semaphore");
+            let sent = tokio::time::Instant::now();
+            target.upsert(b).await;
+            let ms = |from: tokio::time::Instant| from.elapsed().as_secs_f64() * 1e3;
+            (ms(due), ms(sent))
+        }));
+    }
+    let mut lat = Vec::with_capacity(tasks.len());
+    let mut service = Vec::with_capacity(tasks.len());
+    for t in tasks {
+        let (l, s) = t.await.expect("task");
+        lat.push(l);
+        service.push(s);
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    lat.sort_by(|a, b| a.total_cmp(b));
+    service.sort_by(|a, b| a.total_cmp(b));
+    println!(
+        "{{\"mode\": \"open\", \"rate\": {rate:.1}, \"connections\": {conns}, \"upserts\": {}, \"upserts_per_s\": {:.1}, \"p50_ms\": {:.3}, \"p99_ms\": {:.3}, \"p999_ms\": {:.3}, \"max_ms\": {:.3}, \"service_p50_ms\": {:.3}, \"service_p99_ms\": {:.3}}}",
+        lat.len(),
+        lat.len() as f64 / elapsed,
+        pct(&lat, 0.50),
+        pct(&lat, 0.99),
+        pct(&lat, 0.999),
+        pct(&lat, 1.0),
+        pct(&service, 0.50),
+        pct(&service, 0.99),
+    );
+}
+
+/// The nearest-rank percentile of sorted values (0 when there are none).
+fn pct(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    sorted[((sorted.len() as f64 * p) as usize).min(sorted.len() - 1)]
 }
 
 /// Runs the futures concurrently on this one thread.
