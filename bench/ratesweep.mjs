@@ -9,7 +9,8 @@
 // saturating rate, and at saturation p99 within 4x of p50.
 //
 // SWEEP_SECONDS (default 10) sets each run's length; SWEEP_FRACTIONS (default 0.1,0.25,0.5,0.75,0.9,1)
-// the offered rates.
+// the offered rates; SWEEP_SERVER_ARGS extra memwal-server flags (e.g. "--flush-rows 100000000" to see the
+// tail without flushes).
 import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -21,15 +22,18 @@ const secs = process.env.SWEEP_SECONDS ?? "10";
 const fractions = (process.env.SWEEP_FRACTIONS ?? "0.1,0.25,0.5,0.75,0.9,1").split(",").map(Number);
 const conns = "8";
 
-execFileSync(
-  "cargo",
-  ["build", "--release", "-q", "-p", "memwal-server", "--bin", "memwal-server", "--example", "loadgen"],
-  { cwd: root, stdio: "inherit" },
-);
-const data = fs.mkdtempSync(path.join(os.tmpdir(), "memwal-sweep-"));
-const server = spawn(`${target}/release/memwal-server`, ["--data", data, "--port", "0", "--api-key", "k"], {
-  stdio: ["ignore", "pipe", "ignore"],
+execFileSync("cargo", ["build", "--release", "-q", "-p", "memwal-server", "--bin", "memwal-server", "--example", "loadgen"], {
+  cwd: root,
+  stdio: "inherit",
 });
+const data = fs.mkdtempSync(path.join(os.tmpdir(), "memwal-sweep-"));
+const server = spawn(
+  `${target}/release/memwal-server`,
+  ["--data", data, "--port", "0", "--api-key", "k", ...(process.env.SWEEP_SERVER_ARGS ?? "").split(" ").filter(Boolean)],
+  {
+    stdio: ["ignore", "pipe", "ignore"],
+  },
+);
 const url = await new Promise((resolve, reject) => {
   let out = "";
   server.stdout.on("data", (d) => {
@@ -84,8 +88,13 @@ function report(closed, runs) {
   const half = near(0.5);
   const full = near(1);
   console.log(`\nhalf saturation: p99 ${f2(half.p99_ms)} ms (target < 5): ${half.p99_ms < 5 ? "met" : "missed"}`);
-  const ratio = full.p99_ms / full.p50_ms;
-  console.log(`saturation: p99 / p50 = ${f2(ratio)} (target <= 4): ${ratio <= 4 ? "met" : "missed"}`);
+  // At the saturating rate an open loop only measures its own queue (it grows for the whole run), so the
+  // tail-to-median target is read from the closed-loop run, which is the saturation.
+  const ratio = closed.p99_ms / closed.p50_ms;
+  console.log(`saturation (closed loop): p99 / p50 = ${f2(ratio)} (target <= 4): ${ratio <= 4 ? "met" : "missed"}`);
+  if (full.upserts_per_s < 0.98 * full.rate) {
+    console.log(`open loop at ${full.rate.toFixed(0)}/s achieved ${full.upserts_per_s.toFixed(0)}/s: overloaded, its latency is queueing`);
+  }
 }
 
 /** p50 and p99 (log scale) against the offered rate. */

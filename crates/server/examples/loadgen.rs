@@ -162,24 +162,30 @@ async fn open_loop(
     rate: f64,
 ) {
     let slots = Arc::new(tokio::sync::Semaphore::new(conns.max(1)));
-    let start = tokio::time::Instant::now();
-    let mut tasks = Vec::new();
-    for i in 0usize.. {
-        let due = start + Duration::from_secs_f64(i as f64 / rate);
-        if due - start >= dur {
-            break;
+    // The schedule is kept by a thread of its own: tokio's timer wakes at 1 ms
+    // granularity, which would add up to 1 ms to every latency at low rates.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let start = Instant::now();
+    std::thread::spawn(move || {
+        for i in 0usize.. {
+            let due = start + Duration::from_secs_f64(i as f64 / rate);
+            if due - start >= dur {
+                break;
+            }
+            std::thread::sleep(due.saturating_duration_since(Instant::now()));
+            if tx.send((i, due)).is_err() {
+                break;
+            }
         }
-        tokio::time::sleep_until(due).await;
-        let (target, b, slots) = (
-            target.clone(),
-            bodies[i % bodies.len()].clone(),
-            slots.clone(),
-        );
+    });
+    let mut tasks = Vec::new();
+    while let Some((i, due)) = rx.recv().await {
+        let (target, b, slots) = (target.clone(), bodies[i % bodies.len()].clone(), slots.clone());
         tasks.push(tokio::spawn(async move {
             let _slot = slots.acquire_owned().await.expect("semaphore");
-            let sent = tokio::time::Instant::now();
+            let sent = Instant::now();
             target.upsert(b).await;
-            let ms = |from: tokio::time::Instant| from.elapsed().as_secs_f64() * 1e3;
+            let ms = |from: Instant| from.elapsed().as_secs_f64() * 1e3;
             (ms(due), ms(sent))
         }));
     }
