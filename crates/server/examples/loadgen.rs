@@ -180,7 +180,11 @@ async fn open_loop(
     });
     let mut tasks = Vec::new();
     while let Some((i, due)) = rx.recv().await {
-        let (target, b, slots) = (target.clone(), bodies[i % bodies.len()].clone(), slots.clone());
+        let (target, b, slots) = (
+            target.clone(),
+            bodies[i % bodies.len()].clone(),
+            slots.clone(),
+        );
         tasks.push(tokio::spawn(async move {
             let _slot = slots.acquire_owned().await.expect("semaphore");
             let sent = Instant::now();

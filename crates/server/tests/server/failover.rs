@@ -19,6 +19,36 @@ const UPSERT: &str =
 /// key -> (last acknowledged value, value possibly in flight)
 type Acked = Arc<Mutex<HashMap<i64, (i64, i64)>>>;
 
+/// A server process killed (SIGKILL works on a stopped one too) and reaped
+/// when the test ends, passed or failed: a failed assertion must not leave
+/// a SIGSTOPped server holding the test's output open, which hangs the run.
+struct Proc(Child);
+
+impl std::ops::Deref for Proc {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Proc {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn(dir: &std::path::Path, place: Place<'_>) -> (Proc, String) {
+    let (child, url) = spawn_at(dir, place);
+    (Proc(child), url)
+}
+
 fn signal(child: &Child, sig: &str) {
     let ok = Command::new("kill")
         .args([sig, &child.id().to_string()])
@@ -120,7 +150,7 @@ async fn a_second_server_takes_over_and_the_stalled_one_is_fenced() {
     let dir = tempfile::tempdir().expect("tmp");
     let (data, wal) = (s3_uri("failover-d"), s3_uri("failover-w"));
     let place = Place::S3All(&data, &wal);
-    let (mut a, url_a) = spawn_at(dir.path(), place);
+    let (mut a, url_a) = spawn(dir.path(), place);
     Client::new(&url_a).create("t", &[]).await;
     let acked: Acked = Arc::default();
     let acks = Arc::new(AtomicUsize::new(0));
@@ -131,7 +161,7 @@ async fn a_second_server_takes_over_and_the_stalled_one_is_fenced() {
     for t in tasks {
         t.await.expect("join");
     }
-    let (mut b, url_b) = spawn_at(dir.path(), place);
+    let (mut b, url_b) = spawn(dir.path(), place);
     let before = check(&url_b, &acked, "B after taking over").await;
     // B serves writes: every key gets a new value.
     let http = reqwest::Client::new();
@@ -170,7 +200,7 @@ async fn a_second_server_takes_over_and_the_stalled_one_is_fenced() {
     );
     signal(&b, "-KILL");
     let _ = b.wait();
-    let (mut c, url_c) = spawn_at(dir.path(), place);
+    let (mut c, url_c) = spawn(dir.path(), place);
     let after_c = check(&url_c, &acked, "C after B was killed").await;
     assert_eq!(after_c, after_b);
     // A, still running, stays fenced.
@@ -189,7 +219,7 @@ async fn a_killed_writer_is_replaced_with_every_acknowledged_row() {
     let dir = tempfile::tempdir().expect("tmp");
     let (data, wal) = (s3_uri("kill9-d"), s3_uri("kill9-w"));
     let place = Place::S3All(&data, &wal);
-    let (mut a, url_a) = spawn_at(dir.path(), place);
+    let (mut a, url_a) = spawn(dir.path(), place);
     Client::new(&url_a).create("t", &[]).await;
     let acked: Acked = Arc::default();
     let acks = Arc::new(AtomicUsize::new(0));
@@ -200,7 +230,7 @@ async fn a_killed_writer_is_replaced_with_every_acknowledged_row() {
     for t in tasks {
         t.await.expect("join");
     }
-    let (mut b, url_b) = spawn_at(dir.path(), place);
+    let (mut b, url_b) = spawn(dir.path(), place);
     check(&url_b, &acked, "B after kill -9 of A").await;
     let _ = b.kill();
     let _ = b.wait();
