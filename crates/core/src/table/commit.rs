@@ -348,6 +348,7 @@ impl NativeTable {
                 let m = self.refresh_locked(&mut st)?;
                 self.load_locked(&mut st, &m)?
             };
+            self.check_fence(&snap)?;
             // Planning holds no lock on the table state (readers go on).
             let (change, out) = plan(&snap)?;
             let Some(change) = change else {

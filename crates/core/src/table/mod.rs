@@ -11,6 +11,7 @@ pub(crate) mod commit;
 pub mod compact;
 pub mod evolve;
 pub mod explain;
+pub mod fence;
 pub mod finish;
 mod fts;
 pub mod indices;
@@ -104,6 +105,9 @@ pub(crate) struct Inner {
     pub building: std::sync::atomic::AtomicUsize,
     /// How often reads look for versions other processes committed.
     pub consistency: ReadConsistency,
+    /// This process's epoch as the table's one writer, when it holds one
+    /// (see `fence`): (metadata key, epoch).
+    pub fence: Mutex<Option<(String, u64)>>,
 }
 
 /// How often reads look in storage for versions that other processes (or
@@ -179,6 +183,7 @@ impl NativeTable {
             index: RwLock::new(None),
             write_lock: Mutex::new(()),
             building: std::sync::atomic::AtomicUsize::new(0),
+            fence: Mutex::new(None),
         })
     }
 

@@ -7,6 +7,7 @@ mod bad_input;
 mod cleanup;
 mod crash;
 mod evolve;
+mod fence;
 mod fts;
 mod fts_fuzz;
 mod fuzz;

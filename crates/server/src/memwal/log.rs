@@ -50,6 +50,7 @@ impl Wal {
         mode: RecoveryMode,
         flushed: &dyn Fn() -> std::io::Result<u64>,
         owner: &str,
+        floor: u64,
     ) -> std::io::Result<Opened> {
         match self {
             Wal::Local { dir, .. } => {
@@ -64,7 +65,7 @@ impl Wal {
                 })
             }
             Wal::Object(o) => {
-                let c = o.claim(mode, flushed, owner)?;
+                let c = o.claim(mode, flushed, owner, floor)?;
                 let last = c
                     .recovered
                     .records

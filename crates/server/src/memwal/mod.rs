@@ -201,6 +201,18 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// The flushed sequence number a manifest records (0: none yet).
+/// The base metadata key of the epoch of the server that last claimed the
+/// table (a shared WAL only; see `replay::recover_and_claim`).
+pub const EPOCH_KEY: &str = "memwal.epoch";
+
+/// The epoch the base records (0: never claimed).
+pub(crate) fn epoch_in(m: &Manifest) -> u64 {
+    m.metadata
+        .get(EPOCH_KEY)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
 pub(crate) fn flushed_seq_in(m: &Manifest) -> u64 {
     m.metadata
         .get(FLUSHED_SEQ_KEY)
@@ -426,7 +438,11 @@ impl MemWalTable {
             ok
         });
         self.send(Job::Direct(turn, run))?;
-        rx.await.map_err(|_| self.gone())?
+        let r = rx.await.map_err(|_| self.gone())?;
+        if let Err(Error::Core(memwal_core::Error::Fenced { message, .. })) = &r {
+            self.shared.fence(message.clone());
+        }
+        r
     }
 
     /// Merges every memtable into the base (in the writer's turn).

@@ -20,7 +20,9 @@
 //! got one more group in), the new writer reads again and fences after it.
 //! A fence object is never removed: a writer stalled for a week must still
 //! find it. Its flushes are fenced apart (`MergeInsertParams::commit_guard`):
-//! a flush never lands after a newer writer's flush of later records.
+//! a flush never lands after a newer writer's flush of later records; and
+//! the new writer records its epoch in the base (`replay::recover_and_claim`),
+//! after which no commit of the stale writer lands at all.
 //!
 //! Recovery skips objects wholly merged into the base (at most the fence
 //! objects remain of those), then needs the rest consecutive from the base's
@@ -213,6 +215,7 @@ impl ObjectWal {
         mode: RecoveryMode,
         flushed: &dyn Fn() -> std::io::Result<u64>,
         owner: &str,
+        floor: u64,
     ) -> std::io::Result<Claimed> {
         let mut last_err = String::new();
         for _ in 0..FENCE_TRIES {
@@ -239,7 +242,8 @@ impl ObjectWal {
                 .filter_map(|r| wal::fence_epoch(&r.payload))
                 .max()
                 .unwrap_or(0)
-                + 1;
+                .saturating_add(1)
+                .max(floor);
             let fence_seq = last + 1;
             let mut body = MAGIC.to_vec();
             wal::encode_record(fence_seq, &wal::fence_payload(epoch, owner), &mut body);
@@ -328,7 +332,7 @@ mod tests {
     }
 
     fn claim(w: &ObjectWal, flushed: u64) -> Claimed {
-        w.claim(RecoveryMode::Strict, &|| Ok(flushed), "test")
+        w.claim(RecoveryMode::Strict, &|| Ok(flushed), "test", 0)
             .expect("claim")
     }
 

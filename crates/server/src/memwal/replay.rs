@@ -8,15 +8,17 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
 use std::sync::{mpsc, Arc, Condvar, Mutex, RwLock};
 
+use memwal_core::manifest::Manifest;
 use memwal_core::{ipc, Data, NativeTable};
 
 use super::flusher::{flush_memtable, flusher_loop};
-use super::log::Wal;
+use super::log::{Opened, Wal};
 use super::memtable::Memtable;
 use super::wal::{self, Record};
 use super::writer::{writer_loop, Job};
 use super::{
-    apply_to, flushed_seq_in, supplied_columns, MemWalConfig, MemWalTable, Overlay, Shared,
+    apply_to, epoch_in, flushed_seq_in, supplied_columns, MemWalConfig, MemWalTable, Overlay,
+    Shared, EPOCH_KEY,
 };
 use crate::error::Result;
 
@@ -32,13 +34,7 @@ pub(crate) fn open(
     wal: Wal,
     cfg: MemWalConfig,
 ) -> Result<Arc<MemWalTable>> {
-    let read_flushed = || -> std::io::Result<u64> {
-        let m = base
-            .latest_manifest()
-            .map_err(|e| std::io::Error::other(e.to_string()))?;
-        Ok(flushed_seq_in(&m))
-    };
-    let opened = wal.open(cfg.recovery, &read_flushed, &owner())?;
+    let opened = recover_and_claim(&base, &wal, &cfg)?;
     let (flushed, rec, epoch) = (opened.flushed, opened.recovered, opened.epoch);
     if epoch > 0 {
         tracing::info!(
@@ -100,6 +96,39 @@ pub(crate) fn open(
         tx,
         threads: Mutex::new(threads),
     }))
+}
+
+/// Times the claim of a shared WAL is tried again after a stale writer
+/// committed between the recovery and the claim.
+const CLAIM_TRIES: usize = 8;
+
+/// Recovers the WAL. A shared one (epoch > 0) is also claimed in the base:
+/// the epoch its fence took is committed into the base's metadata
+/// (`EPOCH_KEY`), so no commit of a stale writer (a flush, a direct write)
+/// lands after it, and this writer's later commits refuse to land after a
+/// newer writer's claim. If a stale writer committed between the recovery
+/// and the claim, the base moved past what was read: read again.
+fn recover_and_claim(base: &NativeTable, wal: &Wal, cfg: &MemWalConfig) -> Result<Opened> {
+    let read = || -> std::io::Result<Arc<Manifest>> {
+        base.latest_manifest()
+            .map_err(|e| std::io::Error::other(e.to_string()))
+    };
+    let read_flushed = || -> std::io::Result<u64> { Ok(flushed_seq_in(read()?.as_ref())) };
+    for _ in 0..CLAIM_TRIES {
+        let floor = epoch_in(read()?.as_ref()) + 1;
+        let opened = wal.open(cfg.recovery, &read_flushed, &owner(), floor)?;
+        if opened.epoch == 0 {
+            return Ok(opened); // a local WAL, or damage: nothing claimed
+        }
+        base.claim_epoch_sync(EPOCH_KEY, opened.epoch)?;
+        if read_flushed()? == opened.flushed {
+            return Ok(opened);
+        }
+    }
+    Err(std::io::Error::other(format!(
+        "could not claim the table after {CLAIM_TRIES} tries: another server keeps committing to it"
+    ))
+    .into())
 }
 
 /// Who claims a shared WAL, for operators reading a fence record.

@@ -214,8 +214,17 @@ fn refuse_rest(shared: &Shared, rx: mpsc::Receiver<Job>) {
     }
 }
 
-/// A direct write in its turn.
+/// A direct write in its turn. On a shared WAL, first whether another
+/// server has taken the table over: a drop or a rename commits nothing the
+/// base's epoch fence could stop.
 fn run_turn(shared: &Shared, turn: Turn, run: RunFn) -> Next {
+    if shared.epoch > 0 {
+        check_taken_over(shared);
+        if let Err(e) = shared.check_readable() {
+            run(Err(e));
+            return Next::Continue;
+        }
+    }
     let metadata = std::collections::BTreeMap::from([(
         FLUSHED_SEQ_KEY.to_string(),
         shared.last_seq.load(Ordering::SeqCst).to_string(),

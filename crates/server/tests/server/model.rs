@@ -6,6 +6,12 @@
 //! vector searches (prefiltered and postfiltered) over the served table's
 //! memtables and base return what the same search returns natively.
 //! Seeds are reproducible (proptest's persistence and `PROPTEST_CASES`).
+//!
+//! The same model runs a second time with the served table's data and WAL
+//! on the S3 test server (moto), where a further step starts a second
+//! server on the same bucket beside the first (a takeover): every
+//! acknowledged row is there, and the first server's next write, whatever
+//! its kind, is refused and changes nothing.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -182,6 +188,11 @@ enum Step {
     Flush,
     Restart,
     Crash,
+    /// A second server takes the table over while the first still runs
+    /// (a crash where the WAL is local); the first then tries a write of
+    /// this kind (memWal upsert, direct merge, delete, update, add,
+    /// optimize, rename), which must be refused.
+    Takeover(u8),
     CountWhere(i64),
     /// Restore the state of an earlier `Flush` (picked by this number).
     Restore(usize),
@@ -236,6 +247,7 @@ fn step() -> impl Strategy<Value = Step> {
         2 => Just(Step::Flush),
         1 => Just(Step::Restart),
         1 => Just(Step::Crash),
+        1 => (0u8..7).prop_map(Step::Takeover),
         2 => (0i64..100).prop_map(Step::CountWhere),
         1 => Just(Step::Index),
         1 => Just(Step::Optimize),
@@ -252,15 +264,25 @@ fn omit() -> impl Strategy<Value = u8> {
     prop_oneof![3 => Just(0u8), 2 => 1u8..8]
 }
 
+/// Where the served table's data and WAL live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    Local,
+    S3,
+}
+
 struct Harness {
     rt: tokio::runtime::Runtime,
     cfg: ServerConfig,
+    place: Place,
     state: Option<Arc<AppState>>,
     native_db: NativeDatabase,
     /// (served version, native version) after each `Flush`: then the
     /// served table's base holds every acknowledged row, as the native one.
     marks: Vec<(u64, u64)>,
     _dirs: (tempfile::TempDir, tempfile::TempDir),
+    /// The local folders of servers started by takeovers.
+    _more: Vec<tempfile::TempDir>,
 }
 
 fn upsert_params(on: &[String], mem_wal: bool) -> MergeInsert {
@@ -271,11 +293,37 @@ fn upsert_params(on: &[String], mem_wal: bool) -> MergeInsert {
     p.validate().expect("a valid upsert")
 }
 
+/// The served side's storage on the S3 test server: a fresh prefix for the
+/// data and one for the WALs.
+fn on_s3(cfg: &mut ServerConfig) {
+    let options: memwal_core::storage::StorageOptions = [
+        ("aws_endpoint", crate::support::s3_endpoint()),
+        ("allow_http", "true".into()),
+        ("aws_region", "us-east-1".into()),
+        ("aws_access_key_id", "testing".into()),
+        ("aws_secret_access_key", "testing".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    let (data, wal) = (
+        crate::support::s3_uri("model-d"),
+        crate::support::s3_uri("model-w"),
+    );
+    let open = |u: &str| memwal_core::storage::open_uri(u, &options).expect("open s3");
+    cfg.storage = Some(open(&data));
+    cfg.wal_storage = Some(open(&wal));
+    cfg.data_uri = Some(data);
+}
+
 impl Harness {
-    fn new(initial: &[Row]) -> Self {
+    fn new(initial: &[Row], place: Place) -> Self {
         let served_dir = tempfile::tempdir().expect("tmp");
         let native_dir = tempfile::tempdir().expect("tmp");
         let mut cfg = ServerConfig::new(served_dir.path());
+        if place == Place::S3 {
+            on_s3(&mut cfg);
+        }
         cfg.memwal.persist = PersistMode::Buffer;
         cfg.memwal.flush_rows = 7; // background freezes and flushes happen mid-sequence
         cfg.memwal.flush_interval = Duration::from_millis(30);
@@ -289,10 +337,12 @@ impl Harness {
         let mut h = Self {
             rt,
             cfg,
+            place,
             state: None,
             native_db,
             marks: Vec::new(),
             _dirs: (served_dir, native_dir),
+            _more: Vec::new(),
         };
         h.start();
         h.create(initial);
@@ -527,7 +577,14 @@ impl Harness {
                 self.state = None;
                 self.start();
             }
-            Step::Crash => {
+            Step::Takeover(kind) if self.place == Place::S3 => {
+                let stale = self.take_over()?;
+                let refused = self.stale_write(&stale, *kind);
+                stale.shutdown();
+                drop((st, served, stale));
+                refused?;
+            }
+            Step::Crash | Step::Takeover(_) => {
                 // Memory dropped with nothing flushed: the threads are
                 // joined (a dead process runs none), then the WAL replays.
                 st.shutdown();
@@ -548,6 +605,57 @@ impl Harness {
             }
         }
         self.check()
+    }
+
+    /// Starts a second server on the same storage (its own empty local
+    /// folder) beside the running one, which is returned, still running:
+    /// the new one opens the table, claiming it.
+    fn take_over(&mut self) -> Result<Arc<AppState>, String> {
+        let stale = self.state.take().expect("state");
+        let dir = tempfile::tempdir().expect("tmp");
+        self.cfg.data_dir = dir.path().to_path_buf();
+        self._more.push(dir);
+        self.start();
+        self.state()
+            .table("t")
+            .map_err(|e| format!("takeover: {e}"))?;
+        Ok(stale)
+    }
+
+    /// A write of `kind` on the server that was taken over: refused, and
+    /// (checked by the next `check`) without effect.
+    fn stale_write(&self, stale: &Arc<AppState>, kind: u8) -> Result<(), String> {
+        let t = stale.table("t").map_err(|e| format!("stale open: {e}"))?;
+        let rows = vec![(3u64, Some("z".to_string()), 77i64)];
+        let r = self.rt.block_on(async {
+            match kind {
+                0 => t
+                    .merge(upsert_params(&["id".into()], true), data(&rows))
+                    .await
+                    .map(|_| ()),
+                1 => t
+                    .merge(upsert_params(&["id".into()], false), data(&rows))
+                    .await
+                    .map(|_| ()),
+                2 => t.delete_rows("v >= 0".into()).await.map(|_| ()),
+                3 => t
+                    .update_rows(None, vec![("v".into(), "77".into())])
+                    .await
+                    .map(|_| ()),
+                4 => t.add_rows(data(&rows), AddMode::Append).await.map(|_| ()),
+                5 => t.compact(CompactOptions::default()).await.map(|_| ()),
+                _ => stale.rename_table("t", "t_stale").await,
+            }
+        });
+        match r {
+            Ok(()) => Err(format!(
+                "the taken-over server acknowledged a write of kind {kind}"
+            )),
+            Err(e) if e.to_string().contains("taken") => Ok(()),
+            Err(e) => Err(format!(
+                "the taken-over server refused a write of kind {kind} without naming the takeover: {e}"
+            )),
+        }
     }
 
     fn check(&self) -> Result<(), String> {
@@ -617,14 +725,36 @@ proptest! {
         initial in prop::collection::vec(row(), 0..6),
         steps in prop::collection::vec(step(), 20..40),
     ) {
-        let mut h = Harness::new(&initial);
-        if let Err(e) = h.check() {
-            return Err(TestCaseError::fail(format!("after create: {e}")));
-        }
-        for (i, s) in steps.iter().enumerate() {
-            if let Err(e) = h.run(s) {
-                return Err(TestCaseError::fail(format!("step {i} {s:?}: {e}")));
-            }
+        run_model(&initial, &steps, Place::Local)?;
+    }
+}
+
+proptest! {
+    // Slower (every object a request to moto): 24 sequences of up to 40 steps.
+    #![proptest_config(ProptestConfig {
+        cases: 24,
+        max_shrink_iters: 100,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn memwal_on_s3_matches_native_merge_across_takeovers(
+        initial in prop::collection::vec(row(), 0..6),
+        steps in prop::collection::vec(step(), 20..40),
+    ) {
+        run_model(&initial, &steps, Place::S3)?;
+    }
+}
+
+fn run_model(initial: &[Row], steps: &[Step], place: Place) -> Result<(), TestCaseError> {
+    let mut h = Harness::new(initial, place);
+    if let Err(e) = h.check() {
+        return Err(TestCaseError::fail(format!("after create: {e}")));
+    }
+    for (i, s) in steps.iter().enumerate() {
+        if let Err(e) = h.run(s) {
+            return Err(TestCaseError::fail(format!("step {i} {s:?}: {e}")));
         }
     }
+    Ok(())
 }

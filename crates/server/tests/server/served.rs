@@ -607,7 +607,7 @@ async fn concurrent_memwal_and_direct_writes_serialize() {
         let c = c.clone();
         tasks.push(tokio::spawn(async move {
             let mut calls = Vec::new();
-            let mut x = (client as u64 + 1) * 0x9e37_79b9_7f4a_7c15;
+            let mut x = (client as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
             for i in 0..40i64 {
                 x ^= x << 13;
                 x ^= x >> 7;
