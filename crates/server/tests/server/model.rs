@@ -7,8 +7,9 @@
 //! memtables and base return what the same search returns natively.
 //! Seeds are reproducible (proptest's persistence and `PROPTEST_CASES`).
 //!
-//! The same model runs a second time with the served table's data and WAL
-//! on the S3 test server (moto), where a further step starts a second
+//! The same model runs a second time with the served table's data on the
+//! S3 test server (moto), its WAL on the local disk or on S3 too; with both
+//! on S3 a further step starts a second
 //! server on the same bucket beside the first (a takeover): every
 //! acknowledged row is there, and the first server's next write, whatever
 //! its kind, is refused and changes nothing.
@@ -268,7 +269,10 @@ fn omit() -> impl Strategy<Value = u8> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Place {
     Local,
+    /// Data and WAL on S3.
     S3,
+    /// Data on S3, the WAL on the local disk.
+    S3Data,
 }
 
 struct Harness {
@@ -295,7 +299,7 @@ fn upsert_params(on: &[String], mem_wal: bool) -> MergeInsert {
 
 /// The served side's storage on the S3 test server: a fresh prefix for the
 /// data and one for the WALs.
-fn on_s3(cfg: &mut ServerConfig) {
+fn on_s3(cfg: &mut ServerConfig, wal_too: bool) {
     let options: memwal_core::storage::StorageOptions = [
         ("aws_endpoint", crate::support::s3_endpoint()),
         ("allow_http", "true".into()),
@@ -312,7 +316,9 @@ fn on_s3(cfg: &mut ServerConfig) {
     );
     let open = |u: &str| memwal_core::storage::open_uri(u, &options).expect("open s3");
     cfg.storage = Some(open(&data));
-    cfg.wal_storage = Some(open(&wal));
+    if wal_too {
+        cfg.wal_storage = Some(open(&wal));
+    }
     cfg.data_uri = Some(data);
 }
 
@@ -321,8 +327,8 @@ impl Harness {
         let served_dir = tempfile::tempdir().expect("tmp");
         let native_dir = tempfile::tempdir().expect("tmp");
         let mut cfg = ServerConfig::new(served_dir.path());
-        if place == Place::S3 {
-            on_s3(&mut cfg);
+        if place != Place::Local {
+            on_s3(&mut cfg, place == Place::S3);
         }
         cfg.memwal.persist = PersistMode::Buffer;
         cfg.memwal.flush_rows = 7; // background freezes and flushes happen mid-sequence
@@ -741,8 +747,9 @@ proptest! {
     fn memwal_on_s3_matches_native_merge_across_takeovers(
         initial in prop::collection::vec(row(), 0..6),
         steps in prop::collection::vec(step(), 20..40),
+        place in prop_oneof![2 => Just(Place::S3), 1 => Just(Place::S3Data)],
     ) {
-        run_model(&initial, &steps, Place::S3)?;
+        run_model(&initial, &steps, place)?;
     }
 }
 
