@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -137,4 +138,40 @@ export function expectSameRanking(label: string, got: number[][], want: number[]
     if (j < want.length && JSON.stringify(ids(got)) !== JSON.stringify(ids(want))) throw new Error(`rows ${i}..${j}: ${show}`);
     i = j;
   }
+}
+
+/**
+ * The S3 test server (moto_server on 127.0.0.1): `MEMWAL_TEST_S3_ENDPOINT` when scripts/test.sh started one,
+ * otherwise one started by scripts/moto.sh for this jest worker (stopped when it exits). A missing moto fails
+ * the caller's test, never skips it.
+ */
+let s3Endpoint = process.env.MEMWAL_TEST_S3_ENDPOINT ?? "";
+export function s3TestEndpoint(): string {
+  if (!s3Endpoint) {
+    const root = path.join(__dirname, "..");
+    const moto = path.join(root, ".venv-compat", "bin", "moto_server");
+    if (!fs.existsSync(moto)) throw new Error(`${moto} is missing: run scripts/test.sh once`);
+    s3Endpoint = execFileSync("bash", [path.join(root, "scripts", "moto.sh"), "0", String(process.pid)], {
+      encoding: "utf8",
+    }).trim();
+  }
+  return s3Endpoint;
+}
+
+/** Storage options that reach the S3 test server. */
+export function s3TestOptions(): Record<string, string> {
+  return {
+    aws_endpoint: s3TestEndpoint(),
+    aws_allow_http: "true",
+    aws_access_key_id: "testing",
+    aws_secret_access_key: "testing",
+    aws_region: "us-east-1",
+  };
+}
+
+let s3Counter = 0;
+/** A fresh prefix in the test bucket. */
+export function s3TestUri(name: string): string {
+  s3Counter += 1;
+  return `s3://memwal-test/jest-${name}-${process.pid}-${Date.now()}-${s3Counter}`;
 }

@@ -6,39 +6,16 @@
  * S3-backed server as to any other. With `wal` on S3 too, a server started elsewhere takes a table over.
  */
 
-import { execFileSync } from "node:child_process";
-import * as fs from "node:fs";
 import * as path from "node:path";
 import { connect, MemwalError, type Server, serve } from "../lib";
-import { tmpDir } from "./helpers";
+import { s3TestEndpoint, s3TestOptions, s3TestUri, tmpDir } from "./helpers";
 
 const root = path.join(__dirname, "..");
-let endpoint = process.env.MEMWAL_TEST_S3_ENDPOINT ?? "";
-let counter = 0;
-
-function s3Uri(name: string): string {
-  counter += 1;
-  return `s3://memwal-test/jest-${name}-${process.pid}-${Date.now()}-${counter}`;
-}
-
-function storageOptions(): Record<string, string> {
-  return {
-    aws_endpoint: endpoint,
-    aws_allow_http: "true",
-    aws_access_key_id: "testing",
-    aws_secret_access_key: "testing",
-    aws_region: "us-east-1",
-  };
-}
+const s3Uri = s3TestUri;
+const storageOptions = s3TestOptions;
 
 beforeAll(() => {
-  if (!endpoint) {
-    expect(fs.existsSync(path.join(root, ".venv-compat", "bin", "moto_server"))).toBe(true);
-    endpoint = execFileSync("bash", [path.join(root, "scripts", "moto.sh"), "0", String(process.pid)], {
-      encoding: "utf8",
-    }).trim();
-  }
-  expect(endpoint).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+  expect(s3TestEndpoint()).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
 });
 
 const rows = (ids: number[], v: number) => ids.map((id) => ({ id, v, vector: [id, v, 1] }));
