@@ -38,15 +38,17 @@ fn batch(ids: std::ops::Range<i64>, seed: &mut u64) -> Data {
     let n = ids.end - ids.start;
     let vecs = (0..n).map(|i| {
         let c = (i % 100) as f32;
-        Some((0..DIM).map(|_| Some(c + rng(seed) * 0.05)).collect::<Vec<_>>())
+        Some(
+            (0..DIM)
+                .map(|_| Some(c + rng(seed) * 0.05))
+                .collect::<Vec<_>>(),
+        )
     });
     let b = RecordBatch::try_new(
         schema.clone(),
         vec![
             Arc::new(Int64Array::from_iter_values(ids)),
-            Arc::new(FixedSizeListArray::from_iter_primitive::<Float32Type, _, _>(
-                vecs, DIM,
-            )),
+            Arc::new(FixedSizeListArray::from_iter_primitive::<Float32Type, _, _>(vecs, DIM)),
         ],
     )
     .expect("batch");

@@ -179,6 +179,8 @@ pub(crate) struct Shared {
     /// Another server took the table's shared WAL over: reads are refused
     /// too (this server's memtables may miss its writes).
     fenced: AtomicBool,
+    /// The last read's view, for the reads after it while nothing changed.
+    views: Mutex<Option<Arc<overlay::CachedView>>>,
 }
 
 /// A table with a MemWAL in front of its base.

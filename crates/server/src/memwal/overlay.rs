@@ -6,8 +6,13 @@
 //! (each such base row, as a native merge would update each), and a
 //! memtable row whose key the base does not hold is added once. No lock is
 //! held while the base is read.
+//!
+//! A read reuses the last view (and its tiers) while nothing changed: the
+//! same memtables at the same sequence numbers over the same base version,
+//! so a search of a table that is not being written copies no memtable
+//! rows and looks up no keys.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use arrow::array::{BooleanArray, RecordBatch, UInt32Array, UInt64Array};
 use arrow::compute::{concat_batches, filter_record_batch, take_record_batch};
@@ -17,8 +22,44 @@ use memwal_core::table::scan::{with_row_ids, Pager, RowFilter};
 use memwal_core::vector::{RowIds, Tier};
 use memwal_core::{NativeTable, QueryRequest, Snapshot};
 
-use super::{flushed_seq_in, MemWalTable};
+use super::{flushed_seq_in, lock, MemWalTable, Overlay};
 use crate::error::Result;
+
+/// What a view was built from: each memtable's (last sequence number,
+/// rows, bytes), active first, and the base version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ViewKey {
+    mems: Vec<(u64, usize, usize)>,
+    version: u64,
+}
+
+fn mems_of(o: &Overlay) -> Vec<(u64, usize, usize)> {
+    std::iter::once(&o.active)
+        .chain(o.frozen.iter().map(Arc::as_ref))
+        .map(|m| (m.max_seq, m.len(), m.bytes))
+        .collect()
+}
+
+/// A view kept for the reads after it (see the module doc).
+pub(crate) struct CachedView {
+    key: ViewKey,
+    view: View,
+    tiers: OnceLock<Arc<Vec<Tier>>>,
+}
+
+impl CachedView {
+    /// The view's tiers, built by the first read that needs them.
+    fn tiers(&self, base: &NativeTable) -> Result<Option<Arc<Vec<Tier>>>> {
+        let Some(rows) = &self.view.rows else {
+            return Ok(None);
+        };
+        if let Some(t) = self.tiers.get() {
+            return Ok(Some(t.clone()));
+        }
+        let t = Arc::new(tiers(&self.view, rows, base)?);
+        Ok(Some(self.tiers.get_or_init(|| t).clone()))
+    }
+}
 
 /// A consistent view: memtable rows (one per key) and a base snapshot.
 struct View {
@@ -35,9 +76,29 @@ impl MemWalTable {
     /// read must see is in the list (it was applied before the lock) or in
     /// the snapshot (flushed since, and then skipped by its sequence number,
     /// since flushes go oldest first and record the last one merged).
-    fn view(&self) -> Result<View> {
+    fn view(&self) -> Result<Arc<CachedView>> {
+        let mems = mems_of(&self.shared.read());
+        let version = self.shared.base.snapshot()?.manifest.version;
+        let want = ViewKey { mems, version };
+        if let Some(c) = lock(&self.shared.views).as_ref() {
+            if c.key == want {
+                return Ok(c.clone());
+            }
+        }
+        let (view, key) = self.build_view()?;
+        let c = Arc::new(CachedView {
+            key,
+            view,
+            tiers: OnceLock::new(),
+        });
+        *lock(&self.shared.views) = Some(c.clone());
+        Ok(c)
+    }
+
+    /// Builds a view (see [`Self::view`]) and says what it was built from.
+    fn build_view(&self) -> Result<(View, ViewKey)> {
         let mut keys = HashMap::new();
-        let (active, frozen) = {
+        let (active, frozen, mems) = {
             let o = self.shared.read();
             let active = (!o.active.is_empty())
                 .then(|| -> Result<_> {
@@ -45,7 +106,7 @@ impl MemWalTable {
                     Ok((o.active.max_seq, o.active.on.clone(), rows))
                 })
                 .transpose()?;
-            (active, o.frozen.clone())
+            (active, o.frozen.clone(), mems_of(&o))
         };
         let snap = self.shared.base.snapshot()?;
         let flushed = flushed_seq_in(&snap.manifest);
@@ -74,17 +135,27 @@ impl MemWalTable {
         } else {
             Some(concat_batches(&snap.schema(), &parts)?)
         };
-        Ok(View {
+        let key = ViewKey {
+            mems,
+            version: snap.manifest.version,
+        };
+        let view = View {
             snap,
             rows,
             keys,
             on,
-        })
+        };
+        Ok((view, key))
     }
 
     /// Rows a read sees in the memtables (not yet in the base).
     pub fn buffered_rows(&self) -> Result<u64> {
-        Ok(self.view()?.rows.map_or(0, |r| r.num_rows() as u64))
+        Ok(self
+            .view()?
+            .view
+            .rows
+            .as_ref()
+            .map_or(0, |r| r.num_rows() as u64))
     }
 
     /// Rows (matching `filter`), as every acknowledged write left them.
@@ -122,21 +193,21 @@ impl MemWalTable {
     /// projected as asked.
     pub fn query(&self, req: &QueryRequest) -> Result<Vec<RecordBatch>> {
         self.shared.check_readable()?;
-        let v = self.view()?;
-        let schema = v.snap.schema();
+        let c = self.view()?;
+        let schema = c.view.snap.schema();
         Ok(memwal_core::table::finish::run(
             req,
-            |r| self.query_view(&v, r).map_err(crate::Error::into_core),
+            |r| self.query_view(&c, r).map_err(crate::Error::into_core),
             |r| memwal_core::table::scan::answer_schema(&schema, r),
         )?)
     }
 
     /// A scan (or a vector search) of one view.
-    fn query_view(&self, v: &View, req: &QueryRequest) -> Result<Vec<RecordBatch>> {
-        let Some(mem_rows) = &v.rows else {
+    fn query_view(&self, c: &CachedView, req: &QueryRequest) -> Result<Vec<RecordBatch>> {
+        let v = &c.view;
+        let Some(tiers) = c.tiers(&self.shared.base)? else {
             return Ok(memwal_core::table::scan::scan_snapshot(&v.snap, req)?);
         };
-        let tiers = tiers(v, mem_rows, &self.shared.base)?;
         let schema = v.snap.schema();
         if req.full_text.is_some() {
             // Memtable rows are a tier no FTS index covers: tokenized per query, found at once.
@@ -151,7 +222,7 @@ impl MemWalTable {
         }
         let filter = RowFilter::new(&v.snap, req.filter.as_deref())?;
         let mut pager = Pager::new(&schema, req)?;
-        for t in &tiers {
+        for t in tiers.iter() {
             if pager.full() {
                 break;
             }

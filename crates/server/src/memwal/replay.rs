@@ -188,6 +188,7 @@ fn shared_state(
         stop: AtomicBool::new(false),
         dropped: AtomicBool::new(false),
         fenced: AtomicBool::new(false),
+        views: Mutex::new(None),
     }
 }
 
