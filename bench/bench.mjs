@@ -30,6 +30,8 @@ const runs = [
   ["lancedb", "G100k"],
   ["memwal", "H"],
   ["lancedb", "H"],
+  ["memwal", "V"],
+  ["lancedb", "V"],
   ["memwal", "S"],
   ["lancedb", "S"],
   ["memwal", "G1m"],
@@ -52,7 +54,7 @@ const runs = [
 ];
 const only = process.argv[2];
 // D8proc runs the memwal-server binary: build it (incremental) where cargo puts it.
-if (!only || only.split(",").includes("D8proc")) {
+if (!only || only.split(",").some((w) => w === "D8proc" || w === "V")) {
   const target = process.env.CARGO_TARGET_DIR ?? new URL("../target", import.meta.url).pathname;
   process.stdout.write("building memwal-server (cargo build --release -p memwal-server) ... ");
   execFileSync("cargo", ["build", "--release", "-p", "memwal-server", "--quiet"], {
@@ -188,6 +190,34 @@ eRows.push([
   hCell("lancedb:H"),
   "",
 ]);
+// V: served against local search, through the whole stack (issue 28's target: served <= 1.3x local + one round trip).
+const vr = (where, f) => results["memwal:V"]?.[where]?.[f];
+const vp = (x) => `${f2(x?.p50_ms)} / ${f2(x?.p99_ms)}`;
+eRows.push([
+  "V: IVF_PQ top-10, 100k (nprobes 20, refine 10): local p50 / p99 ms",
+  vp(results["memwal:V"]?.local),
+  vp(results["lancedb:V"]?.local),
+  `${f2(results["lancedb:V"]?.local?.p50_ms / results["memwal:V"]?.local?.p50_ms)}x faster`,
+]);
+for (const [where, label] of [
+  ["proc", "memwal-server process"],
+  ["inproc", "serve() in the client's process"],
+]) {
+  eRows.push(
+    [
+      `V: the same search served (${label}, our client): nothing buffered | ${f1(vr(where, "buffered_rows"))} rows buffered`,
+      `${vp(vr(where, "served"))} | ${vp(vr(where, "served_buffered"))}`,
+      "",
+      `target ${f2(vr(where, "target_ms"))} ms (1.3x local + round trip ${f2(vr(where, "rtt")?.p50_ms)})`,
+    ],
+    [
+      `V: filtered scan cat = 3, limit 10 (${label}): local | served | served buffered, p50 ms`,
+      `${f2(results["memwal:V"]?.local_scan?.p50_ms)} | ${f2(vr(where, "served_scan")?.p50_ms)} | ${f2(vr(where, "served_buffered_scan")?.p50_ms)}`,
+      f2(results["lancedb:V"]?.local_scan?.p50_ms),
+      "",
+    ],
+  );
+}
 // S: filtered reads on 1M rows, without and with a BTREE on id.
 eRows.push([
   "S: BTREE build on id, 1M rows: s",

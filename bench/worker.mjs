@@ -472,6 +472,79 @@ async function streaming() {
   };
 }
 
+/**
+ * V: the same IVF_PQ top-10 search (nprobes 20, refine 10) on a local table and on a served one (our server in
+ * process on 127.0.0.1, our remote client), at V_ROWS rows (100k): served with nothing buffered, then with
+ * 1,000 rows buffered in the memtables (a memWal upsert of 500 updated and 500 new rows, not flushed), and a
+ * filtered scan (`cat = 3`, limit 10) on both; the round trip of a request that does nothing (countRows with no
+ * filter, O(1)). The issue's target: served within 1.3x of local plus one round trip. The peer: its local table.
+ */
+async function servedVsLocal() {
+  const n = Number(process.env.V_ROWS ?? 100_000);
+  const QN = 300;
+  const P = Math.round(Math.sqrt(n));
+  const { table, floats } = vectorRows(n, true);
+  const gauss = () => Math.sqrt(-2 * Math.log(rnd() + 1e-12)) * Math.cos(2 * Math.PI * rnd());
+  const qs = Array.from({ length: QN }, () => {
+    const r = Math.floor(rnd() * n);
+    return Array.from(floats.subarray(r * DIM, (r + 1) * DIM), (x) => x + 0.05 * gauss());
+  });
+  const time = async (f) => {
+    for (let i = 0; i < 5; i++) await f(qs[i]);
+    const lat = [];
+    for (const q of qs) {
+      const s = now();
+      await f(q);
+      lat.push(now() - s);
+    }
+    return { p50_ms: pct(lat, 0.5), p99_ms: pct(lat, 0.99) };
+  };
+  const search = (t) => (q) => t.search(q).limit(10).nprobes(20).refineFactor(10).toArray();
+  const scan = (t) => () => t.query().where("cat = 3").limit(10).toArray();
+  const pq = (Index) => ({ config: Index.ivfPq({ numPartitions: P, numSubVectors: 16, numBits: 8 }) });
+  if (engine !== "memwal") {
+    const lancedb = require("@lancedb/lancedb");
+    const t = await (await lancedb.connect(path.join(dir, "db"))).createTable("t", table);
+    await t.createIndex("vec", pq(lancedb.Index));
+    return { rows: n, local: await time(search(t)), local_scan: await time(scan(t)) };
+  }
+  const m = require("../dist/lib/index.js");
+  const local = await (await m.connect(path.join(dir, "local"))).createTable("t", input(table));
+  await local.createIndex("vec", pq(m.Index));
+  const out = { rows: n, local: await time(search(local)), local_scan: await time(scan(local)) };
+  // The server as its own process (as deployed), then in this process (serve(), sharing the 2 cores with JS).
+  const noFlush = { flushRows: 1e9, flushIntervalMs: 3_600_000 };
+  for (const [where, start] of [
+    ["proc", () => spawnServer(path.join(dir, "proc"), ["--flush-rows", "1000000000", "--flush-interval-ms", "3600000"])],
+    ["inproc", () => m.serve({ dataDir: path.join(dir, "inproc"), apiKey: "k", ...noFlush })],
+  ]) {
+    const server = await start();
+    try {
+      const db = await m.connect("db://bench", { apiKey: "k", hostOverride: server.url });
+      const served = await db.createTable("t", input(table));
+      await served.createIndex("vec", pq(m.Index));
+      const r = {
+        rtt: await time(() => served.countRows()),
+        served: await time(search(served)),
+        served_scan: await time(scan(served)),
+      };
+      const { table: fresh } = vectorRows(500, true, 10_000_000);
+      const { table: upd } = vectorRows(500, true, n - 500);
+      const batch = tableFromIPC(tableToIPC(new Table([...fresh.batches, ...upd.batches]), "stream"));
+      await served.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().memWal().execute(input(batch));
+      r.served_buffered = await time(search(served));
+      r.served_buffered_scan = await time(scan(served));
+      const stats = await served.getLsmStats();
+      r.buffered_rows = stats?.buckets?.[0]?.memtables?.reduce((a, x) => a + x.rows, 0) ?? null;
+      r.target_ms = 1.3 * out.local.p50_ms + r.rtt.p50_ms;
+      out[where] = r;
+    } finally {
+      await server.close();
+    }
+  }
+  return out;
+}
+
 /** The machine's memory bandwidth: memcpy of 512 MiB (bytes read + written per second), best of 5. */
 function bandwidth() {
   const size = 512 * 2 ** 20;
@@ -577,11 +650,11 @@ async function concurrent(tbl) {
 }
 
 /** Starts the memwal-server binary (path in MEMWAL_SERVER_BIN, set by bench.mjs) on a free port. */
-async function spawnServer(dataDir) {
+async function spawnServer(dataDir, extra = []) {
   const bin = process.env.MEMWAL_SERVER_BIN;
   if (!bin || !fs.existsSync(bin)) throw new Error(`memwal-server binary not found (${bin}); run bench.mjs, which builds it`);
   const { spawn } = await import("node:child_process");
-  const child = spawn(bin, ["--data", dataDir, "--api-key", "k", "--port", "0"], {
+  const child = spawn(bin, ["--data", dataDir, "--api-key", "k", "--port", "0", ...extra], {
     stdio: ["ignore", "pipe", "inherit"],
     env: { ...process.env, MEMWAL_LOG: "warn" },
   });
@@ -708,6 +781,8 @@ async function main() {
     result = await scalarIndex();
   } else if (workload === "H") {
     result = await streaming();
+  } else if (workload === "V") {
+    result = await servedVsLocal();
   } else if (workload === "F") {
     result = await freshness();
   } else if (workload === "bw") {

@@ -102,6 +102,7 @@ fn main() {
         let c = (rng(s) * 100.0).floor();
         let mut v = VectorQuery::new((0..DIM).map(|_| c + rng(s) * 0.05).collect());
         v.tuning.nprobes = Some(20);
+        v.tuning.refine_factor = std::env::var("REFINE").ok().and_then(|r| r.parse().ok());
         QueryRequest {
             limit: Some(10),
             nearest: Some(v),
@@ -112,8 +113,16 @@ fn main() {
     for _ in 0..q {
         let r = req(&mut seed);
         let t0 = Instant::now();
-        rt.block_on(t.scan(r)).expect("served search");
+        let b = rt.block_on(t.scan(r)).expect("served search");
         served.push(t0.elapsed());
+        if served.len() == 1 {
+            let bytes = memwal_core::ipc::encode_file(&b[0].schema(), &b).expect("encode");
+            println!(
+                "answer: {} rows, {} bytes as IPC",
+                b.iter().map(|x| x.num_rows()).sum::<usize>(),
+                bytes.len()
+            );
+        }
     }
     let (a, b) = pct(served);
     println!("served ({m} buffered): p50 {a:.3} p99 {b:.3} ms");

@@ -205,6 +205,34 @@ impl Pager {
         self.remaining == 0
     }
 
+    /// `mask` over a batch of `rows` rows (`None`: every row) cut to the
+    /// first rows this pager still takes (the offset's included), so that
+    /// a scan with a limit materialises those rows only. `None` when every
+    /// row is taken.
+    pub fn cut_mask(&self, mask: Option<&BooleanArray>, rows: usize) -> Option<BooleanArray> {
+        let wanted = self.skip.saturating_add(self.remaining);
+        let Some(m) = mask else {
+            if wanted >= rows {
+                return None;
+            }
+            let mut b = BooleanBufferBuilder::new(rows);
+            b.append_n(wanted, true);
+            b.append_n(rows - wanted, false);
+            return Some(BooleanArray::new(b.finish(), None));
+        };
+        let m = match arrow::array::Array::null_count(m) {
+            0 => m.clone(),
+            _ => arrow::compute::prep_null_mask_filter(m),
+        };
+        let Some(last) = m.values().set_indices().nth(wanted) else {
+            return Some(m); // no more rows match than are wanted
+        };
+        let mut b = BooleanBufferBuilder::new(rows);
+        b.append_buffer(&m.values().slice(0, last));
+        b.append_n(rows - last, false);
+        Some(BooleanArray::new(b.finish(), None))
+    }
+
     /// Takes what is wanted of `b` (rows that matched).
     pub fn push(&mut self, mut b: RecordBatch) -> Result<()> {
         if self.skip > 0 {
@@ -282,6 +310,7 @@ pub fn scan_snapshot(snap: &Snapshot, req: &QueryRequest) -> Result<Vec<RecordBa
             break;
         }
         let mask = row_mask(f, filter.as_ref())?;
+        let mask = pager.cut_mask(mask.as_ref(), f.batch.num_rows());
         let mut b = apply(&f.batch, mask.as_ref())?;
         if req.with_row_id {
             let ids = RowIds::Fragment(f.id).masked(f.batch.num_rows(), mask.as_ref())?;

@@ -18,6 +18,7 @@ mod model;
 mod s3;
 mod scalar_index;
 mod scale;
+mod scan_limit;
 mod table_ops;
 mod two_process;
 mod vector;

@@ -230,6 +230,7 @@ impl MemWalTable {
                 Some(f) => f.narrow_tier(t)?.mask,
                 None => t.mask.clone(),
             };
+            let mask = pager.cut_mask(mask.as_ref(), t.batch.num_rows());
             let mut b = match &mask {
                 Some(m) => filter_record_batch(&t.batch, m)?,
                 None => t.batch.clone(),

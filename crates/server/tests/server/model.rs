@@ -707,6 +707,31 @@ impl Harness {
                 ));
             }
         }
+        // A limited scan is the full one sliced (the served side
+        // materialises only the rows it takes).
+        let in_order = |limit: Option<usize>, offset: Option<usize>| -> Result<Vec<u64>, String> {
+            let req = QueryRequest {
+                filter: Some("v > 30".into()),
+                limit,
+                offset,
+                ..Default::default()
+            };
+            let b = self
+                .rt
+                .block_on(served.scan(req))
+                .map_err(|e| e.to_string())?;
+            Ok(b.iter()
+                .flat_map(|b| b.column(0).as_primitive::<UInt64Type>().values().to_vec())
+                .collect())
+        };
+        let full = in_order(None, None)?;
+        let part = in_order(Some(3), Some(2))?;
+        let want: Vec<u64> = full.iter().skip(2).take(3).copied().collect();
+        if part != want {
+            return Err(format!(
+                "limit 3 offset 2 gave {part:?}, the full scan {full:?}"
+            ));
+        }
         let c = self
             .rt
             .block_on(served.count(None))
