@@ -97,12 +97,28 @@ fn uuid_like() -> String {
 /// second pass of scripts/test.sh) a prefix of the test bucket named after the folder, so that a
 /// test reopening its folder reopens the same tables.
 pub fn open_db(path: &str) -> memwal_core::Result<NativeDatabase> {
-    if std::env::var("MEMWAL_ENGINE_ON_S3").is_ok_and(|v| v == "1") {
+    if on_s3() {
         let prefix = path.trim_start_matches('/');
         NativeDatabase::open_with(&format!("s3://memwal-test/{prefix}"), &s3_options())
     } else {
         NativeDatabase::open(path)
     }
+}
+
+/// The storage `open_db(path)` opens (the folder, or its prefix of the test bucket).
+pub fn open_storage(path: &str) -> std::sync::Arc<dyn memwal_core::storage::Storage> {
+    if on_s3() {
+        let prefix = path.trim_start_matches('/');
+        memwal_core::storage::open_uri(&format!("s3://memwal-test/{prefix}"), &s3_options())
+            .expect("s3 storage")
+    } else {
+        std::sync::Arc::new(memwal_core::storage::LocalStorage::new(path).expect("local storage"))
+    }
+}
+
+/// Whether this pass runs the engine suite on S3 (`MEMWAL_ENGINE_ON_S3=1`).
+pub fn on_s3() -> bool {
+    std::env::var("MEMWAL_ENGINE_ON_S3").is_ok_and(|v| v == "1")
 }
 
 pub fn new_table(dir: &std::path::Path, data: Data) -> (NativeDatabase, NativeTable) {
