@@ -202,24 +202,26 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The flushed sequence number a manifest records (0: none yet).
 /// The base metadata key of the epoch of the server that last claimed the
 /// table (a shared WAL only; see `replay::recover_and_claim`).
 pub const EPOCH_KEY: &str = "memwal.epoch";
 
-/// The epoch the base records (0: never claimed).
-pub(crate) fn epoch_in(m: &Manifest) -> u64 {
+/// The number a manifest records under `key` (0: none).
+fn recorded(m: &Manifest, key: &str) -> u64 {
     m.metadata
-        .get(EPOCH_KEY)
+        .get(key)
         .and_then(|v| v.parse().ok())
         .unwrap_or(0)
 }
 
+/// The epoch the base records (0: never claimed).
+pub(crate) fn epoch_in(m: &Manifest) -> u64 {
+    recorded(m, EPOCH_KEY)
+}
+
+/// The flushed sequence number a manifest records (0: none yet).
 pub(crate) fn flushed_seq_in(m: &Manifest) -> u64 {
-    m.metadata
-        .get(FLUSHED_SEQ_KEY)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
+    recorded(m, FLUSHED_SEQ_KEY)
 }
 
 impl Shared {

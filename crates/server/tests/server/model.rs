@@ -300,16 +300,7 @@ fn upsert_params(on: &[String], mem_wal: bool) -> MergeInsert {
 /// The served side's storage on the S3 test server: a fresh prefix for the
 /// data and one for the WALs.
 fn on_s3(cfg: &mut ServerConfig, wal_too: bool) {
-    let options: memwal_core::storage::StorageOptions = [
-        ("aws_endpoint", crate::support::s3_endpoint()),
-        ("allow_http", "true".into()),
-        ("aws_region", "us-east-1".into()),
-        ("aws_access_key_id", "testing".into()),
-        ("aws_secret_access_key", "testing".into()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect();
+    let options = crate::support::s3_options();
     let (data, wal) = (
         crate::support::s3_uri("model-d"),
         crate::support::s3_uri("model-w"),

@@ -220,6 +220,21 @@ pub fn s3_env() -> Vec<(String, String)> {
     .collect()
 }
 
+/// Storage options that reach the S3 test server (for a server started in
+/// this process).
+pub fn s3_options() -> memwal_core::storage::StorageOptions {
+    [
+        ("aws_endpoint", s3_endpoint()),
+        ("allow_http", "true".into()),
+        ("aws_region", "us-east-1".into()),
+        ("aws_access_key_id", "testing".into()),
+        ("aws_secret_access_key", "testing".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
 /// A fresh prefix in the test bucket.
 pub fn s3_uri(name: &str) -> String {
     let t = std::time::SystemTime::now()
