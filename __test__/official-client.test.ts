@@ -275,6 +275,75 @@ describe("the official @lancedb/lancedb client against memwal-server", () => {
     }
   });
 
+  test("LSM write spec: set, read back and unset by the official client; its plain upserts then go to the MemWAL", async () => {
+    const srv = await serve({ dataDir: tmpDir(), apiKey: "k", flushIntervalMs: 60_000 });
+    try {
+      const db = await lancedb.connect("db://test", { apiKey: "k", region: "us-east-1", hostOverride: srv.url });
+      const t = await db.createTable("spec", [
+        { id: "a", v: 1 },
+        { id: "b", v: 2 },
+      ]);
+      // 0.39's remote table refuses setUnenforcedPrimaryKey itself; memwal's client records it on our server.
+      await expect(t.setUnenforcedPrimaryKey("id")).rejects.toThrow(/not supported/);
+      const mine = await (await connect("db://test", { apiKey: "k", hostOverride: srv.url })).openTable("spec");
+      await expect(mine.setUnenforcedPrimaryKey("id")).rejects.toThrow(/must not be nullable/);
+      await mine.alterColumns([{ path: "id", nullable: false }]);
+      await mine.setUnenforcedPrimaryKey("id");
+      expect(await t.getLsmWriteSpec()).toBeUndefined();
+      await expect(t.setLsmWriteSpec({ specType: "bucket", column: "nope", numBuckets: 2 })).rejects.toThrow(/column 'nope' not found/);
+      await t.setLsmWriteSpec({ specType: "bucket", column: "id", numBuckets: 2 });
+      expect(await t.getLsmWriteSpec()).toMatchObject({ specType: "bucket", column: "id", numBuckets: 2, maintainedIndexes: [] });
+      expect(await mine.getLsmWriteSpec()).toMatchObject({ specType: "bucket", column: "id", numBuckets: 2 });
+      const buffered = async () => ((await mine.getLsmStats())?.buckets[0].memtables ?? []).reduce((n, m) => n + m.rows, 0);
+      await t
+        .mergeInsert("id")
+        .whenMatchedUpdateAll()
+        .whenNotMatchedInsertAll()
+        .execute([
+          { id: "b", v: 20 },
+          { id: "c", v: 3 },
+        ]);
+      expect(await buffered()).toBe(2);
+      const rows = async (q: { toArray(): Promise<{ id: string; v: number }[]> }) =>
+        (await q.toArray()).map((x) => [x.id, Number(x.v)]).sort((x, y) => String(x[0]).localeCompare(String(y[0])));
+      expect(await rows(t.query())).toEqual([
+        ["a", 1],
+        ["b", 20],
+        ["c", 3],
+      ]);
+      // The official client's use_lsm=false reads the base table only.
+      expect(await rows(t.query().useLsm(false))).toEqual([
+        ["a", 1],
+        ["b", 2],
+      ]);
+      await expect(
+        t
+          .mergeInsert("id")
+          .whenNotMatchedInsertAll()
+          .execute([{ id: "d", v: 4 }]),
+      ).rejects.toThrow(/only the upsert form/);
+      const std = await t
+        .mergeInsert("id")
+        .whenNotMatchedInsertAll()
+        .useLsm(false)
+        .execute([{ id: "d", v: 4 }]);
+      expect(std.numInsertedRows).toBe(1);
+      expect(await buffered()).toBe(0); // a direct write merges the MemWAL first
+      await t.unsetLsmWriteSpec();
+      expect(await t.getLsmWriteSpec()).toBeUndefined();
+      await expect(t.unsetLsmWriteSpec()).rejects.toThrow(/no LSM write spec is set/);
+      await t
+        .mergeInsert("id")
+        .whenMatchedUpdateAll()
+        .whenNotMatchedInsertAll()
+        .execute([{ id: "e", v: 5 }]);
+      expect(await buffered()).toBe(0);
+      expect(await t.countRows()).toBe(5);
+    } finally {
+      await srv.close();
+    }
+  });
+
   test("vector search: search, vectorSearch with several vectors, distance types, filters, row ids", async () => {
     const db = await lancedb.connect("db://test", { apiKey: "k", region: "us-east-1", hostOverride: server.url });
     const data = Array.from({ length: 120 }, (_, i) => ({

@@ -136,6 +136,9 @@ export interface NativeTable {
   dropColumns(columns: string[]): Promise<number>;
   getLsmStats(includeGenerationRows?: boolean | null): Promise<LsmStats | null>;
   flushLsm(): Promise<void>;
+  setUnenforcedPrimaryKey(columns: string[]): Promise<void>;
+  setLsmWriteSpec(specJson: string | null): Promise<void>;
+  lsmWriteSpec(): Promise<string | null>;
   tagsList(): Promise<Record<string, { version: number; manifestSize: number }>>;
   tagSet(tag: string, version: number, replace: boolean): Promise<void>;
   tagDelete(tag: string): Promise<void>;
@@ -254,4 +257,5 @@ export interface NativeQueryOptions {
   fastSearch?: boolean;
   /** A full-text query as the wire's `full_text_query` body, as JSON text. */
   fullText?: string;
+  baseOnly?: boolean;
 }

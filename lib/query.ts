@@ -128,10 +128,11 @@ abstract class QueryBase<Self> {
     return this.self();
   }
   /**
-   * As @lancedb/lancedb 0.39's `useLsm`: whether the read goes through the MemWAL. A served table's reads always
-   * include the rows its MemWAL buffers, so `true` is what they do and `false` (base table only) is refused as not
-   * supported; a local table has no MemWAL, so `false` is what it does and `true` is refused, as 0.39 refuses it on
-   * a table without a write spec.
+   * As @lancedb/lancedb 0.39's `useLsm`: whether the read goes through the MemWAL. On a served table `true` (and
+   * the default) reads the rows its MemWAL buffers too, and `false` reads the base table only (rows acknowledged
+   * into the MemWAL but not yet flushed are not seen). A local table has no MemWAL, so `false` is what it does, and
+   * `true` is accepted only once it records a write spec (its upserts then commit at once, so the two read the same
+   * rows), as 0.39 refuses it on a table without one.
    */
   useLsm(enable: boolean): Self {
     this.lsm = bool("useLsm(enable)", enable);
@@ -140,21 +141,19 @@ abstract class QueryBase<Self> {
   private lsm: boolean | undefined;
   /** The options to run with, once `useLsm` is checked against the table. */
   private async prepared(): Promise<NativeQueryOptions> {
-    if (this.lsm !== undefined) {
+    if (this.lsm === true) {
       const stats = await call(() => this.table.getLsmStats(false));
       const hasMemWal = stats !== null && stats !== undefined;
-      if (this.lsm && !hasMemWal) {
+      // A local table with a recorded write spec commits its upserts at once: its base holds every row.
+      if (!hasMemWal && (await call(() => this.table.lsmWriteSpec())) == null) {
         throw notSupported(
-          "useLsm(true): use_lsm(true) was set but the table has no MemWAL; a local table never has one (memwal's MemWAL is a served table's)",
-        );
-      }
-      if (!this.lsm && hasMemWal) {
-        throw notSupported(
-          "useLsm(false) is not supported by memwal on a served table: its reads always include the rows the MemWAL buffers (flushLsm() merges them first)",
+          "useLsm(true): use_lsm(true) was set but the table has no MemWAL write spec; install one with setLsmWriteSpec or leave useLsm unset (memwal's MemWAL is a served table's)",
         );
       }
     }
-    return this.runOptions();
+    const opts = await this.runOptions();
+    // useLsm(false): the base table only (a served table's buffered rows skipped; a local table's are all in it).
+    return this.lsm === false ? { ...opts, baseOnly: true } : opts;
   }
   /**
    * As 0.39's `fastSearch`: a vector or full-text search answers only the rows its index covers (rows written

@@ -1,7 +1,7 @@
 /**
  * `Table` and its `Query`: the user-facing face of a native or remote table.
  */
-import { Table as ArrowTable, DataType, Field, Schema, Type } from "apache-arrow";
+import { Table as ArrowTable, DataType, Field, Schema } from "apache-arrow";
 import { checkOptions, count, optStr, str, strList } from "./args";
 import { type Data, fromBuffer, schemaFromBuffer, toBuffer } from "./arrow";
 import { type Known, TableEmbeddings } from "./embedding/apply";
@@ -276,30 +276,6 @@ export interface LsmWriteSpec {
 const LOCAL_HAS_NO_MEMWAL =
   "a local table has no MemWAL (memwal's LSM path is a served table's: serve the folder with memwal-server or serve())";
 
-/** The field metadata key Lance records a primary key under (0.39 writes it; a schema may carry it). */
-const PK_META = "lance-schema:unenforced-primary-key:position";
-
-/** Whether a primary key may have this type: 0.39's list (Int32, Int64, Utf8, LargeUtf8, Binary, LargeBinary, FixedSizeBinary). */
-function keyType(t: DataType): boolean {
-  if (t.typeId === Type.Int) {
-    const i = t as unknown as { bitWidth: number; isSigned: boolean };
-    return i.isSigned && (i.bitWidth === 32 || i.bitWidth === 64);
-  }
-  return [Type.Utf8, Type.LargeUtf8, Type.Binary, Type.LargeBinary, Type.FixedSizeBinary].includes(t.typeId);
-}
-
-/** The field at a dotted path (`a.b` inside struct `a`), or undefined. */
-function fieldAt(schema: Schema, path: string): Field | undefined {
-  let fields: Field[] = schema.fields;
-  let found: Field | undefined;
-  for (const part of path.split(".")) {
-    found = fields.find((f) => f.name === part);
-    if (found === undefined) return undefined;
-    fields = (found.type.children ?? []) as Field[];
-  }
-  return found;
-}
-
 export class Table {
   /** The table's embedding functions (those it records, or those this process created it with). */
   private readonly embeddings: TableEmbeddings;
@@ -510,37 +486,26 @@ export class Table {
   }
 
   /**
-   * As 0.39's `setUnenforcedPrimaryKey`, checked as 0.39 checks it (one column, present, non-nullable, of a key
-   * type; a key already recorded in the schema cannot change), then refused: memwal cannot yet record a key in a
-   * table's schema (a NotSupportedError). `mergeInsert(on)` names the key of each merge instead.
+   * As 0.39's `setUnenforcedPrimaryKey`: records `columns` (exactly one: a non-nullable Int32, Int64, Utf8,
+   * LargeUtf8, Binary, LargeBinary or FixedSizeBinary column) as the table's primary key, in Lance's field
+   * metadata (`lance-schema:unenforced-primary-key:position`). "Unenforced": rows are not checked for uniqueness;
+   * the key is what an LSM write spec routes upserts on. A recorded key cannot change, be dropped or become
+   * nullable. Works on local and served tables (0.39's client refuses it on a remote table).
    */
   async setUnenforcedPrimaryKey(columns: string | string[]): Promise<void> {
     const cols = await call(async () => (typeof columns === "string" ? [columns] : strList("setUnenforcedPrimaryKey(columns)", columns)));
-    if (cols.length === 0) throw invalid("set_unenforced_primary_key: a column is required");
-    if (cols.length > 1) {
-      throw invalid(`set_unenforced_primary_key: compound primary keys are not supported, got ${cols.length} columns`);
-    }
-    const schema = await this.schema();
-    if (schema.fields.some((f) => f.metadata.has(PK_META))) {
-      throw invalid("set_unenforced_primary_key: an unenforced primary key is already set on this table; changing it is not supported");
-    }
-    const field = fieldAt(schema, cols[0]);
-    if (field === undefined) throw invalid(`set_unenforced_primary_key: column '${cols[0]}' not found on table`);
-    if (!keyType(field.type)) {
-      throw invalid(
-        `set_unenforced_primary_key: column '${cols[0]}' has type ${String(field.type)}, which is not supported as a primary key. Supported: Int32, Int64, Utf8, LargeUtf8, Binary, LargeBinary, FixedSizeBinary`,
-      );
-    }
-    if (field.nullable) throw invalid(`set_unenforced_primary_key: primary key column '${cols[0]}' must not be nullable`);
-    throw notSupported(
-      "setUnenforcedPrimaryKey is not supported by memwal yet: a table cannot record a primary key in its schema; mergeInsert(on) names the key of each merge",
-    );
+    this.checkOpen();
+    await call(() => this.inner.setUnenforcedPrimaryKey(cols));
   }
 
   /**
-   * As 0.39's `setLsmWriteSpec`, checked as 0.39 checks the spec (its type, the column it needs, 1 to 1024
-   * buckets, the column present), then refused: memwal records no write spec on a table. Its LSM is the MemWAL
-   * of a served table, chosen per upsert with `mergeInsert(..).useLsm(true)` (or `.memWal()`); it is one bucket.
+   * As 0.39's `setLsmWriteSpec`, checked as 0.39 checks the spec (a primary key recorded first, its type, the
+   * column it needs, 1 to 1024 buckets, maintained indexes that exist; none recorded yet). With a spec recorded,
+   * `mergeInsert` upserts on the primary key take the LSM path unless they call `useLsm(false)`, and other merge
+   * forms are refused as 0.39 refuses them. On a served table the LSM path is its MemWAL (one shard: every spec
+   * routes every row to it). A local table has no MemWAL: its upserts commit at once, so their rows are in the
+   * base (durable, and read by `useLsm(false)`) when the call returns. `writerConfigDefaults` takes only
+   * `durable_write` (memwal's MemWAL always persists before it acknowledges); other keys are refused by name.
    */
   async setLsmWriteSpec(spec: LsmWriteSpec): Promise<void> {
     if (spec === null || typeof spec !== "object") throw invalid("setLsmWriteSpec(spec) must be an object with a specType");
@@ -553,32 +518,52 @@ export class Table {
       if (spec.column === undefined) throw invalid(`LsmWriteSpec ${spec.specType} requires \`column\``);
       str("setLsmWriteSpec(spec.column)", spec.column);
     }
+    let sharding: Record<string, unknown> = { mode: spec.specType };
     if (spec.specType === "bucket") {
       if (spec.numBuckets === undefined) throw invalid("LsmWriteSpec bucket requires `numBuckets`");
       const n = spec.numBuckets;
       if (typeof n !== "number" || !Number.isInteger(n) || n < 1 || n > 1024) {
         throw invalid(`bucket_sharding: num_buckets must be in [1, 1024], got ${String(n)}`);
       }
+      sharding = { mode: "bucket", column: spec.column, num_buckets: n };
+    } else if (spec.specType === "identity") {
+      sharding = { mode: "identity", column: spec.column };
     }
-    if (spec.maintainedIndexes !== undefined) strList("setLsmWriteSpec(spec.maintainedIndexes)", spec.maintainedIndexes);
-    if (spec.column !== undefined && spec.specType !== "unsharded" && fieldAt(await this.schema(), spec.column) === undefined) {
-      throw invalid(`${spec.specType}_sharding: column '${spec.column}' not found on the dataset`);
+    const maintained =
+      spec.maintainedIndexes === undefined ? null : strList("setLsmWriteSpec(spec.maintainedIndexes)", spec.maintainedIndexes);
+    const config = spec.writerConfigDefaults ?? {};
+    if (config === null || typeof config !== "object" || Object.values(config).some((v) => typeof v !== "string")) {
+      throw invalid("setLsmWriteSpec(spec.writerConfigDefaults) must map names to strings");
     }
-    throw notSupported(
-      "setLsmWriteSpec is not supported by memwal: a table records no LSM write spec; memwal's LSM is a served table's MemWAL (one bucket), chosen per upsert with mergeInsert(..).useLsm(true)",
-    );
+    this.checkOpen();
+    const body = { sharding, maintained_indexes: maintained, writer_config_defaults: config };
+    await call(() => this.inner.setLsmWriteSpec(JSON.stringify(body)));
   }
 
-  /** As 0.39's `unsetLsmWriteSpec`: memwal tables never have a spec, so this is 0.39's error for a table without one. */
+  /** As 0.39's `unsetLsmWriteSpec`: removes the recorded spec (an error when there is none); upserts then take the standard path. */
   async unsetLsmWriteSpec(): Promise<void> {
     this.checkOpen();
-    throw invalid("unset_lsm_write_spec: no LSM write spec is set on this table");
+    await call(() => this.inner.setLsmWriteSpec(null));
   }
 
-  /** As 0.39's `getLsmWriteSpec`: `undefined`, since a memwal table never records one (see {@link setLsmWriteSpec}). */
+  /** As 0.39's `getLsmWriteSpec`: the recorded spec (maintained indexes resolved when it was set), or `undefined`. */
   async getLsmWriteSpec(): Promise<LsmWriteSpec | undefined> {
     this.checkOpen();
-    return undefined;
+    const json = await call(() => this.inner.lsmWriteSpec());
+    if (json === null || json === undefined) return undefined;
+    const w = JSON.parse(json) as {
+      sharding: { mode: LsmWriteSpec["specType"]; column?: string; num_buckets?: number };
+      maintained_indexes?: string[] | null;
+      writer_config_defaults?: Record<string, string>;
+    };
+    const out: LsmWriteSpec = {
+      specType: w.sharding.mode,
+      maintainedIndexes: w.maintained_indexes ?? [],
+      writerConfigDefaults: w.writer_config_defaults ?? {},
+    };
+    if (w.sharding.column !== undefined) out.column = w.sharding.column;
+    if (w.sharding.num_buckets !== undefined) out.numBuckets = w.sharding.num_buckets;
+    return out;
   }
 
   /**

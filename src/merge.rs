@@ -39,7 +39,7 @@ impl From<MergeInsertOptions> for MergeInsertParams {
             .timeout_ms
             .filter(|t| t.is_finite() && *t >= 0.0)
             .map(|t| Duration::from_micros((t * 1000.0) as u64));
-        p.mem_wal = o.mem_wal.unwrap_or(false);
+        p.mem_wal = o.mem_wal;
         p
     }
 }

@@ -297,6 +297,9 @@ pub struct QueryOptions {
     /// A full-text query as the wire's `full_text_query` body (JSON text):
     /// `{"query": "text" | {"match": ...}, "columns": [...]}`.
     pub full_text: Option<String>,
+    /// The base table only, skipping a served table's MemWAL rows
+    /// (0.39's `useLsm(false)`).
+    pub base_only: Option<bool>,
 }
 
 fn f32_of(what: &str, x: f64) -> napi::Result<f32> {
@@ -378,6 +381,7 @@ impl QueryOptions {
             with_row_id: self.with_row_id.unwrap_or(false),
             nearest,
             full_text,
+            base_only: self.base_only.unwrap_or(false),
         })
     }
 }
@@ -604,6 +608,47 @@ impl Table {
         Ok(to_i64(
             self.inner.tag_version(&tag).await.map_err(error::core)?,
         ))
+    }
+
+    /// Records the table's unenforced primary key (one column).
+    #[napi(catch_unwind)]
+    pub async fn set_unenforced_primary_key(&self, columns: Vec<String>) -> napi::Result<()> {
+        self.inner
+            .set_unenforced_primary_key(columns)
+            .await
+            .map_err(error::core)
+    }
+
+    /// Records an LSM write spec given as LanceDB's wire JSON (`null`:
+    /// removes the recorded one).
+    #[napi(catch_unwind)]
+    pub async fn set_lsm_write_spec(&self, spec_json: Option<String>) -> napi::Result<()> {
+        let spec = match spec_json {
+            None => None,
+            Some(j) => Some(serde_json::from_str(&j).map_err(|e| {
+                error::core(memwal_core::Error::invalid(format!(
+                    "malformed LSM write spec: {e}"
+                )))
+            })?),
+        };
+        self.inner
+            .set_lsm_write_spec(spec)
+            .await
+            .map_err(error::core)
+    }
+
+    /// The recorded LSM write spec as LanceDB's wire JSON, if any.
+    #[napi(catch_unwind)]
+    pub async fn lsm_write_spec(&self) -> napi::Result<Option<String>> {
+        let spec = self.inner.lsm_write_spec().await.map_err(error::core)?;
+        spec.map(|s| {
+            serde_json::to_string(&s).map_err(|e| {
+                error::core(memwal_core::Error::internal(format!(
+                    "an LSM write spec as JSON: {e}"
+                )))
+            })
+        })
+        .transpose()
     }
 
     /// Merges every buffered MemWAL row into the table.

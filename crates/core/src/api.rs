@@ -272,6 +272,15 @@ pub trait Table: Send + Sync + std::fmt::Debug {
     async fn delete_tag(&self, tag: &str) -> Result<()>;
     /// The version a tag names.
     async fn tag_version(&self, tag: &str) -> Result<u64>;
+    /// Records `columns` (exactly one) as the table's unenforced primary
+    /// key, as LanceDB 0.39's `set_unenforced_primary_key` (see
+    /// [`crate::lsm`]).
+    async fn set_unenforced_primary_key(&self, columns: Vec<String>) -> Result<()>;
+    /// Records an LSM write spec (`None`: removes the recorded one), as
+    /// LanceDB 0.39's `set_lsm_write_spec` / `unset_lsm_write_spec`.
+    async fn set_lsm_write_spec(&self, spec: Option<crate::lsm::LsmWriteSpec>) -> Result<()>;
+    /// The recorded LSM write spec, if any.
+    async fn lsm_write_spec(&self) -> Result<Option<crate::lsm::LsmWriteSpec>>;
 }
 
 /// A database: a namespace of tables.

@@ -33,6 +33,10 @@ pub struct QueryRequest {
     /// Rank rows by BM25 over the FTS-indexed columns (a full-text query: `limit` is 10 when
     /// `None`; the answer has `_score`). Leaves without a column search every indexed column.
     pub full_text: Option<TextSearch>,
+    /// Read the base table only, skipping the rows a served table's MemWAL
+    /// buffers (LanceDB 0.39's `use_lsm(false)`; a local table's rows are
+    /// all in its base, so it reads the same).
+    pub base_only: bool,
 }
 
 /// The full-text part of a query: what to match, and how the filter and the rows no index covers

@@ -669,7 +669,7 @@ impl Table for RemoteTable {
                 if let Some(t) = &timeout {
                     r = r.header(header::REQUEST_TIMEOUT_MS, t);
                 }
-                if p.mem_wal {
+                if p.mem_wal == Some(true) {
                     r = r
                         .header(header::MEM_WAL_ENABLED, "true")
                         .header(header::USE_WAL, "true");
@@ -826,6 +826,39 @@ impl Table for RemoteTable {
         let body = protocol::DropColumnsBody { columns };
         self.evolve("drop_columns/", serde_json::to_value(body))
             .await
+    }
+    /// `set_unenforced_primary_key/` `{"columns"}`: memwal's server route
+    /// (LanceDB Cloud has none; 0.39's remote table refuses the call).
+    async fn set_unenforced_primary_key(&self, columns: Vec<String>) -> memwal_core::Result<()> {
+        self.ensure_writable()?;
+        self.post_json("set_unenforced_primary_key/", json!({ "columns": columns }))
+            .await?;
+        Ok(())
+    }
+    /// `set_lsm_write_spec/` with the spec as LanceDB sends it, or
+    /// `unset_lsm_write_spec/`.
+    async fn set_lsm_write_spec(
+        &self,
+        spec: Option<memwal_core::LsmWriteSpec>,
+    ) -> memwal_core::Result<()> {
+        self.ensure_writable()?;
+        match spec {
+            Some(s) => {
+                let body = serde_json::to_value(&s).map_err(|e| {
+                    memwal_core::Error::internal(format!("an LSM write spec as JSON: {e}"))
+                })?;
+                self.post_json("set_lsm_write_spec/", body).await?
+            }
+            None => self.post_json("unset_lsm_write_spec/", json!({})).await?,
+        };
+        Ok(())
+    }
+    /// `get_lsm_write_spec/`: `{"lsm_write_spec": spec | null}`.
+    async fn lsm_write_spec(&self) -> memwal_core::Result<Option<memwal_core::LsmWriteSpec>> {
+        let v = self.post_json("get_lsm_write_spec/", json!({})).await?;
+        Ok(answer(
+            v.get("lsm_write_spec").cloned().unwrap_or(Value::Null),
+        )?)
     }
     async fn drop_index(&self, name: &str) -> memwal_core::Result<()> {
         self.ensure_writable()?;

@@ -174,7 +174,7 @@ async fn mem_wal_headers_exactly_when_enabled() {
     let upsert = MergeInsertParams {
         when_matched_update_all: true,
         when_not_matched_insert_all: true,
-        mem_wal: true,
+        mem_wal: Some(true),
         ..MergeInsertParams::new(vec!["id".into()])
     };
     t.merge_insert(upsert.validate().expect("valid"), data())
@@ -183,7 +183,7 @@ async fn mem_wal_headers_exactly_when_enabled() {
     // An invalid clause set never becomes a MergeInsert, so nothing is sent.
     let bad = MergeInsertParams {
         when_matched_update_all: true,
-        mem_wal: true,
+        mem_wal: Some(true),
         ..MergeInsertParams::new(vec!["id".into()])
     };
     let e = bad.validate().expect_err("invalid");

@@ -90,7 +90,7 @@ fn main() {
     let mut p = MergeInsertParams::new(vec!["id".into()]);
     p.when_matched_update_all = true;
     p.when_not_matched_insert_all = true;
-    p.mem_wal = true;
+    p.mem_wal = Some(true);
     let p = p.validate().expect("params");
     // Half updates of base rows, half new rows.
     let lo = (n - m / 2) as i64;

@@ -65,6 +65,16 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/table/{name}/alter_columns/", post(alter_columns))
         .route("/v1/table/{name}/drop_columns/", post(drop_columns))
         .route("/v1/table/{name}/get_lsm_stats/", post(get_lsm_stats))
+        .route(
+            "/v1/table/{name}/set_unenforced_primary_key/",
+            post(set_primary_key),
+        )
+        .route("/v1/table/{name}/set_lsm_write_spec/", post(set_lsm_spec))
+        .route(
+            "/v1/table/{name}/unset_lsm_write_spec/",
+            post(unset_lsm_spec),
+        )
+        .route("/v1/table/{name}/get_lsm_write_spec/", post(get_lsm_spec))
         .route("/v1/table/{name}/tags/list/", post(tags_list))
         .route("/v1/table/{name}/tags/create/", post(tags_create))
         .route("/v1/table/{name}/tags/update/", post(tags_update))
@@ -596,6 +606,8 @@ async fn query(
     let (schema, batches) = blocking(move || {
         let batches = match at_version(&t, b.version)? {
             Some(old) => old.query_sync(&req)?,
+            // use_lsm=false: the base table only, as LanceDB reads it.
+            None if req.base_only => t.memwal().base().query_sync(&req)?,
             None => t.memwal().query(&req)?,
         };
         let schema = match batches.first() {
@@ -775,6 +787,63 @@ async fn tags_version(
     let b: TagBody = json_body(&body)?;
     let v = Table::tag_version(&state.table(&name)?, b.tag()?).await?;
     Ok(Json(json!({ "version": v })))
+}
+
+/// The body of `set_unenforced_primary_key/` (memwal's route: LanceDB
+/// Cloud has none, and 0.39's remote table refuses the call).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PrimaryKeyBody {
+    columns: Vec<String>,
+}
+
+async fn set_primary_key(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Json<Value>> {
+    let b: PrimaryKeyBody = json_body(&body)?;
+    Table::set_unenforced_primary_key(&state.table(&name)?, b.columns).await?;
+    Ok(Json(json!({})))
+}
+
+/// `{"sharding": {"mode", ...}, "maintained_indexes", "writer_config_defaults"}`
+/// as LanceDB's remote table sends it.
+async fn set_lsm_spec(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Json<Value>> {
+    let spec: memwal_core::LsmWriteSpec = serde_json::from_slice(&body)
+        .map_err(|e| Error::BadRequest(format!("malformed LSM write spec: {e}")))?;
+    let table = state.table(&name)?;
+    Table::set_lsm_write_spec(&table, Some(spec)).await?;
+    let recorded = Table::lsm_write_spec(&table).await?;
+    let maintained = recorded
+        .and_then(|s| s.maintained_indexes)
+        .unwrap_or_default();
+    Ok(Json(json!({ "maintained_indexes": maintained })))
+}
+
+async fn unset_lsm_spec(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Json<Value>> {
+    let _: serde_json::Map<String, Value> = json_body(&body)?;
+    Table::set_lsm_write_spec(&state.table(&name)?, None).await?;
+    Ok(Json(json!({})))
+}
+
+/// `{"lsm_write_spec": spec | null}`.
+async fn get_lsm_spec(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Json<Value>> {
+    let _: serde_json::Map<String, Value> = json_body(&body)?;
+    let spec = Table::lsm_write_spec(&state.table(&name)?).await?;
+    Ok(Json(json!({ "lsm_write_spec": spec })))
 }
 
 /// The body of `get_lsm_stats/`.

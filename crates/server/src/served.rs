@@ -80,10 +80,14 @@ impl ServedTable {
         }
     }
 
-    /// A merge insert: through the MemWAL when `params.mem_wal`, otherwise a
-    /// native merge in the writer's turn.
+    /// A merge insert: through the MemWAL when `params.mem_wal` (or the
+    /// table's LSM write spec) says so, otherwise a native merge in the
+    /// writer's turn.
     pub async fn merge(&self, params: MergeInsert, data: Data) -> crate::Result<MergeResult> {
-        if params.mem_wal {
+        // A recorded LSM write spec sends upserts to the MemWAL unless the
+        // request says use_lsm=false (the manifest is cached: no I/O).
+        let params = self.mem.base().route_merge_sync(params)?;
+        if params.mem_wal == Some(true) {
             let raw = data.ipc.clone();
             return self.mem.upsert(params.on.clone(), data, raw).await;
         }
@@ -335,6 +339,27 @@ impl Table for ServedTable {
     }
     async fn tag_version(&self, tag: &str) -> memwal_core::Result<u64> {
         Table::tag_version(self.mem.base(), tag).await
+    }
+    async fn set_unenforced_primary_key(&self, columns: Vec<String>) -> memwal_core::Result<()> {
+        // A schema change: the memtables drain first and then take the
+        // schema that records the key.
+        self.reshape(move |b| b.set_primary_key_sync(&columns))
+            .await
+            .map(|_| ())
+            .map_err(core)
+    }
+    async fn set_lsm_write_spec(
+        &self,
+        spec: Option<memwal_core::LsmWriteSpec>,
+    ) -> memwal_core::Result<()> {
+        self.mem
+            .direct(Turn::Drain, move |c| Ok(c.base.set_lsm_spec_sync(spec)?))
+            .await
+            .map(|_| ())
+            .map_err(core)
+    }
+    async fn lsm_write_spec(&self) -> memwal_core::Result<Option<memwal_core::LsmWriteSpec>> {
+        self.mem.base().lsm_spec_sync()
     }
     async fn drop_index(&self, name: &str) -> memwal_core::Result<()> {
         let base = self.mem.base().clone();

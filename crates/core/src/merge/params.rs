@@ -35,8 +35,10 @@ pub struct MergeInsertParams {
     pub use_index: bool,
     /// Give up (committing nothing) after this long.
     pub timeout: Option<Duration>,
-    /// Route the upsert through the MemWAL write path.
-    pub mem_wal: bool,
+    /// Route the upsert through the MemWAL write path (`Some(true)`), the
+    /// standard path (`Some(false)`), or as the table's LSM write spec says
+    /// (`None`: the MemWAL for an upsert when a spec is recorded).
+    pub mem_wal: Option<bool>,
     /// Metadata to commit with the new version (internal: the server's
     /// MemWAL flush records its sequence number here).
     pub commit_metadata: BTreeMap<String, String>,
@@ -59,7 +61,7 @@ impl MergeInsertParams {
             when_not_matched_by_source_delete_filt: None,
             use_index: true,
             timeout: None,
-            mem_wal: false,
+            mem_wal: None,
             commit_metadata: BTreeMap::new(),
             commit_guard: None,
         }
@@ -120,7 +122,7 @@ fn validate(p: &MergeInsertParams) -> Result<()> {
             "merge insert needs at least one key column in `on`",
         ));
     }
-    if p.mem_wal {
+    if p.mem_wal == Some(true) {
         if !p.when_matched_update_all {
             return Err(Error::invalid(
                 "MemWAL requires when_matched_update_all() to be set",

@@ -88,6 +88,9 @@ pub fn merge_query(p: &MergeInsertParams) -> Vec<(String, String)> {
     if !p.use_index {
         push(USE_INDEX, "false".into());
     }
+    if p.mem_wal == Some(false) {
+        push(USE_LSM, "false".into());
+    }
     q
 }
 
@@ -130,7 +133,7 @@ pub fn parse_merge(
                 p.when_not_matched_by_source_delete_filt = Some(v.clone())
             }
             USE_INDEX => p.use_index = flag(k, v)?,
-            USE_LSM => p.mem_wal |= flag(k, v)?,
+            USE_LSM => p.mem_wal = Some(flag(k, v)? || p.mem_wal == Some(true)),
             "delimiter" => {}
             other => {
                 return Err(Error::invalid(format!(
@@ -146,7 +149,14 @@ pub fn parse_merge(
         p.timeout = Some(std::time::Duration::from_millis(ms));
     }
     let yes = |h: &str| header(h).is_some_and(|v| v.eq_ignore_ascii_case("true"));
-    p.mem_wal |= yes(header::MEM_WAL_ENABLED) || yes(header::USE_WAL);
+    if yes(header::MEM_WAL_ENABLED) || yes(header::USE_WAL) {
+        if p.mem_wal == Some(false) {
+            return Err(Error::invalid(
+                "merge_insert: use_lsm=false contradicts the MemWAL headers of the request",
+            ));
+        }
+        p.mem_wal = Some(true);
+    }
     Ok(p)
 }
 
@@ -381,7 +391,7 @@ mod tests {
         p.when_not_matched_by_source_delete_filt = Some("x < 2".into());
         p.use_index = false;
         p.timeout = Some(std::time::Duration::from_millis(250));
-        p.mem_wal = true;
+        p.mem_wal = Some(true);
         let q = merge_query(&p);
         let got = parse_merge(&q, |h| match h {
             header::REQUEST_TIMEOUT_MS => Some("250".into()),

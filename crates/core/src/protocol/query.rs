@@ -68,7 +68,8 @@ pub struct QueryBody {
     pub full_text_query: Option<serde_json::Value>,
     /// Sort order.
     pub order_by: Option<serde_json::Value>,
-    /// Read through the LSM (MemWAL) state: ours always does.
+    /// `false`: read the base table only, skipping the MemWAL's buffered
+    /// rows (`true` or absent: read through them, as ours always may).
     pub use_lsm: Option<bool>,
     /// Approximate mode.
     pub approx_mode: Option<serde_json::Value>,
@@ -131,6 +132,7 @@ impl QueryBody {
             with_row_id: self.with_row_id == Some(true),
             nearest,
             full_text,
+            base_only: self.use_lsm == Some(false),
         })
     }
 
@@ -285,6 +287,9 @@ pub fn query_body(req: &QueryRequest, version: Option<u64>) -> Value {
         "prefilter": prefilter_of(req),
         "version": version,
     });
+    if req.base_only {
+        body["use_lsm"] = json!(false);
+    }
     match &req.nearest {
         None if req.full_text.is_some() => {
             // As the official client sends a full-text search: the structured query, k 10 unless

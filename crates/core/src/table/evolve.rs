@@ -201,6 +201,7 @@ fn plan_drop(schema: &SchemaRef, indices: &[IndexMeta], names: &[String]) -> Res
         .filter(|i| !gone.contains(i))
         .collect();
     let new_schema = Arc::new(schema.project(&keep)?);
+    crate::lsm::check_key_kept(schema, &new_schema)?;
     let indices = indices
         .iter()
         .filter(|i| {
@@ -273,6 +274,7 @@ fn plan_alter(
     }
     follow_renames(&mut indices, &renames, &retyped);
     let new_schema = with_metadata(fields, schema)?;
+    crate::lsm::check_key_kept(schema, &new_schema)?;
     let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
     Ok(Reshape {
         schema: new_schema,

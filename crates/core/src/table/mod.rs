@@ -15,6 +15,7 @@ pub mod fence;
 pub mod finish;
 mod fts;
 pub mod indices;
+mod lsm_spec;
 mod merge;
 mod ops;
 pub mod scan;
@@ -38,7 +39,7 @@ use crate::fragment::{read_data_file, read_deletions, LoadedFragment};
 use crate::index::{IndexInfo, IndexRequest};
 use crate::keys::{KeyEncoder, KeyIndex};
 use crate::manifest::{latest_version, list_versions, read_manifest, IndexMeta, Manifest};
-use crate::merge::{MergeInsert, MergeResult, MEM_WAL_NATIVE_UNSUPPORTED};
+use crate::merge::{MergeInsert, MergeResult};
 use crate::query::QueryRequest;
 use crate::storage::Storage;
 
@@ -360,7 +361,7 @@ impl NativeTable {
     }
 
     /// The manifest reads should use: the pinned one, or the latest.
-    fn read_manifest(&self) -> Result<Arc<Manifest>> {
+    pub(crate) fn read_manifest(&self) -> Result<Arc<Manifest>> {
         if let Some(m) = &self.pinned {
             return Ok(m.clone());
         }
@@ -669,10 +670,19 @@ impl Table for NativeTable {
         self.blocking(move |t| t.drop_index_sync(&n)).await
     }
     async fn merge_insert(&self, m: MergeInsert, data: Data) -> Result<MergeResult> {
-        if m.mem_wal {
-            return Err(Error::not_supported(MEM_WAL_NATIVE_UNSUPPORTED));
-        }
-        self.blocking(move |t| t.merge_insert_sync(&m, data)).await
+        self.blocking(move |t| t.merge_insert_routed_sync(m, data))
+            .await
+    }
+    async fn set_unenforced_primary_key(&self, columns: Vec<String>) -> Result<()> {
+        self.blocking(move |t| t.set_primary_key_sync(&columns).map(|_| ()))
+            .await
+    }
+    async fn set_lsm_write_spec(&self, spec: Option<crate::lsm::LsmWriteSpec>) -> Result<()> {
+        self.blocking(move |t| t.set_lsm_spec_sync(spec).map(|_| ()))
+            .await
+    }
+    async fn lsm_write_spec(&self) -> Result<Option<crate::lsm::LsmWriteSpec>> {
+        self.blocking(|t| t.lsm_spec_sync()).await
     }
 }
 

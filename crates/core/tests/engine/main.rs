@@ -13,6 +13,7 @@ mod fts;
 mod fts_fuzz;
 mod fuzz;
 mod index;
+mod lsm;
 mod merge;
 mod model;
 mod s3;

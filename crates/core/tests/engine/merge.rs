@@ -364,7 +364,7 @@ async fn memwal_rules_in_order_with_exact_messages() {
     for (setup, code, msg) in cases {
         let p = params(|p| {
             setup(p);
-            p.mem_wal = true;
+            p.mem_wal = Some(true);
         });
         // Clause rules fail validation; the native table refuses MemWAL itself.
         let e = match p.validate() {

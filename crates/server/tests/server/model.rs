@@ -293,7 +293,7 @@ fn upsert_params(on: &[String], mem_wal: bool) -> MergeInsert {
     let mut p = MergeInsertParams::new(on.to_vec());
     p.when_matched_update_all = true;
     p.when_not_matched_insert_all = true;
-    p.mem_wal = mem_wal;
+    p.mem_wal = Some(mem_wal);
     p.validate().expect("a valid upsert")
 }
 

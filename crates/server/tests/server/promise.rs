@@ -29,7 +29,7 @@ fn memwal_upsert() -> memwal_core::MergeInsert {
     let mut p = MergeInsertParams::new(vec!["id".into()]);
     p.when_matched_update_all = true;
     p.when_not_matched_insert_all = true;
-    p.mem_wal = true;
+    p.mem_wal = Some(true);
     p.validate().expect("valid")
 }
 

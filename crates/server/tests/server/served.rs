@@ -564,7 +564,7 @@ async fn every_key_type_matches_on_both_paths() {
             let mut p = MergeInsertParams::new(vec!["k".into()]);
             p.when_matched_update_all = true;
             p.when_not_matched_insert_all = true;
-            p.mem_wal = memwal;
+            p.mem_wal = Some(memwal);
             let r = t
                 .merge(p.validate().expect("valid"), batch(&[1, 0, 3], true))
                 .await
