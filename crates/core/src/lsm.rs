@@ -86,18 +86,15 @@ fn is_key_field(f: &Field) -> bool {
 /// as LanceDB 0.39 checks it (one column, present, of a key type, not
 /// nullable, and no key recorded yet: a key cannot change).
 pub fn with_primary_key(schema: &Schema, columns: &[String]) -> Result<Schema> {
-    let column = match columns {
-        [] => {
-            return Err(Error::invalid(
-                "set_unenforced_primary_key: a column is required",
-            ))
-        }
-        [one] => one,
-        more => return Err(Error::invalid(format!(
+    if columns.len() > 1 {
+        return Err(Error::invalid(format!(
             "set_unenforced_primary_key: compound primary keys are not supported, got {} columns",
-            more.len()
-        ))),
-    };
+            columns.len()
+        )));
+    }
+    let column = columns
+        .first()
+        .ok_or_else(|| Error::invalid("set_unenforced_primary_key: a column is required"))?;
     if primary_key(schema).is_some() {
         return Err(Error::invalid(
             "set_unenforced_primary_key: an unenforced primary key is already set on this table; changing it is not supported",
