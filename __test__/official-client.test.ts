@@ -7,6 +7,7 @@
 
 import * as fs from "node:fs";
 import * as path from "node:path";
+import * as arrow from "apache-arrow";
 import * as ours from "../lib";
 import { connect, type Server, serve } from "../lib";
 import { expectSameRanking, expectSameSearch, ftsCorpus, searchKey, tmpDir } from "./helpers";
@@ -278,16 +279,29 @@ describe("the official @lancedb/lancedb client against memwal-server", () => {
   test("LSM write spec: set, read back and unset by the official client; its plain upserts then go to the MemWAL", async () => {
     const srv = await serve({ dataDir: tmpDir(), apiKey: "k", flushIntervalMs: 60_000 });
     try {
-      const db = await lancedb.connect("db://test", { apiKey: "k", region: "us-east-1", hostOverride: srv.url });
-      const t = await db.createTable("spec", [
-        { id: "a", v: 1 },
-        { id: "b", v: 2 },
+      // A key column must be non-nullable, and Lance never makes a nullable column non-nullable, so the
+      // table is made with that schema by memwal's client; the official client then opens it.
+      const schema = new arrow.Schema([
+        new arrow.Field("id", new arrow.Utf8(), false),
+        new arrow.Field("v", new arrow.Float64(), true),
+        new arrow.Field("name", new arrow.Utf8(), true),
       ]);
+      const mineDb = await connect("db://test", { apiKey: "k", hostOverride: srv.url });
+      const mine = await mineDb.createTable(
+        "spec",
+        [
+          { id: "a", v: 1, name: "x" },
+          { id: "b", v: 2, name: "y" },
+        ],
+        { schema },
+      );
+      const db = await lancedb.connect("db://test", { apiKey: "k", region: "us-east-1", hostOverride: srv.url });
+      const t = await db.openTable("spec");
       // 0.39's remote table refuses setUnenforcedPrimaryKey itself; memwal's client records it on our server.
       await expect(t.setUnenforcedPrimaryKey("id")).rejects.toThrow(/not supported/);
-      const mine = await (await connect("db://test", { apiKey: "k", hostOverride: srv.url })).openTable("spec");
-      await expect(mine.setUnenforcedPrimaryKey("id")).rejects.toThrow(/must not be nullable/);
-      await mine.alterColumns([{ path: "id", nullable: false }]);
+      await expect(mine.setUnenforcedPrimaryKey("name")).rejects.toThrow(/must not be nullable/);
+      await expect(mine.setUnenforcedPrimaryKey("v")).rejects.toThrow(/type Float64, which is not supported as a primary key/);
+      await expect(mine.alterColumns([{ path: "name", nullable: false }])).rejects.toThrow(/cannot be made non-nullable/);
       await mine.setUnenforcedPrimaryKey("id");
       expect(await t.getLsmWriteSpec()).toBeUndefined();
       await expect(t.setLsmWriteSpec({ specType: "bucket", column: "nope", numBuckets: 2 })).rejects.toThrow(/column 'nope' not found/);

@@ -16,8 +16,9 @@ import {
   Int64,
   List,
   makeData,
-  type RecordBatch,
-  type Schema,
+  RecordBatch,
+  Schema,
+  Struct,
   TimestampMillisecond,
   Type,
   tableFromIPC,
@@ -179,6 +180,8 @@ export function rowsToTable(rows: ReadonlyArray<Record<string, unknown>>, schema
     const type = fields.get(name)?.type ?? inferType(name, values);
     try {
       const coerced = coerce(name, values, type);
+      const nulls = fields.get(name)?.nullable === false ? coerced.filter((x) => x === null || x === undefined).length : 0;
+      if (nulls > 0) throw invalid(`Column '${name}' is declared as non-nullable but contains null values (${nulls} in the data)`);
       columns[name] =
         type.typeId === Type.FixedSizeList && coerced.some((x) => x === null)
           ? fixedSizeListWithNulls(coerced as Array<number[] | null>, type as FixedSizeList)
@@ -192,7 +195,31 @@ export function rowsToTable(rows: ReadonlyArray<Record<string, unknown>>, schema
     if (!schema) throw invalid("no rows and no schema: cannot tell the columns");
     return new ArrowTable(schema);
   }
-  return new ArrowTable(columns);
+  const table = new ArrowTable(columns);
+  return schema ? withDeclaredFields(table, fields) : table;
+}
+
+/** Refuses a row key the declared schema does not have, as 0.39's makeArrowTable does (its text). */
+function checkKeysIn(rows: ReadonlyArray<Record<string, unknown>>, fields: Map<string, Field>): void {
+  rows.forEach((r, i) => {
+    for (const k of Object.keys(r)) if (!fields.has(k)) throw invalid(`Found field not in schema: ${k} at row ${i}`);
+  });
+}
+
+/**
+ * `table` with the nullability and metadata its columns have in `declared` (the values are unchanged), so that a
+ * table created from rows with a schema has that schema's non-nullable columns, as in 0.39.
+ */
+function withDeclaredFields(table: ArrowTable, declared: Map<string, Field>): ArrowTable {
+  const out = table.schema.fields.map((f) => {
+    const d = declared.get(f.name);
+    return d === undefined ? f : new Field(f.name, f.type, d.nullable, d.metadata);
+  });
+  const schema = new Schema(out, table.schema.metadata);
+  const batches = table.batches.map(
+    (b) => new RecordBatch(schema, makeData({ type: new Struct(out), length: b.numRows, nullCount: 0, children: b.data.children })),
+  );
+  return new ArrowTable(schema, batches);
 }
 
 /** Any accepted data form -> Arrow IPC bytes for the addon. */
@@ -203,7 +230,11 @@ export function toBuffer(data: Data, schema?: Schema): Buffer {
   if (data instanceof Uint8Array) return view(data);
   // A Table or RecordBatch of another apache-arrow copy (15 to 21) is rebuilt as ours first.
   if (isTableLike(data) || isBatchLike(data)) return view(tableToIPC(ourTable(data), "stream"));
-  if (Array.isArray(data)) return view(tableToIPC(rowsToTable(data, schema === undefined ? undefined : ourSchema(schema)), "stream"));
+  if (Array.isArray(data)) {
+    const declared = schema === undefined ? undefined : ourSchema(schema);
+    if (declared) checkKeysIn(data, new Map(declared.fields.map((f) => [f.name, f])));
+    return view(tableToIPC(rowsToTable(data, declared), "stream"));
+  }
   throw invalid("data must be an Arrow IPC Buffer/Uint8Array, an apache-arrow Table or RecordBatch, or an array of objects");
 }
 

@@ -128,4 +128,4 @@ export {
   type TagContents,
   Tags,
 } from "./table";
-export { packBits } from "./util";
+export { type IntoSql, packBits } from "./util";
