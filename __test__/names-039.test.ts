@@ -93,3 +93,25 @@ describe("Query.nearestToText", () => {
     expect(await ids(t.query().nearestToText("red", ["title"]).nearestTo([5, 5]))).toEqual([1, 2]);
   });
 });
+
+describe("0.39's module layout and FTS options", () => {
+  test("the full-text query classes are found in the query module too, as in 0.39", async () => {
+    const q = await import("../lib/query");
+    const root = await import("../lib");
+    expect(q.MatchQuery).toBe(root.MatchQuery);
+    expect(q.BooleanQuery).toBe(root.BooleanQuery);
+    expect(q.Occur.Should).toBe(root.Occur.Should);
+    expect(q.Operator.And).toBe(root.Operator.And);
+    expect(q.instanceOfFullTextQuery(new MatchQuery("a", "text"))).toBe(true);
+    expect(q.instanceOfFullTextQuery({ query: "a" })).toBe(false);
+  });
+
+  test("Index.fts blockSize: a value 0.39 refuses gets its text, a valid one is refused as not supported", () => {
+    expect(() => Index.fts({ blockSize: 129 } as never)).toThrow(InvalidInputError);
+    expect(() => Index.fts({ blockSize: 129 } as never)).toThrow("FTS inverted index block_size must be one of 128 or 256, got 129");
+    for (const size of [128, 256]) {
+      expect(() => Index.fts({ blockSize: size } as never)).toThrow(NotSupportedError);
+      expect(() => Index.fts({ blockSize: size } as never)).toThrow(`FTS blockSize (${size}) is not supported by memwal`);
+    }
+  });
+});

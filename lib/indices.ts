@@ -182,6 +182,15 @@ const FTS_KEYS: Record<string, [string, "bool" | "str" | "count" | "strs"]> = {
   prefixOnly: ["prefix_only", "bool"],
 };
 
+/**
+ * `blockSize` (Lance's posting block size, 256 its experimental V3 format): a value 0.39 refuses gets its text;
+ * a valid one is refused as not supported, since memwal's postings are not stored in blocks.
+ */
+function refuseBlockSize(v: unknown): never {
+  if (v !== 128 && v !== 256) throw invalid(`FTS inverted index block_size must be one of 128 or 256, got ${String(v)}`);
+  throw notSupported(`FTS blockSize (${v}) is not supported by memwal: its postings are not stored in Lance's blocks`);
+}
+
 /** The wire's parameters of an FTS index (only those given). */
 function ftsParams(options: unknown): Record<string, unknown> {
   const out: Record<string, unknown> = {};
@@ -189,6 +198,7 @@ function ftsParams(options: unknown): Record<string, unknown> {
   if (typeof options !== "object") throw invalid(`Index options for FTS must be an object, got ${String(options)}`);
   for (const [k, v] of Object.entries(options as Record<string, unknown>)) {
     if (v === undefined) continue;
+    if (k === "blockSize") refuseBlockSize(v);
     const spec = FTS_KEYS[k];
     if (spec === undefined) throw invalid(`unknown option ${JSON.stringify(k)} for FTS (it takes ${Object.keys(FTS_KEYS).join(", ")})`);
     const [wire, kind] = spec;

@@ -15,6 +15,19 @@ import { type FullTextQuery, type FullTextSearchOptions, fullTextBody } from "./
 import type { NativeQueryOptions, NativeTable } from "./native";
 import { type Reranker, RRFReranker } from "./rerankers";
 
+// 0.39 defines the full-text query classes in its `query` module; code importing them from there finds them here.
+export {
+  BooleanQuery,
+  BoostQuery,
+  FullTextQueryType,
+  instanceOfFullTextQuery,
+  MatchQuery,
+  MultiMatchQuery,
+  Occur,
+  Operator,
+  PhraseQuery,
+} from "./fts";
+
 /** A query vector: numbers, or a typed array of floats. */
 export type IntoVector = number[] | Float32Array | Float64Array;
 
