@@ -2,6 +2,11 @@
 import { type Connection, connect, type MergeResult, type Table } from "memwal";
 import { makeArrowTable } from "memwal/arrow";
 import { type EmbeddingFunction, getRegistry } from "memwal/embedding";
+import { sanitizeSchema } from "memwal/sanitize";
+import { type IntoSql, toSQL } from "memwal/util";
+
+export const literal = (v: IntoSql): string => toSQL(v);
+export const schemaOf = sanitizeSchema;
 
 export async function use(uri: string): Promise<MergeResult> {
   const db: Connection = await connect(uri);

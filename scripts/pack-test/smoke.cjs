@@ -5,6 +5,9 @@ const path = require("node:path");
 const { connect } = require("memwal");
 const { makeArrowTable } = require("memwal/arrow");
 require("memwal/embedding");
+if (typeof require("memwal/embedding/openai").OpenAIEmbeddingFunction !== "function") throw new Error("memwal/embedding/openai");
+if (require("memwal/util").toSQL("it's") !== "'it''s'") throw new Error("memwal/util: toSQL");
+if (String(require("memwal/sanitize").sanitizeType("int8")) !== "Int8") throw new Error("memwal/sanitize");
 
 (async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "memwal-smoke-"));

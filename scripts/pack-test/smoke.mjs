@@ -7,6 +7,9 @@ import * as arrow from "apache-arrow";
 import memwal, { connect, makeArrowTable, serve } from "memwal";
 import { makeEmptyTable } from "memwal/arrow";
 import { getRegistry } from "memwal/embedding";
+import { OpenAIEmbeddingFunction } from "memwal/embedding/openai";
+import { sanitizeType } from "memwal/sanitize";
+import { toSQL } from "memwal/util";
 
 const db = await connect("memory://");
 const t = await db.createTable(
@@ -25,6 +28,8 @@ const rows = await t.search([5, 6]).limit(1).toArray();
 if (rows[0].id !== 3) throw new Error(`ESM smoke: nearest row is ${rows[0].id}, want 3`);
 if (makeEmptyTable(new arrow.Schema([new arrow.Field("a", new arrow.Int32())])).numRows !== 0) throw new Error("makeEmptyTable");
 if (typeof getRegistry().get !== "function") throw new Error("memwal/embedding: no registry");
+if (typeof OpenAIEmbeddingFunction !== "function") throw new Error("memwal/embedding/openai");
+if (toSQL([1, null]) !== "[1, NULL]" || String(sanitizeType("utf8")) !== "Utf8") throw new Error("memwal/util, memwal/sanitize");
 if (memwal.connect !== connect) throw new Error("the default import is not the module");
 
 // The bundled server, and a memWal upsert through it.
