@@ -65,6 +65,14 @@ describe.each(kinds)("indexes on a %s table", (kind, open) => {
       numIndices: 1,
     });
     expect(await t.indexStats("nope")).toBeUndefined();
+    // 0.39's richer IndexConfig: the first segment's uuid, the build time, the files' bytes, segments and parameters.
+    const [ix] = list;
+    expect(ix.indexUuid).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    expect(Object.prototype.toString.call(ix.createdAt)).toBe("[object Date]");
+    expect(Math.abs((ix.createdAt as Date).getTime() - Date.now())).toBeLessThan(10 * 60_000);
+    expect(ix.sizeBytes).toBeGreaterThan(2000 * 4); // at least the PQ codes
+    expect(ix.numSegments).toBe(1);
+    expect(ix.indexDetails).toMatchObject({ num_partitions: 8 });
     for (const q of [data[5].vector, data[1234].vector.map((x) => x + 0.3)]) {
       const got = await t.search(q).nprobes(8).refineFactor(1000).limit(10).toArray();
       dists(got).forEach((d, i) => {

@@ -89,6 +89,13 @@ describe("the official @lancedb/lancedb client against memwal-server", () => {
     expect(list.map((i: { name: string; indexType: string; columns: string[] }) => [i.name, i.indexType, i.columns])).toEqual([
       ["vector_idx", "IvfPq", ["vector"]],
     ]);
+    // LanceDB's enriched list answer: the official client reads every field of it.
+    const [ix] = list;
+    expect(ix.indexUuid).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    expect([ix.numIndexedRows, ix.numUnindexedRows, ix.numSegments]).toEqual([600, 0, 1]);
+    expect(ix.sizeBytes).toBeGreaterThan(600);
+    expect(Math.abs(new Date(ix.createdAt).getTime() - Date.now())).toBeLessThan(10 * 60_000);
+    expect(ix.indexDetails).toMatchObject({ num_partitions: 6 });
     const stats = await t.indexStats("vector_idx");
     expect([stats.numIndexedRows, stats.numUnindexedRows, stats.distanceType]).toEqual([600, 0, "l2"]);
     expect(await t.indexStats("nope")).toBeUndefined();

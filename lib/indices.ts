@@ -255,9 +255,19 @@ export function indexOptions(options: IndexOptions | undefined): NativeIndexOpti
 /** An index as `listIndices` reports it. */
 export interface IndexConfig {
   name: string;
-  /** `IVF_PQ`, `IVF_FLAT`. */
+  /** `IvfPq`, `IvfFlat`, `BTree`, `FTS` (0.39's spelling). */
   indexType: string;
   columns: string[];
+  /** The uuid its first segment's files were written under (a rebuild changes it). */
+  indexUuid?: string;
+  /** When it was built (undefined for indexes built before memwal recorded it). */
+  createdAt?: Date;
+  /** Bytes of its files. */
+  sizeBytes?: number;
+  /** Separately written parts: an FTS index gains one per `optimize()` that adds rows; other kinds have one. */
+  numSegments?: number;
+  /** Its parameters as built (e.g. `num_partitions`, the FTS tokenizer options); text that is not JSON as is. */
+  indexDetails?: Record<string, unknown> | string;
 }
 
 /** What `indexStats` reports. */

@@ -66,6 +66,13 @@ export interface NativeIndexInfo {
   distanceType?: string;
   numIndexedRows: number;
   numUnindexedRows: number;
+  indexUuid?: string;
+  numSegments: number;
+  sizeBytes?: number;
+  /** ms since the Unix epoch. */
+  createdAtMs?: number;
+  /** The build parameters, as JSON text. */
+  indexDetails?: string;
 }
 
 /** What `stats()` reports (the addon's TableStatistics). */

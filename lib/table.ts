@@ -128,6 +128,16 @@ function sqlLiteral(v: unknown): string {
   throw invalid(`update values must be numbers, strings, booleans or null; use valuesSql for ${typeof v}`);
 }
 
+/** An index's `index_details` JSON text as an object, or the text itself when it does not parse (as 0.39). */
+function details(text: string | null | undefined): Record<string, unknown> | string | undefined {
+  if (text === null || text === undefined) return undefined;
+  try {
+    return JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    return text;
+  }
+}
+
 /** `IVF_PQ` -> `IvfPq`, `BTREE` -> `BTree`: the spelling of the official client's `listIndices`. */
 function listedType(wire: string): string {
   if (wire === "BTREE") return "BTree";
@@ -851,7 +861,16 @@ export class Table {
   /** The indexes; `indexType` as @lancedb/lancedb 0.39 lists it (`IvfPq`, `IvfFlat`, `FTS`; indexStats says `IVF_PQ`). */
   async listIndices(): Promise<(IndexConfig & IndexStatistics)[]> {
     const l = await call(() => this.inner.listIndices());
-    return l.map((i) => ({ ...i, indexType: listedType(i.indexType), distanceType: i.distanceType ?? undefined, numIndices: 1 }));
+    return l.map(({ createdAtMs, indexDetails, indexUuid, sizeBytes, ...i }) => ({
+      ...i,
+      indexType: listedType(i.indexType),
+      distanceType: i.distanceType ?? undefined,
+      numIndices: i.numSegments,
+      indexUuid: indexUuid ?? undefined,
+      sizeBytes: sizeBytes ?? undefined,
+      createdAt: createdAtMs === undefined || createdAtMs === null ? undefined : new Date(createdAtMs),
+      indexDetails: details(indexDetails),
+    }));
   }
 
   /** One index's statistics, or undefined when there is none of that name. */
@@ -863,7 +882,7 @@ export class Table {
       numUnindexedRows: i.numUnindexedRows,
       indexType: i.indexType,
       distanceType: i.distanceType ?? undefined,
-      numIndices: 1,
+      numIndices: i.numSegments,
     };
   }
 

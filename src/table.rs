@@ -424,6 +424,13 @@ pub struct IndexInfo {
     pub distance_type: Option<String>,
     pub num_indexed_rows: i64,
     pub num_unindexed_rows: i64,
+    pub index_uuid: Option<String>,
+    pub num_segments: i64,
+    pub size_bytes: Option<i64>,
+    /// ms since the Unix epoch.
+    pub created_at_ms: Option<f64>,
+    /// The build parameters, as JSON text.
+    pub index_details: Option<String>,
 }
 
 impl From<memwal_core::IndexInfo> for IndexInfo {
@@ -435,6 +442,11 @@ impl From<memwal_core::IndexInfo> for IndexInfo {
             distance_type: i.distance_type,
             num_indexed_rows: to_i64(i.num_indexed_rows),
             num_unindexed_rows: to_i64(i.num_unindexed_rows),
+            index_uuid: i.uuid,
+            num_segments: to_i64(i.num_segments),
+            size_bytes: i.size_bytes.map(to_i64),
+            created_at_ms: i.created_at_ms.map(|ms| ms as f64),
+            index_details: i.details,
         }
     }
 }

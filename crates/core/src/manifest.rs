@@ -114,6 +114,9 @@ pub struct IndexMeta {
     pub files: Vec<IndexFile>,
     /// Fragments it covers.
     pub fragment_ids: Vec<u64>,
+    /// When it was built, in ms since the Unix epoch (absent in versions written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at_ms: Option<u64>,
 }
 
 /// Everything that defines one version of a table.

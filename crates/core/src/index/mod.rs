@@ -276,4 +276,14 @@ pub struct IndexInfo {
     pub num_indexed_rows: u64,
     /// Live rows it does not hold yet (searched exactly; `optimize` adds them).
     pub num_unindexed_rows: u64,
+    /// Lance's index uuid: the id its first segment's files were written under (a rebuild changes it).
+    pub uuid: Option<String>,
+    /// Separately written parts (an FTS index gains one per fold; other kinds have one).
+    pub num_segments: u64,
+    /// Bytes of its files, when known.
+    pub size_bytes: Option<u64>,
+    /// When it was built, in ms since the Unix epoch, when recorded.
+    pub created_at_ms: Option<u64>,
+    /// Its parameters as built, as JSON text (Lance's `index_details`).
+    pub details: Option<String>,
 }

@@ -174,6 +174,31 @@ pub struct IndexEntry {
     /// `l2`, `cosine`, `dot`.
     #[serde(default)]
     pub distance_type: Option<String>,
+    /// The uuid of its first segment (LanceDB's enriched answer, as are the fields below).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index_uuid: Option<String>,
+    /// Separately written parts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_segments: Option<u64>,
+    /// Bytes of its files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_bytes: Option<u64>,
+    /// When it was built: ms since the Unix epoch (memwal sends these), or RFC 3339 text (LanceDB Cloud may).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<CreatedAt>,
+    /// Its parameters as built, as JSON text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index_details: Option<String>,
+}
+
+/// An index's `created_at` on the wire, in either form the official clients read.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum CreatedAt {
+    /// ms since the Unix epoch.
+    Millis(u64),
+    /// RFC 3339 (not read into ms yet: reported as unknown).
+    Text(String),
 }
 
 impl IndexEntry {
@@ -186,6 +211,14 @@ impl IndexEntry {
             distance_type: self.distance_type.clone(),
             num_indexed_rows: self.num_indexed_rows?,
             num_unindexed_rows: self.num_unindexed_rows?,
+            uuid: self.index_uuid.clone(),
+            num_segments: self.num_segments.unwrap_or(1),
+            size_bytes: self.size_bytes,
+            created_at_ms: match self.created_at {
+                Some(CreatedAt::Millis(ms)) => Some(ms),
+                _ => None,
+            },
+            details: self.index_details.clone(),
         })
     }
 }
@@ -209,7 +242,7 @@ pub struct IndexStatsResponse {
     /// `l2`, `cosine`, `dot`.
     #[serde(default)]
     pub distance_type: Option<String>,
-    /// Index segments (always 1 here).
+    /// Index segments.
     #[serde(default)]
     pub num_indices: Option<u64>,
 }
@@ -223,6 +256,11 @@ impl From<&IndexInfo> for IndexEntry {
             num_indexed_rows: Some(i.num_indexed_rows),
             num_unindexed_rows: Some(i.num_unindexed_rows),
             distance_type: i.distance_type.clone(),
+            index_uuid: i.uuid.clone(),
+            num_segments: Some(i.num_segments),
+            size_bytes: i.size_bytes,
+            created_at: i.created_at_ms.map(CreatedAt::Millis),
+            index_details: i.details.clone(),
         }
     }
 }
@@ -234,7 +272,7 @@ impl From<&IndexInfo> for IndexStatsResponse {
             num_unindexed_rows: i.num_unindexed_rows,
             index_type: i.index_type.clone(),
             distance_type: i.distance_type.clone(),
-            num_indices: Some(1),
+            num_indices: Some(i.num_segments),
         }
     }
 }
@@ -249,6 +287,11 @@ impl IndexStatsResponse {
             distance_type: self.distance_type,
             num_indexed_rows: self.num_indexed_rows,
             num_unindexed_rows: self.num_unindexed_rows,
+            uuid: None,
+            num_segments: self.num_indices.unwrap_or(1),
+            size_bytes: None,
+            created_at_ms: None,
+            details: None,
         }
     }
 }
@@ -312,5 +355,35 @@ mod tests {
         assert!(bad(json!({"column": "v", "index_type": "IVF_HNSW_PQ"})).contains("not supported"));
         assert!(bad(json!({"column": "v", "index_type": "WHAT"})).contains("unknown index type"));
         assert!(bad(json!({"column": "v", "metric_type": "hamming"})).contains("hamming"));
+    }
+
+    #[test]
+    fn enriched_list_entries_are_read_in_both_created_at_forms() {
+        // LanceDB Cloud's shape (its client's own test): RFC 3339 time, details as JSON text.
+        let cloud: IndexListResponse = serde_json::from_value(json!({"indexes": [{
+            "index_name": "vector_idx", "index_uuid": "3fa85f64-5717-4562-b3fc-2c963f66afa6",
+            "columns": ["vector"], "index_type": "IVF_PQ", "index_status": "done",
+            "num_indexed_rows": 1000, "num_unindexed_rows": 50, "size_bytes": 204800, "num_segments": 2,
+            "index_version": 1, "index_details": "{\"num_partitions\":16}",
+            "created_at": "2026-06-18T21:37:36.637Z", "type_url": "type.googleapis.com/lance.index.vector.IvfPq"}]}))
+        .expect("cloud answer");
+        let info = cloud.indexes[0].to_info().expect("enriched");
+        assert_eq!(
+            (info.num_segments, info.size_bytes, info.created_at_ms),
+            (2, Some(204800), None)
+        );
+        assert_eq!(info.details.as_deref(), Some("{\"num_partitions\":16}"));
+        // memwal's own: ms since the epoch, round-tripped.
+        let ours = IndexEntry::from(&IndexInfo {
+            created_at_ms: Some(1_796_587_510_379),
+            ..info
+        });
+        let text = serde_json::to_string(&ours).expect("json");
+        assert!(text.contains("\"created_at\":1796587510379"), "{text}");
+        let back: IndexEntry = serde_json::from_str(&text).expect("back");
+        assert_eq!(
+            back.to_info().and_then(|i| i.created_at_ms),
+            Some(1_796_587_510_379)
+        );
     }
 }

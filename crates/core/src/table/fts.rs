@@ -117,6 +117,7 @@ impl NativeTable {
             params: fts::params_map(&params)?,
             files: vec![file.clone()],
             fragment_ids: snap.fragments.iter().map(|f| f.id).collect(),
+            created_at_ms: Some(crate::manifest::now_ms()),
         };
         Ok((meta, vec![file]))
     }

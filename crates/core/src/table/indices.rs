@@ -336,6 +336,7 @@ impl NativeTable {
             params: BTreeMap::new(),
             files: files.clone(),
             fragment_ids: snap.fragments.iter().map(|f| f.id).collect(),
+            created_at_ms: Some(crate::manifest::now_ms()),
         };
         Ok(Built { meta, files })
     }
@@ -384,7 +385,27 @@ impl NativeTable {
     /// The indexes of the version reads see.
     pub fn list_indices_sync(&self) -> Result<Vec<IndexInfo>> {
         let snap = self.snapshot()?;
-        Ok(snap.indices.iter().map(|ix| info(&snap, ix)).collect())
+        snap.indices.iter().map(|ix| self.info(&snap, ix)).collect()
+    }
+
+    /// What `listIndices` reports of `ix`: its counts, and its files' sizes as the storage reports them.
+    fn info(&self, snap: &Snapshot, ix: &LoadedIndex) -> Result<IndexInfo> {
+        let mut size = 0;
+        for f in &ix.meta.files {
+            let path = format!("{}/{}", self.dir(), f.path);
+            size += self
+                .inner
+                .storage
+                .size(&path)?
+                .ok_or_else(|| Error::Corrupt {
+                    message: format!("a file of index '{}' is missing", ix.meta.name),
+                    path,
+                })?;
+        }
+        Ok(IndexInfo {
+            size_bytes: Some(size),
+            ..info(snap, ix)
+        })
     }
 
     /// One index's statistics.
@@ -393,11 +414,11 @@ impl NativeTable {
         snap.indices
             .iter()
             .find(|i| i.meta.name == name)
-            .map(|ix| info(&snap, ix))
+            .map(|ix| self.info(&snap, ix))
             .ok_or_else(|| Error::IndexNotFound {
                 table: self.table_name().into(),
                 name: name.into(),
-            })
+            })?
     }
 
     /// Drops an index (a new version without it; older versions keep it).
@@ -570,12 +591,14 @@ fn index_meta(
         params: used,
         files,
         fragment_ids: snap.fragments.iter().map(|f| f.id).collect(),
+        created_at_ms: Some(crate::manifest::now_ms()),
     }
 }
 
 /// What `listIndices` reports of `ix`.
 fn info(snap: &Snapshot, ix: &LoadedIndex) -> IndexInfo {
     let indexed = indexed_rows(snap, ix);
+    let stems = file_stems(&ix.meta);
     let unindexed = snap
         .manifest
         .fragments
@@ -590,5 +613,31 @@ fn info(snap: &Snapshot, ix: &LoadedIndex) -> IndexInfo {
         distance_type: ix.meta.distance_type.clone(),
         num_indexed_rows: indexed,
         num_unindexed_rows: unindexed,
+        uuid: stems.first().map(|s| hyphenated(s)),
+        num_segments: stems.len() as u64,
+        size_bytes: None,
+        created_at_ms: ix.meta.created_at_ms,
+        details: serde_json::to_string(&ix.meta.params).ok(),
     }
+}
+
+/// A file id as Lance writes an index uuid (`8-4-4-4-12`), or as it is when it is not a uuid.
+fn hyphenated(stem: &str) -> String {
+    uuid::Uuid::try_parse(stem).map_or_else(|_| stem.to_string(), |u| u.hyphenated().to_string())
+}
+
+/// The ids (`_indices/<id><suffix>`) the files of `meta` were written under, in file order, each once.
+fn file_stems(meta: &IndexMeta) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
+    for f in &meta.files {
+        let name = f.path.strip_prefix("_indices/").unwrap_or(&f.path);
+        let stem = name
+            .get(..32)
+            .filter(|s| s.bytes().all(|b| b.is_ascii_hexdigit()))
+            .unwrap_or(name);
+        if !out.contains(&stem) {
+            out.push(stem);
+        }
+    }
+    out
 }

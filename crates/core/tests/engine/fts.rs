@@ -494,3 +494,71 @@ fn a_postfilter_keeps_what_passes_of_the_top_rows() {
         "no postfilter answered fewer rows than the prefilter"
     );
 }
+
+/// The `_indices` folder of the one table in the database folder `dir`.
+fn indices_dir(dir: &std::path::Path) -> std::path::PathBuf {
+    std::fs::read_dir(dir)
+        .expect("db dir")
+        .filter_map(|e| Some(e.ok()?.path().join("_indices")))
+        .find(|p| p.is_dir())
+        .expect("a table with _indices")
+}
+
+/// Sum of the sizes of the files under `_indices/` (what an index's `size_bytes` must equal when it is the only one).
+fn index_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(indices_dir(dir))
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.metadata().ok())
+                .filter(|m| m.is_file())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn list_indices_reports_uuid_segments_size_time_and_details() {
+    let dir = tempfile::tempdir().expect("dir");
+    let t = open(dir.path());
+    t.add_sync(data(&word_rows(1..=50)), AddMode::Append)
+        .expect("add");
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as u64;
+    t.create_index_sync(&fts_index(true)).expect("index");
+    let first = t.list_indices_sync().expect("list").remove(0);
+    let uuid = first.uuid.clone().expect("uuid");
+    assert_eq!(uuid.len(), 36, "{uuid}");
+    assert!(uuid::Uuid::try_parse(&uuid).is_ok(), "{uuid}");
+    assert_eq!(first.num_segments, 1);
+    assert_eq!(first.size_bytes, Some(index_bytes(dir.path())));
+    let at = first.created_at_ms.expect("created_at");
+    assert!(at >= before && at <= before + 60_000, "{at} vs {before}");
+    let details: serde_json::Value =
+        serde_json::from_str(first.details.as_deref().expect("details")).expect("json");
+    assert_eq!(details["with_position"], serde_json::json!(true));
+    // A fold adds a segment: the uuid of the first stays, the size grows, the build time is kept.
+    t.add_sync(data(&word_rows(51..=60)), AddMode::Append)
+        .expect("add");
+    t.optimize_indices_sync().expect("fold");
+    let folded = t.index_stats_sync("text_idx").expect("stats");
+    assert_eq!(folded.num_segments, 2);
+    assert_eq!(folded.uuid.as_deref(), Some(uuid.as_str()));
+    assert!(folded.size_bytes > first.size_bytes);
+    assert_eq!(folded.size_bytes, Some(index_bytes(dir.path())));
+    assert_eq!(folded.created_at_ms, Some(at));
+    // A missing index file is reported, not counted as zero bytes.
+    let victim = std::fs::read_dir(indices_dir(dir.path()))
+        .expect("dir")
+        .next()
+        .expect("a file")
+        .expect("entry");
+    std::fs::remove_file(victim.path()).expect("rm");
+    let err = t.list_indices_sync().expect_err("missing file");
+    assert!(
+        err.to_string()
+            .contains("a file of index 'text_idx' is missing"),
+        "{err}"
+    );
+}
