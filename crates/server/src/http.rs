@@ -948,16 +948,22 @@ async fn index_stats(
     Path((name, index)): Path<(String, String)>,
     body: Bytes,
 ) -> Result<Json<IndexStatsResponse>> {
-    let list = indices_at(&state, &name, &body).await?;
-    list.iter()
-        .find(|i| i.name == index)
-        .map(|i| Json(IndexStatsResponse::from(i)))
-        .ok_or_else(|| {
-            Error::Core(memwal_core::Error::IndexNotFound {
-                table: name.clone(),
-                name: index.clone(),
+    // One index's counts, without listing every index's file sizes (`waitForIndex` polls this route).
+    let b: VersionBody = json_body(&body)?;
+    let t = state.table(&name)?;
+    let info = match b.version {
+        None => t.index_stats_of(index).await?,
+        Some(v) => {
+            blocking(move || {
+                Ok(t.memwal()
+                    .base()
+                    .checkout_sync(Some(v))?
+                    .index_stats_sync(&index)?)
             })
-        })
+            .await?
+        }
+    };
+    Ok(Json(IndexStatsResponse::from(&info)))
 }
 
 async fn drop_index(

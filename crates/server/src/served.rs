@@ -189,6 +189,18 @@ impl ServedTable {
         })
         .await
     }
+
+    /// One index of the base, as [`Self::indices`] counts it (without its files' sizes, which stats do not report).
+    pub async fn index_stats_of(&self, name: String) -> crate::Result<IndexInfo> {
+        let mem = self.mem.clone();
+        blocking(move || {
+            let buffered = mem.buffered_rows()?;
+            let mut info = mem.base().index_stats_sync(&name)?;
+            info.num_unindexed_rows += buffered;
+            Ok(info)
+        })
+        .await
+    }
 }
 
 #[async_trait]
@@ -262,13 +274,7 @@ impl Table for ServedTable {
         self.indices().await.map_err(core)
     }
     async fn index_stats(&self, name: &str) -> memwal_core::Result<IndexInfo> {
-        let list = self.indices().await.map_err(core)?;
-        list.into_iter()
-            .find(|i| i.name == name)
-            .ok_or_else(|| memwal_core::Error::IndexNotFound {
-                table: self.name().to_string(),
-                name: name.to_string(),
-            })
+        self.index_stats_of(name.to_string()).await.map_err(core)
     }
     async fn restore(&self, version: Option<u64>) -> memwal_core::Result<u64> {
         let v = version.ok_or_else(|| memwal_core::Error::invalid("restore needs a version"))?;

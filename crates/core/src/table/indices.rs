@@ -408,17 +408,17 @@ impl NativeTable {
         })
     }
 
-    /// One index's statistics.
+    /// One index's statistics (no file sizes: stats do not report them, and `waitForIndex` polls this).
     pub fn index_stats_sync(&self, name: &str) -> Result<IndexInfo> {
         let snap = self.snapshot()?;
         snap.indices
             .iter()
             .find(|i| i.meta.name == name)
-            .map(|ix| self.info(&snap, ix))
+            .map(|ix| info(&snap, ix))
             .ok_or_else(|| Error::IndexNotFound {
                 table: self.table_name().into(),
                 name: name.into(),
-            })?
+            })
     }
 
     /// Drops an index (a new version without it; older versions keep it).

@@ -542,7 +542,7 @@ fn list_indices_reports_uuid_segments_size_time_and_details() {
     t.add_sync(data(&word_rows(51..=60)), AddMode::Append)
         .expect("add");
     t.optimize_indices_sync().expect("fold");
-    let folded = t.index_stats_sync("text_idx").expect("stats");
+    let folded = t.list_indices_sync().expect("list").remove(0);
     assert_eq!(folded.num_segments, 2);
     assert_eq!(folded.uuid.as_deref(), Some(uuid.as_str()));
     assert!(folded.size_bytes > first.size_bytes);
