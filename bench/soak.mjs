@@ -566,7 +566,12 @@ async function run(tmp, dataDir, logFile, setServer) {
   const tens = bucketStats(10);
 
   // Verdicts.
-  const afterRet = samples.filter((s) => s.t >= RETENTION && s.ratio !== null);
+  // From the first moment a cleanup can have removed anything: files of the first retention period become
+  // removable at RETENTION s and the next background cleanup comes within CLEANUP_EVERY s. Before that the folder
+  // holds every file written since the start, which with half the writes updates is 2x live or more whatever
+  // compaction does.
+  const sizeFrom = RETENTION + CLEANUP_EVERY;
+  const afterRet = samples.filter((s) => s.t >= sizeFrom && s.ratio !== null);
   const worst = afterRet.reduce((a, s) => (a === null || s.ratio > a.ratio ? s : a), null);
   const firstWin = upserts.filter(([t]) => t < 60).map(([, ms]) => ms);
   const lastWin = upserts.filter(([t]) => t >= runSecs - 60).map(([, ms]) => ms);
@@ -584,7 +589,8 @@ async function run(tmp, dataDir, logFile, setServer) {
   const fragFirst = fragFirstHalf.length ? Math.max(...fragFirstHalf) : NaN;
   const verdicts = {
     size: {
-      target: "data folder <= 2x live after the first retention period",
+      target: "data folder <= 2x live after the first retention period (and the cleanup that follows it)",
+      from_s: sizeFrom,
       max_ratio: worst?.ratio ?? null,
       at_s: worst?.t ?? null,
       samples: afterRet.length,
@@ -629,7 +635,7 @@ async function run(tmp, dataDir, logFile, setServer) {
   const v = verdicts;
   const pf = (b) => (b ? "PASS" : "FAIL");
   const lines = [
-    `- size: max data/live after the first retention period (t >= ${RETENTION} s, ${v.size.samples} samples) ${f2(v.size.max_ratio)} at ${v.size.at_s} s: ${pf(v.size.pass)} (target <= 2)`,
+    `- size: max data/live after the first retention period and the next cleanup (t >= ${v.size.from_s} s, ${v.size.samples} samples) ${f2(v.size.max_ratio)} at ${v.size.at_s} s: ${pf(v.size.pass)} (target <= 2)`,
     `- latency: upsert p50 ${f2(lat.first.p50)} -> ${f2(lat.last.p50)} ms (x${f2(lat.p50_ratio)}), p99 ${f2(lat.first.p99)} -> ${f2(lat.last.p99)} ms (x${f2(lat.p99_ratio)}), first minute vs last 60 s: ${pf(v.latency.pass)} (target <= 1.2x)`,
     `- fragments: max ${fragMax}, first-half max ${fragFirst}, last-minute max ${fragLast}: ${pf(v.fragments.pass)} (heuristic: last minute <= 1.5x first half)`,
     `- failed calls: ${v.failures.upserts_busy} upserts refused as overloaded (503 busy; the writer waits 1 s), ${v.failures.upserts} other upsert failures, ${v.failures.searches} searches, ${v.failures.samples} sample reads; ${shortSearches.length} searches returned fewer than 10 rows`,

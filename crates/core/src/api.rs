@@ -106,6 +106,12 @@ pub struct CompactOptions {
     /// Compact only when at least this many fragments qualify (or one has
     /// too many deletions).
     pub min_fragments: usize,
+    /// One run rewrites at most this many bytes of live rows (in memory;
+    /// the first fragment of a bin always goes): the server's background
+    /// runs are bounded in time so flushes never wait long behind one.
+    /// Not Lance's; unbounded by default (`optimize` runs bins until
+    /// nothing qualifies either way).
+    pub max_bytes_per_run: u64,
 }
 
 impl CompactOptions {
@@ -132,6 +138,7 @@ impl Default for CompactOptions {
             target_rows_per_fragment: 1 << 20,
             materialize_deletions_threshold: 0.1,
             min_fragments: 2,
+            max_bytes_per_run: u64::MAX,
         }
     }
 }

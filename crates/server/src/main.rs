@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
-use memwal_server::memwal::PersistMode;
+use memwal_server::memwal::{PersistMode, BACKGROUND_DELETIONS_THRESHOLD};
 use memwal_server::{start, RecoveryMode, ServerConfig};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -93,6 +93,15 @@ struct Args {
     /// Least time between two background cleanups of one table, in seconds.
     #[arg(long, env = "MEMWAL_CLEANUP_EVERY_SECS", default_value_t = 60)]
     cleanup_every_secs: u64,
+    /// Most data one background compaction run rewrites, in MiB (of live rows in memory): a run is bounded
+    /// in time, so a flush never waits long behind it; a bigger budget makes fewer, bigger fragments.
+    #[arg(long, env = "MEMWAL_COMPACTION_RUN_MB", default_value_t = 64)]
+    compaction_run_mb: u64,
+    /// Background compaction rewrites a fragment whose deleted share is above this (Lance's
+    /// `materialize_deletions_threshold` is 0.1; a higher one rewrites less of an update-heavy stream's
+    /// table and keeps more deleted rows on disk).
+    #[arg(long, env = "MEMWAL_COMPACTION_DELETIONS_THRESHOLD", default_value_t = BACKGROUND_DELETIONS_THRESHOLD)]
+    compaction_deletions_threshold: f64,
     /// On SIGTERM, time allowed to merge buffered rows before exiting, in ms.
     #[arg(long, env = "MEMWAL_SHUTDOWN_FLUSH_MS", default_value_t = 30_000)]
     shutdown_flush_ms: u64,
@@ -111,6 +120,12 @@ impl Args {
         cfg.memwal.flush_interval = Duration::from_millis(self.flush_interval_ms.max(1));
         cfg.memwal.retention = Duration::from_secs(self.retention_secs);
         cfg.memwal.cleanup_every = Duration::from_secs(self.cleanup_every_secs.max(1));
+        cfg.memwal.compaction.max_bytes_per_run = self.compaction_run_mb.max(1) << 20;
+        cfg.memwal.compaction.materialize_deletions_threshold = self.compaction_deletions_threshold;
+        cfg.memwal
+            .compaction
+            .validate()
+            .map_err(|e| format!("--compaction-deletions-threshold: {e}"))?;
         cfg.memwal.persist = match self.persist {
             Persist::Sync => PersistMode::SyncData,
             Persist::Buffer => PersistMode::Buffer,

@@ -76,6 +76,8 @@ pub struct Metrics {
     compactions: Counter,
     compaction_failures: Counter,
     fragments_compacted: Counter,
+    compaction_seconds: Histogram,
+    last_upkeep: Gauge,
     cleanups: Counter,
     cleanup_failures: Counter,
     cleanup_versions: Counter,
@@ -113,6 +115,8 @@ impl Metrics {
             compactions: Counter::default(),
             compaction_failures: Counter::default(),
             fragments_compacted: Counter::default(),
+            compaction_seconds: seconds_histogram(),
+            last_upkeep: Gauge::default(),
             cleanups: Counter::default(),
             cleanup_failures: Counter::default(),
             cleanup_versions: Counter::default(),
@@ -182,6 +186,7 @@ impl Metrics {
             self.flush_seconds.clone(),
         );
         self.register_gauges();
+        self.register_upkeep();
     }
 
     fn register_gauges(&mut self) {
@@ -212,6 +217,16 @@ impl Metrics {
             self.tables_poisoned.clone(),
         );
         r.register(
+            "tables_failed",
+            "Tables not served because their WAL was damaged at open",
+            self.tables_failed.clone(),
+        );
+    }
+
+    /// The background upkeep's counters (compaction and cleanup).
+    fn register_upkeep(&mut self) {
+        let r = &mut self.registry;
+        r.register(
             "compactions",
             "Background compactions that rewrote fragments",
             self.compactions.clone(),
@@ -225,6 +240,16 @@ impl Metrics {
             "fragments_compacted",
             "Fragments rewritten (small or deletion-heavy) by background compaction",
             self.fragments_compacted.clone(),
+        );
+        r.register(
+            "compaction_duration_seconds",
+            "Time one background compaction run took (a flush waits for one run at most)",
+            self.compaction_seconds.clone(),
+        );
+        r.register(
+            "upkeep_last_run_timestamp_seconds",
+            "When a table's background upkeep (compaction and cleanup) last ran, in Unix seconds",
+            self.last_upkeep.clone(),
         );
         r.register(
             "cleanups",
@@ -250,11 +275,6 @@ impl Metrics {
             "cleanup_duration_seconds",
             "Time one background cleanup took",
             self.cleanup_seconds.clone(),
-        );
-        r.register(
-            "tables_failed",
-            "Tables not served because their WAL was damaged at open",
-            self.tables_failed.clone(),
         );
     }
 
@@ -295,9 +315,18 @@ impl Metrics {
     }
 
     /// Counts one background compaction of `removed` fragments into `added`.
-    pub fn compacted(&self, removed: u64, _added: u64, _took: Duration) {
+    pub fn compacted(&self, removed: u64, _added: u64, took: Duration) {
         self.compactions.inc();
         self.fragments_compacted.inc_by(removed);
+        self.compaction_seconds.observe(took.as_secs_f64());
+    }
+
+    /// Records that a table's background upkeep ran now.
+    pub fn upkeep_ran(&self) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        self.last_upkeep.set(i64::try_from(now).unwrap_or(i64::MAX));
     }
 
     /// Counts one failed background compaction.

@@ -41,10 +41,11 @@ type Taken = Vec<(u64, RecordBatch, Arc<RoaringBitmap>)>;
 /// with many deleted rows, of one index coverage (every index covers all of
 /// them or none, so an index can follow its rows; fragments of another
 /// coverage wait for the next run), as one bin of at most
-/// `target_rows_per_fragment` live rows (the deletion-heavy ones first, then
-/// the smallest: one run's work is bounded, and a fragment near the target
-/// is not rewritten with every new small one), in table order; or none when
-/// too few qualify.
+/// `target_rows_per_fragment` live rows and `max_bytes_per_run` bytes of
+/// them (the smallest first when enough fit, else the deletion-heavy ones
+/// first: one run's work is bounded, and a fragment near the target is not
+/// rewritten with every new small one), in table order; or none when too
+/// few qualify.
 fn pick<'a>(snap: &'a Snapshot, o: &CompactOptions) -> Vec<&'a LoadedFragment> {
     let heavy = |f: &LoadedFragment| {
         let n = f.batch.num_rows().max(1) as f64;
@@ -53,15 +54,24 @@ fn pick<'a>(snap: &'a Snapshot, o: &CompactOptions) -> Vec<&'a LoadedFragment> {
     let live = |f: &LoadedFragment| {
         f.batch.num_rows() as u64 - f.deleted.len().min(f.batch.num_rows() as u64)
     };
-    let bin = |mut g: Vec<&'a LoadedFragment>| {
-        g.sort_by_key(|f| (!heavy(f), live(f), f.id));
-        let mut total = 0u64;
-        let mut out: Vec<&LoadedFragment> = Vec::new();
+    let bytes = |f: &LoadedFragment| {
+        let n = f.batch.num_rows().max(1) as u64;
+        (f.batch.get_array_memory_size() as u64).saturating_mul(live(f)) / n
+    };
+    let bin = |g: &[&'a LoadedFragment], heavy_first: bool| {
+        let mut g = g.to_vec();
+        g.sort_by_key(|f| (heavy_first && !heavy(f), live(f), f.id));
+        let (mut total, mut size) = (0u64, 0u64);
+        let (mut out, mut full): (Vec<&LoadedFragment>, bool) = (Vec::new(), false);
         for f in g {
-            if !out.is_empty() && total + live(f) > o.target_rows_per_fragment {
+            let over = total + live(f) > o.target_rows_per_fragment
+                || size.saturating_add(bytes(f)) > o.max_bytes_per_run;
+            if !out.is_empty() && over {
+                full = true;
                 break;
             }
             total += live(f);
+            size = size.saturating_add(bytes(f));
             out.push(f);
         }
         let order: HashMap<u64, usize> = snap
@@ -71,7 +81,7 @@ fn pick<'a>(snap: &'a Snapshot, o: &CompactOptions) -> Vec<&'a LoadedFragment> {
             .map(|(i, f)| (f.id, i))
             .collect();
         out.sort_by_key(|f| order.get(&f.id).copied().unwrap_or(usize::MAX));
-        out
+        (out, full)
     };
     let coverage = |f: &LoadedFragment| -> Vec<usize> {
         let covers = |i: &usize| snap.indices[*i].fragments.contains(&f.id);
@@ -83,12 +93,25 @@ fn pick<'a>(snap: &'a Snapshot, o: &CompactOptions) -> Vec<&'a LoadedFragment> {
             groups.entry(coverage(f)).or_default().push(f);
         }
     }
-    let qualifies =
-        |g: &Vec<&LoadedFragment>| g.len() >= o.min_fragments.max(1) || g.iter().any(|f| heavy(f));
+    // The smallest first, when enough of them fit (or a full bin of two or
+    // more: fragments too big for `min_fragments` of them to fit one run
+    // still get merged), so the fragment count stays bounded; otherwise the
+    // deletion-heavy ones first, when there is one.
+    let choose = |g: Vec<&'a LoadedFragment>| {
+        let (small, full) = bin(&g, false);
+        if small.len() >= o.min_fragments.max(1) || (full && small.len() >= 2) {
+            return small;
+        }
+        let (h, _) = bin(&g, true);
+        if h.iter().any(|f| heavy(f)) {
+            h
+        } else {
+            Vec::new()
+        }
+    };
     groups
         .into_values()
-        .map(bin)
-        .filter(qualifies)
+        .map(choose)
         .max_by_key(Vec::len)
         .unwrap_or_default()
 }

@@ -418,3 +418,52 @@ fn a_compaction_run_is_one_bin_of_at_most_the_target() {
     let want: BTreeSet<i64> = all.into_iter().filter(|i| *i >= 18).collect();
     assert_eq!(ids(&t), want);
 }
+
+/// `max_bytes_per_run` bounds one run's rewrite (the server's background
+/// runs), whatever the row target: the smallest fragments go first until
+/// the budget is spent, the first always goes, and every row stays.
+#[test]
+fn a_compaction_run_rewrites_at_most_its_byte_budget() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = NativeDatabase::open(dir.path().to_str().expect("p")).expect("db");
+    let first: Vec<(i64, i64)> = (0..10).map(|i| (i, i)).collect();
+    let t = db
+        .create_table_sync("t", people(&first), Default::default())
+        .expect("create");
+    for k in 1..8 {
+        let rows: Vec<(i64, i64)> = (0..10).map(|i| (10 * k + i, i)).collect();
+        t.add_sync(people(&rows), AddMode::Append).expect("add");
+    }
+    let all = dump(&t);
+    let sizes: Vec<u64> = {
+        let snap = t.snapshot().expect("snap");
+        let f = |f: &memwal_core::fragment::LoadedFragment| f.batch.get_array_memory_size() as u64;
+        snap.fragments.iter().map(f).collect()
+    };
+    let per = sizes.iter().copied().max().expect("fragments");
+    assert!(4 * sizes.iter().copied().min().expect("min") > 3 * per + per / 2);
+    // The server's background setting: 8 fragments make a run, or a full bin.
+    let budget = |n: u64| memwal_core::table::compact::CompactOptions {
+        max_bytes_per_run: n,
+        min_fragments: 8,
+        ..Default::default()
+    };
+    let count = |t: &NativeTable| t.snapshot().expect("snap").fragments.len();
+    // Room for three fragments' bytes, not four: a full bin, so three go
+    // (fewer than min_fragments), five stay.
+    let s = t.compact_sync(&budget(3 * per + per / 2)).expect("run");
+    assert_eq!((s.fragments_removed, s.fragments_added), (3, 1));
+    assert_eq!(count(&t), 6);
+    // A budget below one fragment: the first goes alone, and a bin of one
+    // fragment (none deletion-heavy) does not qualify: nothing is rewritten.
+    let tiny = budget(1);
+    assert_eq!(t.compact_sync(&tiny).expect("tiny").fragments_removed, 0);
+    assert_eq!(count(&t), 6);
+    // Unbounded, as optimize is: everything into one fragment.
+    let s = t
+        .compact_all_sync(&memwal_core::table::compact::CompactOptions::default())
+        .expect("all");
+    assert_eq!(s.fragments_added, 1);
+    assert_eq!(count(&t), 1);
+    assert_eq!(dump(&t), all, "compaction under a budget keeps every row");
+}

@@ -230,6 +230,7 @@ fn apply(t: &NativeTable, live: &mut BTreeMap<i64, Option<String>>, next: &mut i
                 target_rows_per_fragment: 1_000,
                 materialize_deletions_threshold: 0.1,
                 min_fragments: 2,
+                max_bytes_per_run: u64::MAX,
             };
             t.compact_all_sync(&o).expect("compact");
         }

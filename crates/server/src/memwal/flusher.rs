@@ -37,6 +37,7 @@ pub(crate) fn flusher_loop(shared: Arc<Shared>) {
                     last_cleanup = Instant::now();
                     compact(&shared);
                     cleanup(&shared);
+                    shared.cfg.metrics.upkeep_ran();
                 }
                 shared.wait(Duration::from_millis(100))
             }
@@ -114,23 +115,35 @@ fn fold_indices(shared: &Shared) {
 
 /// When idle, at most every `cleanup_every`: compacts the base's small and
 /// deletion-heavy fragments (`cfg.compaction`), so a stream's one fragment
-/// per flush does not pile up. In the flusher's turn (no flush runs beside
-/// it) and beside the writer: upserts are acknowledged meanwhile. A failure
-/// is logged, counted and tried again later; it never poisons the table.
+/// per flush does not pile up. Run after run, each one bin bounded in bytes
+/// (`max_bytes_per_run`), until nothing qualifies, two frozen memtables wait
+/// or a quarter of the interval is spent: a flush waits for a run or two at
+/// most and upkeep takes a bounded share of the machine. In the
+/// flusher's turn (no flush runs beside a run) and beside the writer:
+/// upserts are acknowledged meanwhile. A failure is logged, counted and
+/// tried again later; it never poisons the table.
 fn compact(shared: &Shared) {
-    let started = Instant::now();
-    match shared.base.compact_sync(&shared.cfg.compaction) {
-        Ok(s) if s.fragments_removed > 0 => {
-            shared
-                .cfg
-                .metrics
-                .compacted(s.fragments_removed, s.fragments_added, started.elapsed());
-            tracing::info!(table = %shared.name, removed = s.fragments_removed, added = s.fragments_added, "compacted fragments");
+    let turn = Instant::now();
+    while turn.elapsed() < shared.cfg.cleanup_every / 4 && !shared.stop.load(Ordering::SeqCst) {
+        let started = Instant::now();
+        match shared.base.compact_sync(&shared.cfg.compaction) {
+            Ok(s) if s.fragments_removed > 0 => {
+                shared.cfg.metrics.compacted(
+                    s.fragments_removed,
+                    s.fragments_added,
+                    started.elapsed(),
+                );
+                tracing::info!(table = %shared.name, removed = s.fragments_removed, added = s.fragments_added, "compacted fragments");
+            }
+            Ok(_) => return,
+            Err(e) => {
+                shared.cfg.metrics.compaction_failed();
+                tracing::warn!(table = %shared.name, error = %e, "could not compact");
+                return;
+            }
         }
-        Ok(_) => {}
-        Err(e) => {
-            shared.cfg.metrics.compaction_failed();
-            tracing::warn!(table = %shared.name, error = %e, "could not compact");
+        if shared.read().frozen.len() >= 2 {
+            return;
         }
     }
 }

@@ -91,6 +91,12 @@ pub struct MemWalConfig {
     pub compaction: memwal_core::table::compact::CompactOptions,
 }
 
+/// The deleted share past which background compaction rewrites a fragment.
+pub const BACKGROUND_DELETIONS_THRESHOLD: f64 = 0.3;
+
+/// The most bytes of live rows one background compaction run rewrites.
+pub const BACKGROUND_RUN_BYTES: u64 = 64 << 20;
+
 impl Default for MemWalConfig {
     fn default() -> Self {
         Self {
@@ -108,6 +114,8 @@ impl Default for MemWalConfig {
             cleanup_every: Duration::from_secs(60),
             compaction: memwal_core::table::compact::CompactOptions {
                 min_fragments: 8,
+                materialize_deletions_threshold: BACKGROUND_DELETIONS_THRESHOLD,
+                max_bytes_per_run: BACKGROUND_RUN_BYTES,
                 ..Default::default()
             },
         }

@@ -105,5 +105,19 @@ async fn background_cleanup_bounds_the_history_of_a_streamed_table() {
     // otherwise: at least 40 here).
     assert!(sample("memwal_fragments_compacted_total") >= 4.0, "{text}");
     assert!(named.len() <= 8, "{} fragments left", named.len());
+    // How long runs take, and when upkeep last ran (within this test).
+    assert!(
+        sample("memwal_compaction_duration_seconds_count") >= 1.0,
+        "{text}"
+    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs_f64();
+    let last = sample("memwal_upkeep_last_run_timestamp_seconds");
+    assert!(
+        now - last < 60.0 && last <= now + 1.0,
+        "last run {last}, now {now}"
+    );
     h.close().await;
 }
