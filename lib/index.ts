@@ -128,4 +128,5 @@ export {
   type TagContents,
   Tags,
 } from "./table";
+export { type FtsToken, type TokenizeOptions, type TokenizeTableOptions, tokenize } from "./tokenize";
 export { type IntoSql, packBits } from "./util";

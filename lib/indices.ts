@@ -192,7 +192,7 @@ function refuseBlockSize(v: unknown): never {
 }
 
 /** The wire's parameters of an FTS index (only those given). */
-function ftsParams(options: unknown): Record<string, unknown> {
+export function ftsParams(options: unknown): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   if (options === undefined || options === null) return out;
   if (typeof options !== "object") throw invalid(`Index options for FTS must be an object, got ${String(options)}`);

@@ -230,6 +230,8 @@ export interface NativeAddon {
   serve?(options: NativeServeOptions): Promise<NativeServer>;
   /** The Rust `ErrorCode` list, in order. */
   errorCodes(): string[];
+  /** The tokens of a text under FTS parameters (the wire's names, JSON text). */
+  tokenize(text: string, paramsJson: string): { text: string; position: number }[];
 }
 
 function packageRoot(): string {

@@ -24,6 +24,7 @@ import { MergeInsertBuilder } from "./merge";
 import type { LsmStats, NativeTable, TableStatistics } from "./native";
 import { embeddedQuery, type IntoVector, Query, type VectorQuery, vectorQuery } from "./query";
 import { Scannable, scanToTable } from "./scannable";
+import { type FtsToken, ftsIndexParams, type TokenizeTableOptions, tokenizeWith } from "./tokenize";
 
 export interface VersionInfo {
   version: number;
@@ -871,6 +872,16 @@ export class Table {
       createdAt: createdAtMs === undefined || createdAtMs === null ? undefined : new Date(createdAtMs),
       indexDetails: details(indexDetails),
     }));
+  }
+
+  /**
+   * The tokens the FTS index on `options.column` (or named `options.indexName`: exactly one) makes of `query`, as
+   * 0.39's `tokenize`: the same analyzer the index and its queries use.
+   */
+  async tokenize(query: string, options: TokenizeTableOptions): Promise<FtsToken[]> {
+    str("tokenize(query)", query);
+    const l = await call(() => this.inner.listIndices());
+    return tokenizeWith(query, ftsIndexParams(l, options));
   }
 
   /** One index's statistics, or undefined when there is none of that name. */

@@ -9,6 +9,7 @@
 mod connection;
 mod data;
 mod error;
+mod fts;
 mod headers;
 mod merge;
 mod server;
