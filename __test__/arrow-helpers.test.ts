@@ -138,6 +138,17 @@ describe("makeArrowTable infers types as 0.39 documents", () => {
     expect(rows[1]).toMatchObject({ n: -2, big: -1n, s: "y", b: true, d: 86_400_000, vector: [3, 4], nested: [[1], [2, 3]] });
   });
 
+  test("as 0.39, a key no row gives a value (only undefined) makes no column; null is a value", () => {
+    expect(fieldsOf(makeArrowTable([{ id: 1, x: undefined, s: "A" }]).schema)).toEqual(["id:Float64:true", "s:Utf8:true"]);
+    // 0.39: "Failed to infer data type for field x at row 1".
+    expect(() =>
+      makeArrowTable([
+        { id: 1, x: undefined },
+        { id: 3, x: null },
+      ]),
+    ).toThrow(/cannot infer the type of column 'x'/);
+  });
+
   test("keys missing in later rows (and undefined) are nulls; a struct's keys are the union over rows", async () => {
     const t = makeArrowTable([
       { a: 1, st: { x: 1 } },

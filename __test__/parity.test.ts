@@ -15,6 +15,45 @@ const rows = [0.5, 1.2, 2.8, 3.5].map((score, i) => ({ id: i, score, vector: [i,
 const name = (kind: string, t: string) => `${t}_${kind.replace(/\W/g, "_")}`;
 
 describe.each(kinds)("0.39 parity on a %s table", (kind, open) => {
+  test("a key whose value is undefined is absent: an update keeps that column (merge, memWal on served)", async () => {
+    // Measured on @lancedb/lancedb 0.39.0: [{ id: 1, x: undefined, s: "A" }] leaves x out, so id 1 keeps x = 10;
+    // memwal once sent a column of nulls and overwrote it.
+    const db = await open();
+    const t = await db.createTable(name(kind, "undef"), [
+      { id: 1, x: 10, s: "a" },
+      { id: 2, x: 20, s: "b" },
+    ]);
+    const upsert = [
+      { id: 1, x: undefined, s: "A" },
+      { id: 3, x: undefined, s: "C" },
+    ];
+    await t.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(upsert);
+    const read = async () =>
+      (await t.query().toArray())
+        .map((r) => [Number(r.id), r.x === null ? null : Number(r.x), String(r.s)])
+        .sort((a, b) => Number(a[0]) - Number(b[0]));
+    expect(await read()).toEqual([
+      [1, 10, "A"],
+      [2, 20, "b"],
+      [3, null, "C"],
+    ]);
+    if (kind === "served") {
+      await t
+        .mergeInsert("id")
+        .whenMatchedUpdateAll()
+        .whenNotMatchedInsertAll()
+        .memWal()
+        .execute([{ id: 2, x: undefined, s: "B" }]);
+      expect((await read())[1]).toEqual([2, 20, "B"]);
+    }
+    // A key not in the schema is refused only when it has a value (0.39 takes `extra: undefined`).
+    await t.add([{ id: 4, s: "D", extra: undefined }]);
+    await expect(t.add([{ id: 5, s: "E", extra: 1 }])).rejects.toThrow("Found field not in schema: extra at row 0");
+    // createTable: no column for it.
+    const c = await db.createTable(name(kind, "undef2"), [{ id: 1, x: undefined, s: "a" }]);
+    expect((await c.schema()).fields.map((f) => f.name)).toEqual(["id", "s"]);
+  });
+
   test("where() called twice keeps both filters, in query() and in search()", async () => {
     const db = await open();
     const t = await db.createTable(name(kind, "where"), rows);

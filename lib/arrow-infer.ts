@@ -209,7 +209,10 @@ function finish(path: string, s: Shape | undefined): DataType {
 export function inferSchema(rows: ReadonlyArray<Record<string, unknown>>, opts: InferOptions): Schema {
   const columns = new Map<string, Shape | undefined>();
   rows.forEach((r, row) => {
-    for (const [k, v] of Object.entries(r)) columns.set(k, merge(k, columns.get(k), infer(k, k, v, opts, row), row));
+    // `undefined` is an absent key, as in 0.39 (a key no row gives a value makes no column); `null` is a value.
+    for (const [k, v] of Object.entries(r)) {
+      if (v !== undefined) columns.set(k, merge(k, columns.get(k), infer(k, k, v, opts, row), row));
+    }
   });
   return new Schema([...columns].map(([k, s]) => new Field(k, finish(k, s), true)));
 }

@@ -159,8 +159,10 @@ export function rowsToTable(rows: ReadonlyArray<Record<string, unknown>>, schema
     if (typeof r !== "object" || r === null || Array.isArray(r)) {
       throw invalid(`rows must be plain objects, got ${JSON.stringify(r)}`);
     }
-    for (const k of Object.keys(r)) {
-      if (!seen.has(k)) {
+    // An `undefined` value is an absent key, as in 0.39: a key no row gives a value makes no column (so an
+    // update leaves that column as it is, where a column of nulls would overwrite it).
+    for (const [k, v] of Object.entries(r)) {
+      if (v !== undefined && !seen.has(k)) {
         seen.add(k);
         names.push(k);
       }
@@ -192,7 +194,13 @@ export function rowsToTable(rows: ReadonlyArray<Record<string, unknown>>, schema
     }
   }
   if (order.length === 0) {
-    if (!schema) throw invalid("no rows and no schema: cannot tell the columns");
+    if (!schema) {
+      throw invalid(
+        rows.length === 0
+          ? "no rows and no schema: cannot tell the columns"
+          : "the rows give no values (every key is undefined): no column to make; pass a schema",
+      );
+    }
     return new ArrowTable(schema);
   }
   const table = new ArrowTable(columns);
@@ -202,7 +210,9 @@ export function rowsToTable(rows: ReadonlyArray<Record<string, unknown>>, schema
 /** Refuses a row key the declared schema does not have, as 0.39's makeArrowTable does (its text). */
 function checkKeysIn(rows: ReadonlyArray<Record<string, unknown>>, fields: Map<string, Field>): void {
   rows.forEach((r, i) => {
-    for (const k of Object.keys(r)) if (!fields.has(k)) throw invalid(`Found field not in schema: ${k} at row ${i}`);
+    for (const [k, v] of Object.entries(r)) {
+      if (v !== undefined && !fields.has(k)) throw invalid(`Found field not in schema: ${k} at row ${i}`);
+    }
   });
 }
 
