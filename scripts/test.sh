@@ -20,9 +20,17 @@ npm install --prefix bench --no-audit --no-fund --no-save
 .venv-compat/bin/python -m pip install --quiet --disable-pip-version-check "moto[server]==5.2.5"
 MEMWAL_TEST_S3_ENDPOINT=$(bash scripts/moto.sh 0 $$)
 export MEMWAL_TEST_S3_ENDPOINT
+# An Azure Blob server for the same engine suite: Azurite (npm, pinned) on 127.0.0.1, its container made with
+# the Python azure-storage-blob client. A failed install or start fails the run.
+npm install --prefix .azurite --no-audit --no-fund --no-save azurite@3.37.0
+.venv-compat/bin/python -m pip install --quiet --disable-pip-version-check "azure-storage-blob==12.31.1"
+MEMWAL_TEST_AZURE_ENDPOINT=$(bash scripts/azurite.sh 0 $$)
+export MEMWAL_TEST_AZURE_ENDPOINT
 cargo test --workspace --release
 # The engine suite again with every table on S3 (tests that damage files on disk stay local).
 MEMWAL_ENGINE_ON_S3=1 cargo test -p memwal-core --release --test engine
+# ... and on Azure Blob storage (Azurite): the same create-only commits, through the crate's Azure client.
+MEMWAL_ENGINE_ON_AZURE=1 cargo test -p memwal-core --release --test engine
 npx jest --runInBand
 # The API reference builds without a warning, and the package installs and runs as a user gets it.
 npm run --silent docs

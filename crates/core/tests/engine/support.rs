@@ -37,28 +37,66 @@ pub fn people(pairs: &[(i64, i64)]) -> Data {
     rows(&ids, &ages, &names)
 }
 
-/// The S3 endpoint the tests use (moto_server on 127.0.0.1): `MEMWAL_TEST_S3_ENDPOINT` when
-/// scripts/test.sh started one, otherwise one started here (once per test binary, stopped
-/// when it exits) by scripts/moto.sh. A missing moto fails the test: no silent skip.
+/// The endpoint a test emulator serves: `var` when scripts/test.sh started one, otherwise one
+/// started here by `script` (once per test binary, stopped when it exits). A missing emulator
+/// fails the test: no silent skip.
+fn emulator(var: &str, script: &str) -> String {
+    if let Ok(ep) = std::env::var(var) {
+        return ep;
+    }
+    let out = std::process::Command::new("bash")
+        .args([script, "0", &std::process::id().to_string()])
+        .output()
+        .unwrap_or_else(|e| panic!("run {script}: {e}"));
+    assert!(
+        out.status.success(),
+        "{script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// The S3 endpoint the tests use (moto_server on 127.0.0.1, `MEMWAL_TEST_S3_ENDPOINT` or
+/// started by scripts/moto.sh).
 pub fn s3_endpoint() -> String {
     static EP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     EP.get_or_init(|| {
-        if let Ok(ep) = std::env::var("MEMWAL_TEST_S3_ENDPOINT") {
-            return ep;
-        }
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/moto.sh");
-        let out = std::process::Command::new("bash")
-            .args([script, "0", &std::process::id().to_string()])
-            .output()
-            .expect("run scripts/moto.sh");
-        assert!(
-            out.status.success(),
-            "moto.sh: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
+        emulator(
+            "MEMWAL_TEST_S3_ENDPOINT",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/moto.sh"),
+        )
     })
     .clone()
+}
+
+/// The Azure blob endpoint the tests use (Azurite on 127.0.0.1, `MEMWAL_TEST_AZURE_ENDPOINT`
+/// or started by scripts/azurite.sh; its container `memwal-test`).
+pub fn azure_endpoint() -> String {
+    static EP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    EP.get_or_init(|| {
+        emulator(
+            "MEMWAL_TEST_AZURE_ENDPOINT",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/azurite.sh"),
+        )
+    })
+    .clone()
+}
+
+/// Options that reach the test Azure server: the emulator's published development account.
+pub fn azure_options() -> memwal_core::storage::StorageOptions {
+    [
+        ("azure_storage_endpoint", azure_endpoint()),
+        ("azure_allow_http", "true".into()),
+        ("azure_storage_account_name", "devstoreaccount1".into()),
+        (
+            "azure_storage_account_key",
+            "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+                .into(),
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
 }
 
 /// Options that reach the test S3 server.
@@ -73,6 +111,24 @@ pub fn s3_options() -> memwal_core::storage::StorageOptions {
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
     .collect()
+}
+
+/// Whether this is the Azure pass (`MEMWAL_ENGINE_ON_AZURE=1`).
+pub fn on_azure() -> bool {
+    std::env::var("MEMWAL_ENGINE_ON_AZURE").is_ok_and(|v| v == "1")
+}
+
+/// A fresh database URI and its options on the object store of the racing and upkeep tests:
+/// Azure (Azurite) on the Azure pass, S3 (moto) otherwise.
+pub fn shared_store(name: &str) -> (String, memwal_core::storage::StorageOptions) {
+    if on_azure() {
+        (
+            format!("az://memwal-test/{name}-{}", uuid_like()),
+            azure_options(),
+        )
+    } else {
+        (s3_uri(name), s3_options())
+    }
 }
 
 /// A fresh database URI in the test bucket.
@@ -93,32 +149,62 @@ fn uuid_like() -> String {
     )
 }
 
-/// Opens the database of a test folder: the folder, or with `MEMWAL_ENGINE_ON_S3=1` (the
-/// second pass of scripts/test.sh) a prefix of the test bucket named after the folder, so that a
-/// test reopening its folder reopens the same tables.
-pub fn open_db(path: &str) -> memwal_core::Result<NativeDatabase> {
-    if on_s3() {
-        let prefix = path.trim_start_matches('/');
-        NativeDatabase::open_with(&format!("s3://memwal-test/{prefix}"), &s3_options())
+/// The object store this pass puts every table on, as (URI of the test bucket or container,
+/// options): S3 with `MEMWAL_ENGINE_ON_S3=1`, Azure with `MEMWAL_ENGINE_ON_AZURE=1` (the later
+/// passes of scripts/test.sh); `None`: the local folder.
+fn pass_store() -> Option<(&'static str, memwal_core::storage::StorageOptions)> {
+    let set = |v: &str| std::env::var(v).is_ok_and(|v| v == "1");
+    if set("MEMWAL_ENGINE_ON_S3") {
+        Some(("s3://memwal-test", s3_options()))
+    } else if set("MEMWAL_ENGINE_ON_AZURE") {
+        Some(("az://memwal-test", azure_options()))
     } else {
-        NativeDatabase::open(path)
+        None
+    }
+}
+
+/// What a child process of this pass needs in its environment to reach the same object store
+/// server (none on the local pass).
+pub fn pass_env() -> Vec<(&'static str, String)> {
+    let set = |v: &str| std::env::var(v).is_ok_and(|v| v == "1");
+    if set("MEMWAL_ENGINE_ON_S3") {
+        vec![("MEMWAL_TEST_S3_ENDPOINT", s3_endpoint())]
+    } else if set("MEMWAL_ENGINE_ON_AZURE") {
+        vec![("MEMWAL_TEST_AZURE_ENDPOINT", azure_endpoint())]
+    } else {
+        Vec::new()
+    }
+}
+
+/// Opens the database of a test folder: the folder, or on an object-store pass a prefix of the
+/// test bucket named after the folder, so that a test reopening its folder reopens the same tables.
+pub fn open_db(path: &str) -> memwal_core::Result<NativeDatabase> {
+    match pass_store() {
+        Some((root, options)) => {
+            let prefix = path.trim_start_matches('/');
+            NativeDatabase::open_with(&format!("{root}/{prefix}"), &options)
+        }
+        None => NativeDatabase::open(path),
     }
 }
 
 /// The storage `open_db(path)` opens (the folder, or its prefix of the test bucket).
 pub fn open_storage(path: &str) -> std::sync::Arc<dyn memwal_core::storage::Storage> {
-    if on_s3() {
-        let prefix = path.trim_start_matches('/');
-        memwal_core::storage::open_uri(&format!("s3://memwal-test/{prefix}"), &s3_options())
-            .expect("s3 storage")
-    } else {
-        std::sync::Arc::new(memwal_core::storage::LocalStorage::new(path).expect("local storage"))
+    match pass_store() {
+        Some((root, options)) => {
+            let prefix = path.trim_start_matches('/');
+            memwal_core::storage::open_uri(&format!("{root}/{prefix}"), &options)
+                .expect("object storage")
+        }
+        None => std::sync::Arc::new(
+            memwal_core::storage::LocalStorage::new(path).expect("local storage"),
+        ),
     }
 }
 
-/// Whether this pass runs the engine suite on S3 (`MEMWAL_ENGINE_ON_S3=1`).
-pub fn on_s3() -> bool {
-    std::env::var("MEMWAL_ENGINE_ON_S3").is_ok_and(|v| v == "1")
+/// Whether this pass puts the engine suite's tables on an object store (S3 or Azure).
+pub fn on_object_store() -> bool {
+    pass_store().is_some()
 }
 
 pub fn new_table(dir: &std::path::Path, data: Data) -> (NativeDatabase, NativeTable) {

@@ -21,7 +21,7 @@ use memwal_core::table::compact::CompactOptions;
 use memwal_core::AddMode;
 
 use crate::cleanup::{named, on_disk};
-use crate::support::{dump, on_s3, open_db, open_storage, people, s3_endpoint};
+use crate::support::{dump, on_object_store, open_db, open_storage, pass_env, people};
 
 const DB: &str = "MEMWAL_TWO_PROCESS_DB";
 const LOG: &str = "MEMWAL_TWO_PROCESS_LOG";
@@ -44,9 +44,13 @@ fn child(db: &str, log: &str) {
                 Err(e) => writeln!(out, "refused del {}: {e}", i - 3).expect("log"),
             }
         }
-        // On S3 a commit takes tens of ms: writing back to back there, the
+        // On an object store a commit takes tens of ms: writing back to back there, the
         // child would win every race and no compaction would ever land.
-        std::thread::sleep(Duration::from_millis(if on_s3() { 40 } else { 4 }));
+        std::thread::sleep(Duration::from_millis(if on_object_store() {
+            40
+        } else {
+            4
+        }));
     }
 }
 
@@ -84,10 +88,8 @@ fn compaction_and_cleanup_racing_another_process_lose_nothing() {
     kid.args(["--exact", TEST, "--nocapture", "--test-threads=1"])
         .env(DB, &path)
         .env(LOG, &log);
-    if on_s3() {
-        // The same S3 server as this process's (not one of its own).
-        kid.env("MEMWAL_TEST_S3_ENDPOINT", s3_endpoint());
-    }
+    // The same object store server as this process's (not one of its own).
+    kid.envs(pass_env());
     let mut kid = kid.spawn().expect("spawn the child");
     let o = CompactOptions {
         target_rows_per_fragment: 32,
@@ -95,7 +97,7 @@ fn compaction_and_cleanup_racing_another_process_lose_nothing() {
     };
     // Files younger than the cutoff are left alone (another process's
     // commit may still name them): longer than a commit takes.
-    let cutoff = Duration::from_millis(if on_s3() { 5000 } else { 500 });
+    let cutoff = Duration::from_millis(if on_object_store() { 5000 } else { 500 });
     let (mut compactions, mut removed, mut starved) = (0u64, 0u64, 0u64);
     while kid.try_wait().expect("wait").is_none() {
         // Losing every one of its retries to the child's commits is no loss
