@@ -99,6 +99,18 @@ pub struct Vectors {
     pub data: Vec<f32>,
 }
 
+/// Rows added to an index without rewriting it (a delta file): their ids,
+/// partitions and payload (flat vectors or PQ codes).
+#[derive(Debug, Clone)]
+pub struct Delta {
+    /// Row ids.
+    pub row_ids: Vec<u64>,
+    /// Each row's partition.
+    pub parts: Vec<u32>,
+    /// The rows' payload, in the order of `row_ids`.
+    pub payload: Payload,
+}
+
 /// Vectors as an index of `distance` holds them: unit length for cosine (a
 /// zero vector stays zero: its cosine is undefined and never returned).
 pub fn to_index_space(distance: DistanceType, data: &mut [f32], dim: usize) {
@@ -296,14 +308,66 @@ impl IvfIndex {
         parts: &[u32],
     ) -> Result<IvfIndex> {
         let isa = kernels::isa();
-        let dim = self.dim;
-        let nlist = self.num_partitions();
         let parts = if parts.len() == add.row_ids.len() {
             parts.to_vec()
         } else {
-            kmeans::assign(isa, &add.data, dim, &self.centroids_packed, nlist)?.0
+            let nlist = self.num_partitions();
+            kmeans::assign(isa, &add.data, self.dim, &self.centroids_packed, nlist)?.0
         };
         let new_payload = self.encode(isa, &add.data, &parts)?;
+        self.merged(keep, add, &parts, &new_payload)
+    }
+
+    /// Whether rows can be added as a [`Delta`] (flat and PQ payloads: an
+    /// HNSW graph is relinked over its rows instead).
+    pub fn takes_deltas(&self) -> bool {
+        !matches!(self.payload, Payload::Hnsw { .. })
+    }
+
+    /// `add` assigned and encoded as this index would hold it, for a delta
+    /// file (flat and PQ payloads only).
+    pub fn encode_delta(&self, add: &Vectors) -> Result<Delta> {
+        if !self.takes_deltas() {
+            return Err(Error::internal("an IVF_HNSW_SQ index takes no deltas"));
+        }
+        let isa = kernels::isa();
+        let nlist = self.num_partitions();
+        let parts = kmeans::assign(isa, &add.data, self.dim, &self.centroids_packed, nlist)?.0;
+        let payload = self.encode(isa, &add.data, &parts)?;
+        Ok(Delta {
+            row_ids: add.row_ids.clone(),
+            parts,
+            payload,
+        })
+    }
+
+    /// The index with a delta's rows added as they are (nothing re-encoded);
+    /// its partitions must be in range (the reader checks them).
+    pub fn with_delta(&self, d: &Delta) -> Result<IvfIndex> {
+        let nlist = self.num_partitions() as u32;
+        if !self.takes_deltas()
+            || d.parts.len() != d.row_ids.len()
+            || d.parts.iter().any(|p| *p >= nlist)
+        {
+            return Err(Error::internal("a delta that does not fit its index"));
+        }
+        let add = Vectors {
+            row_ids: d.row_ids.clone(),
+            data: Vec::new(),
+        };
+        self.merged(&|_| true, &add, &d.parts, &d.payload)
+    }
+
+    /// The rows `keep` accepts plus `add`'s, in partitions `parts`, with
+    /// their payload `new_payload` (graphs relinked for HNSW).
+    fn merged(
+        &self,
+        keep: &dyn Fn(u64) -> bool,
+        add: &Vectors,
+        parts: &[u32],
+        new_payload: &Payload,
+    ) -> Result<IvfIndex> {
+        let nlist = self.num_partitions();
         let width = self.row_width();
         let mut offsets = Vec::with_capacity(nlist + 1);
         let mut row_ids = Vec::new();
@@ -323,7 +387,7 @@ impl IvfIndex {
             }
             for &r in new_rows {
                 row_ids.push(add.row_ids[r]);
-                match &new_payload {
+                match new_payload {
                     Payload::Flat(v) => floats.extend_from_slice(&v[r * width..(r + 1) * width]),
                     Payload::Pq { codes, .. } | Payload::Hnsw { codes, .. } => {
                         bytes.extend_from_slice(&codes[r * width..(r + 1) * width])
@@ -340,8 +404,9 @@ impl IvfIndex {
             },
             Payload::Hnsw { sq, params, .. } => {
                 let exact = self.graph_vectors(&by_part, add, &row_ids, keep);
+                let isa = kernels::isa();
                 Payload::Hnsw {
-                    graphs: build_graphs(isa, self.distance, dim, &offsets, &exact, *params)?,
+                    graphs: build_graphs(isa, self.distance, self.dim, &offsets, &exact, *params)?,
                     sq: sq.clone(),
                     codes: bytes,
                     params: *params,

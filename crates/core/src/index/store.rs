@@ -13,6 +13,9 @@
 //! _indices/{uuid}-links.arrow       IVF_HNSW_SQ: links: List<UInt32>, one row per node and
 //!                                   level 0..=level, node by node (neighbours within the partition)
 //! _indices/{uuid}-btree.arrow       BTREE: value (the column's type, no nulls, sorted), row_id: UInt64
+//! _indices/{uuid}-delta.arrow       IVF_FLAT / IVF_PQ rows added since the files above were written:
+//!                                   row_id: UInt64, part: UInt32, then vector or code as in -rows
+//!                                   (any number of them, applied in the manifest's order)
 //! ```
 //! Reading checks every length, offset, code and link count, so a damaged
 //! file is a `Corrupt` error, never an out-of-bounds read.
@@ -29,7 +32,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use super::btree::BTreeIndex;
 use super::hnsw::{Graph, HnswParams, Sq};
-use super::ivf::{IvfIndex, Payload};
+use super::ivf::{Delta, IvfIndex, Payload};
 use super::pq::Pq;
 use crate::error::{Error, Result};
 use crate::fragment::{read_data_file, CrcWriter};
@@ -190,6 +193,103 @@ pub fn write(storage: &dyn Storage, table: &str, ix: &IvfIndex) -> Result<Vec<In
     write_files(storage, table, &batches)
 }
 
+/// The schema of a delta file of an index of `kind` over `dim` (`w`: code width).
+fn delta_schema(kind: &str, dim: usize, w: usize) -> Result<SchemaRef> {
+    let id = Field::new("row_id", DataType::UInt64, false);
+    let part = Field::new("part", DataType::UInt32, false);
+    match kind {
+        "IVF_FLAT" => Ok(schema(vec![id, part, fsl("vector", dim)?])),
+        "IVF_PQ" => Ok(schema(vec![id, part, fsb("code", w)?])),
+        other => Err(Error::invalid(format!("no delta files for type {other}"))),
+    }
+}
+
+/// Writes the rows `d` adds to `ix` as one delta file (fsynced, folder
+/// too); returns it as the manifest records it (after the index's files).
+pub fn write_delta(
+    storage: &dyn Storage,
+    table: &str,
+    ix: &IvfIndex,
+    d: &Delta,
+) -> Result<Vec<IndexFile>> {
+    let (w, payload): (usize, ArrayRef) = match (&ix.payload, &d.payload) {
+        (Payload::Flat(_), Payload::Flat(v)) => {
+            let sc = delta_schema("IVF_FLAT", ix.dim, ix.dim)?;
+            (ix.dim, vectors(sc.field(2), v.clone())?)
+        }
+        (Payload::Pq { pq, .. }, Payload::Pq { codes: c, .. }) => (pq.m, codes(pq.m, c)?),
+        _ => {
+            return Err(Error::internal(
+                "a delta of another payload than its index's",
+            ))
+        }
+    };
+    let sc = delta_schema(kind(ix), ix.dim, w)?;
+    let batch = RecordBatch::try_new(
+        sc,
+        vec![
+            Arc::new(UInt64Array::from(d.row_ids.clone())),
+            Arc::new(UInt32Array::from(d.parts.clone())),
+            payload,
+        ],
+    )?;
+    write_files(storage, table, &[("-delta.arrow", batch)])
+}
+
+/// `ix` with the delta files of `meta` applied, in order (each checked:
+/// partitions in range, codes within the quantiser's range).
+fn apply_deltas(
+    storage: &dyn Storage,
+    table: &str,
+    meta: &IndexMeta,
+    mut ix: IvfIndex,
+    corrupt: &dyn Fn(String) -> Error,
+) -> Result<IvfIndex> {
+    let w = match &ix.payload {
+        Payload::Pq { pq, .. } => pq.m,
+        _ => ix.dim,
+    };
+    for f in meta
+        .files
+        .iter()
+        .filter(|f| f.path.ends_with("-delta.arrow"))
+    {
+        let sc = delta_schema(&meta.index_type, ix.dim, w).map_err(|e| corrupt(e.to_string()))?;
+        let path = format!("{table}/{}", f.path);
+        let b = read_data_file(storage, &path, &sc, Some(f.crc32c))?;
+        let row_ids = b.column(0).as_primitive::<UInt64Type>().values().to_vec();
+        let parts = b.column(1).as_primitive::<UInt32Type>().values().to_vec();
+        let nlist = ix.num_partitions();
+        if parts.iter().any(|p| *p as usize >= nlist) {
+            return Err(corrupt(format!("a delta row's partition is past {nlist}")));
+        }
+        let payload = match &ix.payload {
+            Payload::Flat(_) => {
+                Payload::Flat(floats(b.column(2)).ok_or_else(|| corrupt("delta vectors".into()))?)
+            }
+            Payload::Pq { pq, .. } => {
+                let c = b.column(2).as_fixed_size_binary().value_data().to_vec();
+                if c.len() != row_ids.len() * pq.m || c.iter().any(|x| usize::from(*x) >= pq.k()) {
+                    return Err(corrupt("a delta code is out of range".into()));
+                }
+                Payload::Pq {
+                    pq: pq.clone(),
+                    codes: c,
+                }
+            }
+            Payload::Hnsw { .. } => {
+                return Err(corrupt("an IVF_HNSW_SQ index with a delta file".into()))
+            }
+        };
+        ix = ix.with_delta(&Delta {
+            row_ids,
+            parts,
+            payload,
+        })?;
+    }
+    Ok(ix)
+}
+
 /// The schema of a BTREE index file over a column of type `dt`.
 fn btree_schema(dt: &DataType) -> SchemaRef {
     schema(vec![
@@ -336,7 +436,9 @@ pub fn read(storage: &dyn Storage, table: &str, meta: &IndexMeta) -> Result<IvfI
         }
         _ => hnsw_payload(meta, &batches, &offsets).map_err(corrupt)?,
     };
-    IvfIndex::from_parts(distance, dim, centroids, offsets, row_ids, payload).map_err(corrupt)
+    let ix = IvfIndex::from_parts(distance, dim, centroids, offsets, row_ids, payload)
+        .map_err(corrupt)?;
+    apply_deltas(storage, table, meta, ix, &corrupt)
 }
 
 /// The HNSW payload from its files (sq, rows, links).

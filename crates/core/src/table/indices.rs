@@ -481,7 +481,7 @@ impl NativeTable {
                 list.push(ix.meta.as_ref().clone());
                 continue;
             }
-            let (files, new) = self.refresh_index(&snap, ix, &fresh)?;
+            let (files, new) = self.refresh_index(&snap, ix, &fresh, stale)?;
             written.extend(new);
             let mut meta = ix.meta.as_ref().clone();
             meta.files = files;
@@ -532,6 +532,7 @@ impl NativeTable {
         snap: &Snapshot,
         ix: &LoadedIndex,
         fresh: &HashSet<u64>,
+        stale: bool,
     ) -> Result<(
         Vec<crate::manifest::IndexFile>,
         Vec<crate::manifest::IndexFile>,
@@ -544,6 +545,13 @@ impl NativeTable {
             IndexData::Vector(v) => {
                 let (col, _) = vector_column(snap, &ix.meta.columns[0])?;
                 let add = vectors_of(snap, col, v.distance, Some(fresh))?;
+                if takes_delta(ix, v, stale) {
+                    // Only the new rows, as one more file of the index.
+                    let new = store::write_delta(storage, self.dir(), v, &v.encode_delta(&add)?)?;
+                    let mut all = ix.meta.files.clone();
+                    all.extend(new.iter().cloned());
+                    return Ok((all, new));
+                }
                 let keep = |id: u64| {
                     snap.fragment(id >> 32)
                         .is_some_and(|f| !f.deleted.contains((id & 0xffff_ffff) as u32))
@@ -560,6 +568,24 @@ impl NativeTable {
         }?;
         Ok((files.clone(), files))
     }
+}
+
+/// Most delta files an IVF index gathers before a fold rewrites it whole
+/// (merging them, and dropping deleted rows' entries).
+pub const MAX_INDEX_DELTAS: usize = 8;
+
+/// Whether a fold of `ix` writes a delta (the new rows alone) rather than
+/// the whole index: a flat or PQ index, no fragment of it gone from the
+/// table (`stale`: its entries are dropped by a rewrite), and fewer than
+/// [`MAX_INDEX_DELTAS`] deltas so far.
+fn takes_delta(ix: &LoadedIndex, v: &IvfIndex, stale: bool) -> bool {
+    let deltas = ix
+        .meta
+        .files
+        .iter()
+        .filter(|f| f.path.ends_with("-delta.arrow"))
+        .count();
+    v.takes_deltas() && !stale && deltas < MAX_INDEX_DELTAS
 }
 
 /// The manifest entry of a new index built over `snap`.

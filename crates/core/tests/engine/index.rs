@@ -433,6 +433,8 @@ enum Op {
     Delete(i64),
     Index(bool, u32),
     Optimize,
+    /// Add unindexed rows to the indexes (a delta file for IVF_FLAT/IVF_PQ).
+    Fold,
     /// Compact the fragments under this many rows (indexes remapped).
     Compact(u64),
 }
@@ -443,6 +445,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0i64..5).prop_map(Op::Delete),
         1 => (any::<bool>(), 1u32..6).prop_map(|(pq, p)| Op::Index(pq, p)),
         1 => Just(Op::Optimize),
+        2 => Just(Op::Fold),
         1 => (1u64..200).prop_map(Op::Compact),
     ]
 }
@@ -454,7 +457,7 @@ proptest! {
     /// an indexed search answers exactly what an exact search answers,
     /// whatever was written, deleted, indexed and optimized before it.
     #[test]
-    fn probing_everything_equals_exact_search(ops in prop::collection::vec(op(), 1..12), q in prop::collection::vec(-4i8..=4, 6)) {
+    fn probing_everything_equals_exact_search(ops in prop::collection::vec(op(), 1..16), q in prop::collection::vec(-4i8..=4, 6)) {
         let dir = tempfile::tempdir().expect("tmp");
         let dim = 6;
         let t = table(dir.path(), dim, &Gen(9).mixture(300, dim, 5).iter().map(|v| v.iter().map(|x| x.round()).collect()).collect::<Vec<_>>());
@@ -477,6 +480,7 @@ proptest! {
                     }
                 }
                 Op::Optimize => { t.optimize_sync().expect("optimize"); t.optimize_indices_sync().expect("fold"); }
+                Op::Fold => { t.optimize_indices_sync().expect("fold"); }
                 Op::Compact(n) => { t.compact_sync(&CompactOptions { target_rows_per_fragment: n, ..Default::default() }).expect("compact"); }
             }
         }
@@ -890,5 +894,151 @@ fn a_compaction_remaps_indexes_and_every_answer_stays() {
             .open_table_sync("t")
             .expect("open");
         assert_eq!(hits(&again, &queries), before, "{kind:?} reopened");
+    }
+}
+
+/// Folding rows into an IVF_FLAT or IVF_PQ index writes them alone, as a
+/// delta file (a fold's cost is the new rows, not the index); after
+/// `MAX_INDEX_DELTAS` deltas the next fold rewrites the index whole. Every
+/// fold leaves no row unindexed, probing every partition answers what an
+/// exact search answers, and a fresh handle reads the deltas back to the
+/// same answers. IVF_HNSW_SQ relinks its graphs instead (no delta; its
+/// answers after a fold are `hnsw_graphs_search_persist_and_fold`'s).
+#[test]
+fn folds_write_deltas_and_every_answer_stays_exact() {
+    use memwal_core::table::indices::MAX_INDEX_DELTAS;
+    for kind in [IndexType::IvfPq, IndexType::IvfFlat, IndexType::IvfHnswSq] {
+        let dir = tempfile::tempdir().expect("tmp");
+        let dim = 8;
+        let mut g = Gen(11);
+        let round = |v: Vec<Vec<f32>>| -> Vec<Vec<f32>> {
+            v.into_iter()
+                .map(|r| r.iter().map(|x| x.round()).collect())
+                .collect()
+        };
+        let t = table(dir.path(), dim, &round(g.mixture(600, dim, 6)));
+        let req = IndexRequest {
+            num_sub_vectors: (kind == IndexType::IvfPq).then_some(4),
+            ..request(kind, DistanceType::L2, 4)
+        };
+        t.create_index_sync(&req).expect("index");
+        let store = crate::support::open_storage(dir.path().to_str().expect("p"));
+        let files = |t: &NativeTable| t.manifest().expect("manifest").indices[0].files.clone();
+        let size = |path: &str| {
+            store
+                .size(&format!("t/{path}"))
+                .expect("size")
+                .expect("file")
+        };
+        let rows_bytes = files(&t).iter().map(|f| size(&f.path)).sum::<u64>();
+        let q: Vec<f32> = vec![1.0; dim];
+        for i in 1..=(MAX_INDEX_DELTAS + 2) {
+            let ids: Vec<i64> = (10_000 * i as i64..10_000 * i as i64 + 20).collect();
+            let added = g.mixture(20, dim, 2);
+            t.add_sync(data(dim, &ids, &added), AddMode::Append)
+                .expect("add");
+            if i == 3 {
+                t.delete_sync("id % 7 = 0").expect("delete");
+            }
+            t.optimize_indices_sync().expect("fold");
+            let f = files(&t);
+            let deltas: Vec<_> = f
+                .iter()
+                .filter(|f| f.path.ends_with("-delta.arrow"))
+                .collect();
+            let want = if kind == IndexType::IvfHnswSq {
+                0
+            } else if i <= MAX_INDEX_DELTAS {
+                i
+            } else {
+                i - MAX_INDEX_DELTAS - 1
+            };
+            assert_eq!(deltas.len(), want, "{kind:?} fold {i}: {f:?}");
+            for d in &deltas {
+                assert!(
+                    size(&d.path) * 10 < rows_bytes,
+                    "{kind:?}: a delta is not small"
+                );
+            }
+            let info = &t.list_indices_sync().expect("list")[0];
+            assert_eq!(info.num_unindexed_rows, 0, "{kind:?} fold {i}");
+            assert_eq!(info.num_segments, 1 + want as u64);
+            if kind == IndexType::IvfHnswSq {
+                continue; // graph search is approximate: its fold is tested elsewhere
+            }
+            // Each new row is found through the index (20 candidates, fewer
+            // than the rows: no fallback to an exact scan) at distance 0.
+            let through_index = |t: &NativeTable, v: &[f32]| {
+                let mut vq = VectorQuery::new(v.to_vec());
+                vq.tuning.nprobes = Some(64);
+                vq.tuning.refine_factor = Some(20);
+                let out = t
+                    .query_sync(&QueryRequest {
+                        limit: Some(1),
+                        nearest: Some(vq),
+                        ..Default::default()
+                    })
+                    .expect("search");
+                out[0]
+                    .column_by_name("_distance")
+                    .expect("d")
+                    .as_primitive::<Float32Type>()
+                    .value(0)
+            };
+            for v in added.iter().step_by(7) {
+                assert_eq!(
+                    through_index(&t, v),
+                    0.0,
+                    "{kind:?} fold {i}: a new row is not in the index"
+                );
+            }
+            let refine = (kind == IndexType::IvfPq).then_some(200);
+            let exact = distances(&t, &q, 10, None);
+            assert_eq!(
+                distances(&t, &q, 10, Some(refine)),
+                exact,
+                "{kind:?} fold {i}"
+            );
+            let fresh = crate::support::open_db(dir.path().to_str().expect("p"))
+                .expect("db")
+                .open_table_sync("t")
+                .expect("reopen");
+            assert_eq!(
+                distances(&fresh, &q, 10, Some(refine)),
+                exact,
+                "{kind:?} fold {i}, reopened"
+            );
+            for v in added.iter().step_by(7) {
+                assert_eq!(through_index(&fresh, v), 0.0, "{kind:?} fold {i}, reopened");
+            }
+        }
+        if kind == IndexType::IvfHnswSq {
+            continue;
+        }
+        // A damaged delta is a Corrupt error naming it, never a silently smaller index.
+        let last = files(&t)
+            .into_iter()
+            .rfind(|f| f.path.ends_with("-delta.arrow"))
+            .expect("a delta");
+        let path = format!("t/{}", last.path);
+        let mut bytes = store.get(&path).expect("get").expect("delta").to_vec();
+        let mid = bytes.len() / 2;
+        bytes[mid] ^= 0xff;
+        store.put(&path, &bytes).expect("damage");
+        let fresh = crate::support::open_db(dir.path().to_str().expect("p"))
+            .expect("db")
+            .open_table_sync("t")
+            .expect("reopen");
+        let mut vq = VectorQuery::new(q.clone());
+        vq.tuning.nprobes = Some(64);
+        let e = fresh
+            .query_sync(&QueryRequest {
+                limit: Some(10),
+                nearest: Some(vq),
+                ..Default::default()
+            })
+            .expect_err("a damaged delta");
+        assert_eq!(e.code(), ErrorCode::Corrupt, "{e}");
+        assert!(e.to_string().contains("-delta.arrow"), "{e}");
     }
 }
