@@ -52,6 +52,18 @@ describe.each(kinds)("0.39 parity on a %s table", (kind, open) => {
     // createTable: no column for it.
     const c = await db.createTable(name(kind, "undef2"), [{ id: 1, x: undefined, s: "a" }]);
     expect((await c.schema()).fields.map((f) => f.name)).toEqual(["id", "s"]);
+    // Rows giving no value at all are refused (0.39 silently adds no row), and nothing is written.
+    const before = await t.countRows();
+    await expect(t.add([{}])).rejects.toThrow("the rows give no values");
+    await expect(t.add([{ x: undefined }, {}])).rejects.toThrow("the rows give no values");
+    await expect(
+      t
+        .mergeInsert("id")
+        .whenMatchedUpdateAll()
+        .whenNotMatchedInsertAll()
+        .execute([{ x: undefined }]),
+    ).rejects.toThrow("the rows give no values");
+    expect(await t.countRows()).toBe(before);
   });
 
   test("where() called twice keeps both filters, in query() and in search()", async () => {

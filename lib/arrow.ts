@@ -194,13 +194,11 @@ export function rowsToTable(rows: ReadonlyArray<Record<string, unknown>>, schema
     }
   }
   if (order.length === 0) {
-    if (!schema) {
-      throw invalid(
-        rows.length === 0
-          ? "no rows and no schema: cannot tell the columns"
-          : "the rows give no values (every key is undefined): no column to make; pass a schema",
-      );
-    }
+    // Rows that give no value at all (`{}`, every key undefined) would be written as nothing: refused, where 0.39
+    // silently adds no row.
+    if (rows.length > 0)
+      throw invalid(`the rows give no values (every key is missing or undefined in all ${rows.length}): nothing to write`);
+    if (!schema) throw invalid("no rows and no schema: cannot tell the columns");
     return new ArrowTable(schema);
   }
   const table = new ArrowTable(columns);

@@ -20,8 +20,21 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::storage::{PutNew, Storage};
 
-/// Manifest format version written by this build.
-pub const FORMAT_VERSION: u32 = 1;
+/// The newest manifest format this build reads (and writes when needed).
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The format a manifest with `indices` is written in: 2 when an index
+/// names a delta file (a build that cannot apply deltas must refuse the
+/// version, not answer from an index missing those rows), else 1, which
+/// every build reads.
+pub fn format_for(indices: &[IndexMeta]) -> u32 {
+    let delta = |ix: &IndexMeta| ix.files.iter().any(|f| f.path.ends_with("-delta.arrow"));
+    if indices.iter().any(delta) {
+        2
+    } else {
+        1
+    }
+}
 
 /// One immutable data file plus the rows deleted from it as of a version.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -122,7 +135,7 @@ pub struct IndexMeta {
 /// Everything that defines one version of a table.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Manifest {
-    /// [`FORMAT_VERSION`] of the writer.
+    /// The format it is written in ([`format_for`]; at most [`FORMAT_VERSION`]).
     pub format: u32,
     /// The version number, from 1.
     pub version: u64,

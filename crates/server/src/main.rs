@@ -120,7 +120,8 @@ impl Args {
         cfg.memwal.flush_interval = Duration::from_millis(self.flush_interval_ms.max(1));
         cfg.memwal.retention = Duration::from_secs(self.retention_secs);
         cfg.memwal.cleanup_every = Duration::from_secs(self.cleanup_every_secs.max(1));
-        cfg.memwal.compaction.max_bytes_per_run = self.compaction_run_mb.max(1) << 20;
+        cfg.memwal.compaction.max_bytes_per_run =
+            self.compaction_run_mb.max(1).saturating_mul(1 << 20);
         cfg.memwal.compaction.materialize_deletions_threshold = self.compaction_deletions_threshold;
         cfg.memwal
             .compaction

@@ -254,8 +254,16 @@ fn apply_deltas(
         .iter()
         .filter(|f| f.path.ends_with("-delta.arrow"))
     {
-        let sc = delta_schema(&meta.index_type, ix.dim, w).map_err(|e| corrupt(e.to_string()))?;
         let path = format!("{table}/{}", f.path);
+        let bad = |message: String| match corrupt(message) {
+            Error::Corrupt { message, .. } => Error::Corrupt {
+                path: path.clone(),
+                message,
+            },
+            e => e,
+        };
+        let corrupt = &bad;
+        let sc = delta_schema(&meta.index_type, ix.dim, w).map_err(|e| corrupt(e.to_string()))?;
         let b = read_data_file(storage, &path, &sc, Some(f.crc32c))?;
         let row_ids = b.column(0).as_primitive::<UInt64Type>().values().to_vec();
         let parts = b.column(1).as_primitive::<UInt32Type>().values().to_vec();

@@ -15,9 +15,7 @@ use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::fragment::encode_deletions;
 use crate::keys::KeyIndex;
-use crate::manifest::{
-    now_ms, publish_manifest, FragmentMeta, IndexMeta, Manifest, FORMAT_VERSION,
-};
+use crate::manifest::{now_ms, publish_manifest, FragmentMeta, IndexMeta, Manifest};
 
 /// Most commit attempts before giving up with `CommitConflict`.
 pub const MAX_COMMIT_ATTEMPTS: u32 = 50;
@@ -88,7 +86,7 @@ impl NativeTable {
         let _writer = lock(&self.inner.write_lock);
         let genesis = Snapshot {
             manifest: Arc::new(Manifest {
-                format: FORMAT_VERSION,
+                format: 1,
                 version: 0,
                 timestamp_ms: now_ms(),
                 operation: String::new(),
@@ -287,8 +285,12 @@ impl NativeTable {
         };
         let mut metadata = m.metadata.clone();
         metadata.extend(change.metadata.clone());
+        let indices = change
+            .indices
+            .clone()
+            .unwrap_or_else(|| default_indices.clone());
         let manifest = Manifest {
-            format: FORMAT_VERSION,
+            format: crate::manifest::format_for(&indices),
             version: m.version + 1,
             timestamp_ms: now_ms(),
             operation: change.operation.to_string(),
@@ -296,10 +298,7 @@ impl NativeTable {
             fragments,
             next_fragment_id,
             metadata,
-            indices: change
-                .indices
-                .clone()
-                .unwrap_or_else(|| default_indices.clone()),
+            indices,
         };
         if !publish_manifest(self.inner.storage.as_ref(), self.dir(), &manifest)? {
             return Ok(None);

@@ -47,49 +47,13 @@ type Taken = Vec<(u64, RecordBatch, Arc<RoaringBitmap>)>;
 /// rewritten with every new small one), in table order; or none when too
 /// few qualify.
 fn pick<'a>(snap: &'a Snapshot, o: &CompactOptions) -> Vec<&'a LoadedFragment> {
-    let heavy = |f: &LoadedFragment| {
-        let n = f.batch.num_rows().max(1) as f64;
-        f.deleted.len() as f64 / n > o.materialize_deletions_threshold
-    };
-    let live = |f: &LoadedFragment| {
-        f.batch.num_rows() as u64 - f.deleted.len().min(f.batch.num_rows() as u64)
-    };
-    let bytes = |f: &LoadedFragment| {
-        let n = f.batch.num_rows().max(1) as u64;
-        (f.batch.get_array_memory_size() as u64).saturating_mul(live(f)) / n
-    };
-    let bin = |g: &[&'a LoadedFragment], heavy_first: bool| {
-        let mut g = g.to_vec();
-        g.sort_by_key(|f| (heavy_first && !heavy(f), live(f), f.id));
-        let (mut total, mut size) = (0u64, 0u64);
-        let (mut out, mut full): (Vec<&LoadedFragment>, bool) = (Vec::new(), false);
-        for f in g {
-            let over = total + live(f) > o.target_rows_per_fragment
-                || size.saturating_add(bytes(f)) > o.max_bytes_per_run;
-            if !out.is_empty() && over {
-                full = true;
-                break;
-            }
-            total += live(f);
-            size = size.saturating_add(bytes(f));
-            out.push(f);
-        }
-        let order: HashMap<u64, usize> = snap
-            .fragments
-            .iter()
-            .enumerate()
-            .map(|(i, f)| (f.id, i))
-            .collect();
-        out.sort_by_key(|f| order.get(&f.id).copied().unwrap_or(usize::MAX));
-        (out, full)
-    };
     let coverage = |f: &LoadedFragment| -> Vec<usize> {
         let covers = |i: &usize| snap.indices[*i].fragments.contains(&f.id);
         (0..snap.indices.len()).filter(covers).collect()
     };
     let mut groups: BTreeMap<Vec<usize>, Vec<&LoadedFragment>> = BTreeMap::new();
     for f in &snap.fragments {
-        if (f.batch.num_rows() as u64) < o.target_rows_per_fragment || heavy(f) {
+        if (f.batch.num_rows() as u64) < o.target_rows_per_fragment || heavy(f, o) {
             groups.entry(coverage(f)).or_default().push(f);
         }
     }
@@ -98,12 +62,12 @@ fn pick<'a>(snap: &'a Snapshot, o: &CompactOptions) -> Vec<&'a LoadedFragment> {
     // still get merged), so the fragment count stays bounded; otherwise the
     // deletion-heavy ones first, when there is one.
     let choose = |g: Vec<&'a LoadedFragment>| {
-        let (small, full) = bin(&g, false);
+        let (small, full) = bin(snap, &g, false, o);
         if small.len() >= o.min_fragments.max(1) || (full && small.len() >= 2) {
             return small;
         }
-        let (h, _) = bin(&g, true);
-        if h.iter().any(|f| heavy(f)) {
+        let (h, _) = bin(snap, &g, true, o);
+        if h.iter().any(|f| heavy(f, o)) {
             h
         } else {
             Vec::new()
@@ -114,6 +78,77 @@ fn pick<'a>(snap: &'a Snapshot, o: &CompactOptions) -> Vec<&'a LoadedFragment> {
         .map(choose)
         .max_by_key(Vec::len)
         .unwrap_or_default()
+}
+
+/// Whether `f`'s deleted share is past the threshold.
+fn heavy(f: &LoadedFragment, o: &CompactOptions) -> bool {
+    let n = f.batch.num_rows().max(1) as f64;
+    f.deleted.len() as f64 / n > o.materialize_deletions_threshold
+}
+
+/// `f`'s rows not deleted.
+fn live(f: &LoadedFragment) -> u64 {
+    f.batch.num_rows() as u64 - f.deleted.len().min(f.batch.num_rows() as u64)
+}
+
+/// The bytes of `f`'s live rows (of the rows' slices: a fragment read from
+/// a file slices its columns out of one block, whose size would otherwise
+/// be counted once per buffer).
+fn bytes(f: &LoadedFragment) -> u64 {
+    let n = f.batch.num_rows().max(1) as u64;
+    let size: usize = f
+        .batch
+        .columns()
+        .iter()
+        .map(|c| {
+            c.to_data()
+                .get_slice_memory_size()
+                .unwrap_or_else(|_| c.get_array_memory_size())
+        })
+        .sum();
+    (size as u64).saturating_mul(live(f)) / n
+}
+
+/// One bin of `g` within the row target and the byte budget, in table
+/// order, and whether something was left out for lack of room. The
+/// heavy-first bin always takes its first fragment (its deleted rows must
+/// go, however big it is); the smallest-first one skips a fragment too big
+/// for what is left of the budget (one big fragment must not keep every
+/// small one from merging) and stops at the row target (the rest are
+/// bigger).
+fn bin<'a>(
+    snap: &Snapshot,
+    g: &[&'a LoadedFragment],
+    heavy_first: bool,
+    o: &CompactOptions,
+) -> (Vec<&'a LoadedFragment>, bool) {
+    let mut g = g.to_vec();
+    g.sort_by_key(|f| (heavy_first && !heavy(f, o), live(f), f.id));
+    let (mut total, mut size) = (0u64, 0u64);
+    let (mut out, mut full): (Vec<&LoadedFragment>, bool) = (Vec::new(), false);
+    for f in g {
+        let rows_over = total + live(f) > o.target_rows_per_fragment;
+        let bytes_over = size.saturating_add(bytes(f)) > o.max_bytes_per_run;
+        let must_take = heavy_first && out.is_empty();
+        if (rows_over || bytes_over) && !must_take {
+            full = true;
+            if rows_over || heavy_first {
+                break;
+            }
+            continue;
+        }
+        total += live(f);
+        size = size.saturating_add(bytes(f));
+        out.push(f);
+    }
+    let order: HashMap<u64, usize> = snap
+        .fragments
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.id, i))
+        .collect();
+    out.sort_by_key(|f| order.get(&f.id).copied().unwrap_or(usize::MAX));
+    (out, full)
 }
 
 /// Where each row of the picked fragments goes: `fragment id -> new row id

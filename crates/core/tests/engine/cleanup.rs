@@ -19,7 +19,7 @@ use memwal_core::storage::{FaultyStorage, LocalStorage, Op, Storage};
 use memwal_core::{AddMode, ErrorCode, IndexRequest, IndexType, NativeDatabase, NativeTable};
 use proptest::prelude::*;
 
-use crate::support::{checked, dump, people};
+use crate::support::{checked, dump, people, rows};
 
 type Rows = Vec<(i64, Option<i64>, Option<String>)>;
 
@@ -437,7 +437,12 @@ fn a_compaction_run_rewrites_at_most_its_byte_budget() {
     let all = dump(&t);
     let sizes: Vec<u64> = {
         let snap = t.snapshot().expect("snap");
-        let f = |f: &memwal_core::fragment::LoadedFragment| f.batch.get_array_memory_size() as u64;
+        // The measure compaction uses: the bytes of the rows' slices.
+        let f = |f: &memwal_core::fragment::LoadedFragment| {
+            let c = f.batch.columns().iter();
+            c.map(|c| c.to_data().get_slice_memory_size().expect("size") as u64)
+                .sum()
+        };
         snap.fragments.iter().map(f).collect()
     };
     let per = sizes.iter().copied().max().expect("fragments");
@@ -454,8 +459,8 @@ fn a_compaction_run_rewrites_at_most_its_byte_budget() {
     let s = t.compact_sync(&budget(3 * per + per / 2)).expect("run");
     assert_eq!((s.fragments_removed, s.fragments_added), (3, 1));
     assert_eq!(count(&t), 6);
-    // A budget below one fragment: the first goes alone, and a bin of one
-    // fragment (none deletion-heavy) does not qualify: nothing is rewritten.
+    // A budget below one fragment: none fits (and none is deletion-heavy):
+    // nothing is rewritten.
     let tiny = budget(1);
     assert_eq!(t.compact_sync(&tiny).expect("tiny").fragments_removed, 0);
     assert_eq!(count(&t), 6);
@@ -466,4 +471,50 @@ fn a_compaction_run_rewrites_at_most_its_byte_budget() {
     assert_eq!(s.fragments_added, 1);
     assert_eq!(count(&t), 1);
     assert_eq!(dump(&t), all, "compaction under a budget keeps every row");
+}
+
+/// One fragment too big for a run's byte budget (few rows, wide values)
+/// does not keep the small ones from merging: the smallest-first bin skips
+/// it and takes what fits.
+#[test]
+fn a_big_fragment_does_not_keep_small_ones_from_merging() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = NativeDatabase::open(dir.path().to_str().expect("p")).expect("db");
+    let wide = "w".repeat(200_000);
+    let t = db
+        .create_table_sync(
+            "t",
+            rows(
+                &[0, 1],
+                &[Some(0), Some(1)],
+                &[Some(wide.as_str()), Some(wide.as_str())],
+            ),
+            Default::default(),
+        )
+        .expect("create");
+    for k in 1..=8 {
+        let small: Vec<(i64, i64)> = (0..10).map(|i| (10 * k + i, i)).collect();
+        t.add_sync(people(&small), AddMode::Append).expect("add");
+    }
+    let all = dump(&t);
+    let o = memwal_core::table::compact::CompactOptions {
+        max_bytes_per_run: 100_000,
+        min_fragments: 8,
+        ..Default::default()
+    };
+    let s = t.compact_sync(&o).expect("run");
+    assert_eq!(
+        (s.fragments_removed, s.fragments_added),
+        (8, 1),
+        "the small ones merge"
+    );
+    let left: Vec<usize> = t
+        .snapshot()
+        .expect("snap")
+        .fragments
+        .iter()
+        .map(|f| f.batch.num_rows())
+        .collect();
+    assert_eq!(left, vec![2, 80], "the wide fragment stays as it is");
+    assert_eq!(dump(&t), all);
 }

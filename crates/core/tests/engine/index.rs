@@ -954,6 +954,9 @@ fn folds_write_deltas_and_every_answer_stays_exact() {
                 i - MAX_INDEX_DELTAS - 1
             };
             assert_eq!(deltas.len(), want, "{kind:?} fold {i}: {f:?}");
+            // A build that cannot apply deltas refuses such a version.
+            let format = t.manifest().expect("manifest").format;
+            assert_eq!(format, if want > 0 { 2 } else { 1 }, "{kind:?} fold {i}");
             for d in &deltas {
                 assert!(
                     size(&d.path) * 10 < rows_bytes,
