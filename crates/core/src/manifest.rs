@@ -28,7 +28,7 @@ pub const FORMAT_VERSION: u32 = 2;
 /// version, not answer from an index missing those rows), else 1, which
 /// every build reads.
 pub fn format_for(indices: &[IndexMeta]) -> u32 {
-    let delta = |ix: &IndexMeta| ix.files.iter().any(|f| f.path.ends_with("-delta.arrow"));
+    let delta = |ix: &IndexMeta| ix.files.iter().any(IndexFile::is_delta);
     if indices.iter().any(delta) {
         2
     } else {
@@ -97,6 +97,16 @@ pub struct IndexFile {
     pub path: String,
     /// crc32c of its bytes.
     pub crc32c: u32,
+}
+
+/// How the name of an index's delta file ends (`_indices/{uuid}-delta.arrow`).
+pub const DELTA_SUFFIX: &str = "-delta.arrow";
+
+impl IndexFile {
+    /// Whether this is a delta file (rows added to an IVF index since its build).
+    pub fn is_delta(&self) -> bool {
+        self.path.ends_with(DELTA_SUFFIX)
+    }
 }
 
 /// An index recorded in a version: what it is, its files, and the

@@ -36,7 +36,7 @@ use super::ivf::{Delta, IvfIndex, Payload};
 use super::pq::Pq;
 use crate::error::{Error, Result};
 use crate::fragment::{read_data_file, CrcWriter};
-use crate::manifest::{IndexFile, IndexMeta};
+use crate::manifest::{IndexFile, IndexMeta, DELTA_SUFFIX};
 use crate::query::DistanceType;
 use crate::storage::Storage;
 
@@ -233,7 +233,7 @@ pub fn write_delta(
             payload,
         ],
     )?;
-    write_files(storage, table, &[("-delta.arrow", batch)])
+    write_files(storage, table, &[(DELTA_SUFFIX, batch)])
 }
 
 /// `ix` with the delta files of `meta` applied, in order (each checked:
@@ -243,26 +243,17 @@ fn apply_deltas(
     table: &str,
     meta: &IndexMeta,
     mut ix: IvfIndex,
-    corrupt: &dyn Fn(String) -> Error,
 ) -> Result<IvfIndex> {
     let w = match &ix.payload {
         Payload::Pq { pq, .. } => pq.m,
         _ => ix.dim,
     };
-    for f in meta
-        .files
-        .iter()
-        .filter(|f| f.path.ends_with("-delta.arrow"))
-    {
+    for f in meta.files.iter().filter(|f| f.is_delta()) {
         let path = format!("{table}/{}", f.path);
-        let bad = |message: String| match corrupt(message) {
-            Error::Corrupt { message, .. } => Error::Corrupt {
-                path: path.clone(),
-                message,
-            },
-            e => e,
+        let corrupt = |message: String| Error::Corrupt {
+            path: path.clone(),
+            message: format!("index {:?}: {message}", meta.name),
         };
-        let corrupt = &bad;
         let sc = delta_schema(&meta.index_type, ix.dim, w).map_err(|e| corrupt(e.to_string()))?;
         let b = read_data_file(storage, &path, &sc, Some(f.crc32c))?;
         let row_ids = b.column(0).as_primitive::<UInt64Type>().values().to_vec();
@@ -446,7 +437,7 @@ pub fn read(storage: &dyn Storage, table: &str, meta: &IndexMeta) -> Result<IvfI
     };
     let ix = IvfIndex::from_parts(distance, dim, centroids, offsets, row_ids, payload)
         .map_err(corrupt)?;
-    apply_deltas(storage, table, meta, ix, &corrupt)
+    apply_deltas(storage, table, meta, ix)
 }
 
 /// The HNSW payload from its files (sq, rows, links).

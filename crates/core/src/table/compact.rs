@@ -127,8 +127,9 @@ fn bin<'a>(
     let (mut total, mut size) = (0u64, 0u64);
     let (mut out, mut full): (Vec<&LoadedFragment>, bool) = (Vec::new(), false);
     for f in g {
-        let rows_over = total + live(f) > o.target_rows_per_fragment;
-        let bytes_over = size.saturating_add(bytes(f)) > o.max_bytes_per_run;
+        let (n, b) = (live(f), bytes(f));
+        let rows_over = total + n > o.target_rows_per_fragment;
+        let bytes_over = size.saturating_add(b) > o.max_bytes_per_run;
         let must_take = heavy_first && out.is_empty();
         if (rows_over || bytes_over) && !must_take {
             full = true;
@@ -137,8 +138,8 @@ fn bin<'a>(
             }
             continue;
         }
-        total += live(f);
-        size = size.saturating_add(bytes(f));
+        total += n;
+        size = size.saturating_add(b);
         out.push(f);
     }
     let order: HashMap<u64, usize> = snap

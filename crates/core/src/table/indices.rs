@@ -579,12 +579,7 @@ pub const MAX_INDEX_DELTAS: usize = 8;
 /// table (`stale`: its entries are dropped by a rewrite), and fewer than
 /// [`MAX_INDEX_DELTAS`] deltas so far.
 fn takes_delta(ix: &LoadedIndex, v: &IvfIndex, stale: bool) -> bool {
-    let deltas = ix
-        .meta
-        .files
-        .iter()
-        .filter(|f| f.path.ends_with("-delta.arrow"))
-        .count();
+    let deltas = ix.meta.files.iter().filter(|f| f.is_delta()).count();
     v.takes_deltas() && !stale && deltas < MAX_INDEX_DELTAS
 }
 

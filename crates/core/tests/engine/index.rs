@@ -972,16 +972,7 @@ fn folds_write_deltas_and_every_answer_stays_exact() {
             // Each new row is found through the index (20 candidates, fewer
             // than the rows: no fallback to an exact scan) at distance 0.
             let through_index = |t: &NativeTable, v: &[f32]| {
-                let mut vq = VectorQuery::new(v.to_vec());
-                vq.tuning.nprobes = Some(64);
-                vq.tuning.refine_factor = Some(20);
-                let out = t
-                    .query_sync(&QueryRequest {
-                        limit: Some(1),
-                        nearest: Some(vq),
-                        ..Default::default()
-                    })
-                    .expect("search");
+                let out = probe_all(t, v, 1, Some(20)).expect("search");
                 out[0]
                     .column_by_name("_distance")
                     .expect("d")
@@ -1032,16 +1023,25 @@ fn folds_write_deltas_and_every_answer_stays_exact() {
             .expect("db")
             .open_table_sync("t")
             .expect("reopen");
-        let mut vq = VectorQuery::new(q.clone());
-        vq.tuning.nprobes = Some(64);
-        let e = fresh
-            .query_sync(&QueryRequest {
-                limit: Some(10),
-                nearest: Some(vq),
-                ..Default::default()
-            })
-            .expect_err("a damaged delta");
+        let e = probe_all(&fresh, &q, 10, None).expect_err("a damaged delta");
         assert_eq!(e.code(), ErrorCode::Corrupt, "{e}");
         assert!(e.to_string().contains("-delta.arrow"), "{e}");
     }
+}
+
+/// The top `k` for `q` through the index, every partition probed.
+fn probe_all(
+    t: &NativeTable,
+    q: &[f32],
+    k: usize,
+    refine: Option<u32>,
+) -> memwal_core::Result<Vec<RecordBatch>> {
+    let mut vq = VectorQuery::new(q.to_vec());
+    vq.tuning.nprobes = Some(64);
+    vq.tuning.refine_factor = refine;
+    t.query_sync(&QueryRequest {
+        limit: Some(k),
+        nearest: Some(vq),
+        ..Default::default()
+    })
 }
