@@ -5,9 +5,12 @@
  * Lance reads them (FLOAT is Float32, REAL refused, a column from a non-null literal is non-nullable), and
  * options memwal does not honour are errors (storageOptions), while add's progress callback is called.
  */
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { Float32, Int64 } from "apache-arrow";
+import * as memwal from "../lib";
 import { InvalidInputError, NotSupportedError } from "../lib";
-import { tableKinds } from "./helpers";
+import { tableKinds, tmpDir } from "./helpers";
 
 const { kinds } = tableKinds();
 
@@ -152,4 +155,31 @@ describe.each(kinds)("0.39 parity on a %s table", (kind, open) => {
     expect(await t.countRows()).toBe(6);
     await expect(t.add(rows, { fast: true } as never)).rejects.toThrow(/unknown option 'fast'/);
   });
+});
+
+test("undefined keys: the same rows and schemas as @lancedb/lancedb 0.39 itself (bench/), call for call", async () => {
+  const clientPath = path.join(__dirname, "..", "bench", "node_modules", "@lancedb", "lancedb");
+  expect(fs.existsSync(clientPath)).toBe(true);
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const official = require(clientPath);
+  const run = async (lib: { connect: (uri: string) => Promise<memwal.Connection> }) => {
+    const db = await lib.connect(tmpDir());
+    const t = await db.createTable("t", [
+      { id: 1, x: 10, s: "a" },
+      { id: 2, x: 20, s: "b" },
+    ]);
+    await t
+      .mergeInsert("id")
+      .whenMatchedUpdateAll()
+      .whenNotMatchedInsertAll()
+      .execute([
+        { id: 1, x: undefined, s: "A" },
+        { id: 3, x: undefined, s: "C" },
+      ]);
+    await t.add([{ id: 4, s: "D", extra: undefined }]);
+    const made = await db.createTable("u", [{ id: 1, x: undefined, s: "a" }]);
+    const rows = (await t.query().toArray()).map((r) => JSON.stringify([Number(r.id), r.x === null ? null : Number(r.x), r.s])).sort();
+    return { rows, schema: (await made.schema()).fields.map((f) => f.name) };
+  };
+  expect(await run(memwal)).toEqual(await run(official));
 });
