@@ -21,15 +21,19 @@ const FILE_MAGIC: &[u8] = b"ARROW1";
 /// table can take (no columns, two columns of one name).
 fn guarded(f: impl FnOnce() -> Result<Data>) -> Result<Data> {
     let data = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|p| {
-        let why = p
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| p.downcast_ref::<&str>().copied())
-            .unwrap_or("a length or offset outside the data");
+        let why = panic_text(p.as_ref());
         Err(Error::invalid(format!("malformed Arrow IPC data: {why}")))
     })?;
     check_columns(&data.schema)?;
     Ok(data)
+}
+
+/// What a caught panic from a decoder said.
+pub(crate) fn panic_text(p: &(dyn std::any::Any + Send)) -> &str {
+    p.downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| p.downcast_ref::<&str>().copied())
+        .unwrap_or("a length or offset outside the data")
 }
 
 /// Largest ratio of a compressed buffer's declared uncompressed length to

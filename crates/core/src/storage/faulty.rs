@@ -91,6 +91,12 @@ impl Storage for FaultyStorage {
     fn get(&self, path: &str) -> Result<Option<Bytes>> {
         self.inner.get(path)
     }
+    fn get_mapped(&self, path: &str) -> Result<Option<Bytes>> {
+        self.inner.get_mapped(path)
+    }
+    fn maps_files(&self) -> bool {
+        self.inner.maps_files()
+    }
     fn exists(&self, path: &str) -> Result<bool> {
         self.inner.exists(path)
     }

@@ -55,6 +55,20 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     fn put_new(&self, path: &str, data: &[u8]) -> Result<PutNew>;
     /// Reads a whole file; `Ok(None)` if it does not exist.
     fn get(&self, path: &str) -> Result<Option<Bytes>>;
+    /// Reads a whole file like [`Storage::get`], mapped into memory where
+    /// the storage can (a local file: its bytes stay in the kernel's page
+    /// cache, which can drop them under pressure, instead of the process's
+    /// heap). Only for files never changed in place once written (data files
+    /// have unique names): a mapped file cut short under the process would
+    /// fault the reader.
+    fn get_mapped(&self, path: &str) -> Result<Option<Bytes>> {
+        self.get(path)
+    }
+    /// Whether [`Storage::get_mapped`] maps files (so reading a file just
+    /// written back costs no copy and no download).
+    fn maps_files(&self) -> bool {
+        false
+    }
     /// Whether a file exists.
     fn exists(&self, path: &str) -> Result<bool>;
     /// A file's size in bytes; `Ok(None)` if it does not exist (the default

@@ -310,7 +310,11 @@ impl NativeTable {
         }))
     }
 
-    /// Installs a committed version as the cached state.
+    /// Installs a committed version as the cached state. The rows just
+    /// written are cached as they are, or, where the storage maps files, as
+    /// the mapped file (so the heap does not keep a second copy of the
+    /// table; the file is ours and just written, so its checksum is not
+    /// read again).
     pub(crate) fn install(&self, st: &mut State, c: &Committed) {
         let files: HashMap<u64, &str> = c
             .manifest
@@ -318,10 +322,19 @@ impl NativeTable {
             .iter()
             .map(|f| (f.id, f.file.as_str()))
             .collect();
+        let storage = self.inner.storage.as_ref();
+        let schema = Arc::new(c.manifest.schema.clone());
         for (id, b) in c.new_fragments.iter().chain(&c.rewritten) {
-            if let Some(file) = files.get(id) {
-                st.batches.insert(file.to_string(), b.clone());
-            }
+            let Some(file) = files.get(id) else { continue };
+            let mapped = storage.maps_files().then(|| {
+                let path = format!("{}/{file}", self.dir());
+                crate::fragment::read_data_file(storage, &path, &schema, None)
+            });
+            let batch = match mapped {
+                Some(Ok(m)) if m.num_rows() == b.num_rows() => m,
+                _ => b.clone(),
+            };
+            st.batches.insert(file.to_string(), batch);
         }
         st.retain_files(&c.manifest);
         st.manifest = Some(c.manifest.clone());
