@@ -2,7 +2,8 @@
 //!
 //! - `params.rs`: the FTS index parameters (Lance's `InvertedIndexParams`), read leniently.
 //! - `analyzer.rs`: text to tokens with the `lance-tokenizer` crate LanceDB runs.
-//! - `segment.rs`: an immutable inverted index over some rows; `codec.rs` its bytes.
+//! - `segment.rs`: an immutable inverted index over some rows; `codec.rs` its bytes; `concat.rs`
+//!   joins segments built apart (a build's threads).
 //! - `corpus.rs`: a column at query time: segments, unindexed rows, live rows, global statistics.
 //! - `bm25.rs`: the score. `query.rs`: the query types and their wire JSON.
 //! - `fuzzy.rs`, `phrase.rs`: term expansion and phrase positions. `search.rs`: runs a query;
@@ -14,6 +15,7 @@
 pub mod analyzer;
 pub mod bm25;
 pub mod codec;
+mod concat;
 pub mod corpus;
 pub mod error;
 mod fuzzy;

@@ -1,10 +1,11 @@
 //! FTS indexes of a native table: which columns can carry one (strings, lists of strings), the
 //! texts of a column's rows, building an index over a snapshot (one `memwal-fts` segment of the
-//! live rows) and folding new rows in (`optimize`: one more segment for the new fragments' rows;
+//! live rows, tokenized by one thread per core and joined) and folding new rows in (`optimize`: one more segment for the new fragments' rows;
 //! segments holding rows deleted since are rewritten without them, nothing tokenized twice).
 //! Querying is `text_search.rs`.
 
 use std::collections::HashSet;
+use std::ops::Range;
 
 use arrow::array::{Array, ArrayRef, AsArray};
 use arrow_schema::DataType;
@@ -12,6 +13,7 @@ use memwal_fts::{FtsParams, Segment, SegmentBuilder};
 
 use super::{NativeTable, Snapshot};
 use crate::error::{Error, Result};
+use crate::fragment::LoadedFragment;
 use crate::index::fts::{self, TextIndex};
 use crate::index::IndexType;
 use crate::manifest::{IndexFile, IndexMeta};
@@ -71,7 +73,15 @@ fn list_texts<'a>(values: &'a ArrayRef, offsets: &[i32], i: usize) -> Vec<&'a st
         .collect()
 }
 
-/// One segment of the live rows of column `col` in the fragments `keep` accepts.
+/// Rows below which an index build tokenizes on one thread.
+const PARALLEL_BUILD_ROWS: usize = 20_000;
+
+/// Rows of one fragment a build thread takes.
+type Piece<'a> = (&'a LoadedFragment, Range<usize>);
+
+/// One segment of the live rows of column `col` in the fragments `keep` accepts, tokenized by
+/// up to one thread per core (each builds a segment of its share of the rows, then they are
+/// joined).
 fn segment_of(
     snap: &Snapshot,
     col: usize,
@@ -79,10 +89,44 @@ fn segment_of(
     analyzer: &memwal_fts::Analyzer,
     keep: &dyn Fn(u64) -> bool,
 ) -> Result<Segment> {
-    let mut b = SegmentBuilder::new(analyzer, params.with_position);
-    for f in snap.fragments.iter().filter(|f| keep(f.id)) {
+    let frags: Vec<&LoadedFragment> = snap.fragments.iter().filter(|f| keep(f.id)).collect();
+    let rows: usize = frags.iter().map(|f| f.batch.num_rows()).sum();
+    let threads = crate::vector::worker_threads(rows, PARALLEL_BUILD_ROWS);
+    let pieces = split(&frags, rows, threads);
+    if pieces.len() <= 1 {
+        let all = pieces.into_iter().next().unwrap_or_default();
+        return build_piece(&all, col, params.with_position, analyzer);
+    }
+    let parts = std::thread::scope(|s| {
+        let handles: Vec<_> = pieces
+            .iter()
+            .map(|piece| {
+                let a = analyzer.clone();
+                s.spawn(move || build_piece(piece, col, params.with_position, &a))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::internal("an FTS index build thread panicked")))
+            })
+            .collect::<Result<Vec<_>>>()
+    })?;
+    Ok(Segment::concat(parts, params.with_position)?)
+}
+
+/// The segment of one thread's rows (deleted rows skipped).
+fn build_piece(
+    piece: &[Piece<'_>],
+    col: usize,
+    with_position: bool,
+    analyzer: &memwal_fts::Analyzer,
+) -> Result<Segment> {
+    let mut b = SegmentBuilder::new(analyzer, with_position);
+    for (f, range) in piece {
         let c = f.batch.column(col);
-        for i in 0..c.len() {
+        for i in range.clone() {
             if f.deleted.contains(i as u32) {
                 continue;
             }
@@ -92,6 +136,30 @@ fn segment_of(
         }
     }
     Ok(b.finish()?)
+}
+
+/// The rows of `frags` (`rows` in all) cut into `pieces` runs of about equal length, in order.
+fn split<'a>(frags: &[&'a LoadedFragment], rows: usize, pieces: usize) -> Vec<Vec<Piece<'a>>> {
+    let per = rows.div_ceil(pieces.max(1)).max(1);
+    let mut out: Vec<Vec<Piece<'a>>> = vec![Vec::new()];
+    let mut room = per;
+    for f in frags {
+        let n = f.batch.num_rows();
+        let mut at = 0;
+        while at < n {
+            if room == 0 {
+                out.push(Vec::new());
+                room = per;
+            }
+            let take = room.min(n - at);
+            if let Some(last) = out.last_mut() {
+                last.push((f, at..at + take));
+            }
+            at += take;
+            room -= take;
+        }
+    }
+    out
 }
 
 impl NativeTable {

@@ -381,6 +381,38 @@ fn word_rows(ids: std::ops::RangeInclusive<i64>) -> Vec<(i64, Option<String>)> {
     .collect()
 }
 
+/// A build over enough rows to take every core (tokenized in pieces, then joined; pieces cut
+/// inside fragments, with deleted rows) answers exactly as one index of the live rows.
+#[test]
+fn an_index_built_on_threads_answers_as_one_build() {
+    let dir = tempfile::tempdir().expect("dir");
+    let t = open(dir.path());
+    for (a, b) in [(1, 17_000), (17_001, 30_000), (30_001, 47_000)] {
+        t.add_sync(data(&word_rows(a..=b)), AddMode::Append)
+            .expect("add");
+    }
+    t.delete_sync("id % 11 = 0").expect("delete");
+    t.create_index_sync(&fts_index(true)).expect("index");
+    let live: BTreeMap<i64, Option<String>> = word_rows(1..=47_000)
+        .into_iter()
+        .filter(|(id, _)| id % 11 != 0)
+        .collect();
+    for q in queries() {
+        // A filter keeps answers under the helper's limit (10,000 rows).
+        let got = answer(&t, &q, Some("id % 5 = 1")).expect("search");
+        let want = reference(&live, &q, &|r| r % 5 == 1);
+        assert!(got.len() < 10_000, "{q:?}: the limit cut the answer");
+        assert_eq!(got.len(), want.len(), "{q:?}");
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g.0, w.0, "{q:?}");
+            assert!(
+                (g.1 - w.1).abs() <= 1e-4 * w.1.abs().max(1e-6),
+                "{q:?}: {g:?} vs {w:?}"
+            );
+        }
+    }
+}
+
 #[test]
 fn fast_search_answers_the_indexed_rows_alone() {
     let dir = tempfile::tempdir().expect("dir");
