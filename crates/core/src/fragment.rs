@@ -115,6 +115,8 @@ fn file_batches(bytes: Bytes) -> std::result::Result<Vec<RecordBatch>, String> {
     if len < 18 || !bytes.starts_with(b"ARROW1") {
         return Err(format!("not an Arrow IPC file ({len} bytes)"));
     }
+    // A damaged length must not ask for an allocation the process cannot make (an abort).
+    crate::ipc::check_compressed_lengths(&bytes).map_err(|e| e.to_string())?;
     let mut trailer = [0u8; 10];
     trailer.copy_from_slice(&bytes[len - 10..]);
     let footer_len = read_footer_length(trailer).map_err(|e| e.to_string())?;
@@ -293,19 +295,27 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(300))]
+        #![proptest_config(ProptestConfig::with_cases(1000))]
         /// A damaged data file read without a checksum is a `Corrupt` error
         /// or, where the damage is in values, rows; never a panic.
         #[test]
         fn a_damaged_data_file_is_an_error_never_a_panic(
             cut in proptest::option::of(0usize..4000),
             flips in proptest::collection::vec((0usize..4000, any::<u8>()), 0..6),
+            patches in proptest::collection::vec(
+                (0usize..4000, prop_oneof![Just(1u64 << 31), Just(u64::MAX), Just(1u64 << 62), 0u64..4096]),
+                0..3,
+            ),
         ) {
             let b = sample(40);
             let mut bytes = file_of(std::slice::from_ref(&b));
             for (at, v) in flips {
                 let n = bytes.len();
                 bytes[at % n] = v;
+            }
+            for (at, v) in patches {
+                let at = at % (bytes.len() - 8);
+                bytes[at..at + 8].copy_from_slice(&v.to_le_bytes());
             }
             if let Some(c) = cut {
                 bytes.truncate(c % (bytes.len() + 1));

@@ -47,7 +47,7 @@ fn bad(what: &str) -> Error {
 /// Checks the declared uncompressed length of every compressed buffer
 /// before arrow-ipc allocates it: a patched length asks for an allocation
 /// the process cannot make, which aborts (no panic to catch).
-fn check_compressed_lengths(bytes: &[u8]) -> Result<()> {
+pub(crate) fn check_compressed_lengths(bytes: &[u8]) -> Result<()> {
     if bytes.starts_with(FILE_MAGIC) {
         check_file(bytes)
     } else {
