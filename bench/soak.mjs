@@ -13,6 +13,8 @@
 // Env: SOAK_SECONDS (600), SOAK_RETENTION_SECS (30), SOAK_CLEANUP_EVERY_SECS (10), SOAK_CLIENTS (4),
 // SOAK_SEED_ROWS (10000), SOAK_SAMPLE_SECS (5), SOAK_CALL_TIMEOUT_SECS (120), SOAK_RETRIES (0: a failed request
 // is a failed call, not retried by the client), SOAK_RATE (upserts/s over all clients; 0, the default: no cap),
+// SOAK_INDEX (none, the default: searches are flat over every row; ivf_pq: an IVF_PQ index built on the seed
+// rows, that the server's upkeep keeps folding the stream into, searched with its defaults),
 // MEMWAL_SERVER_BIN (default: release/memwal-server under $CARGO_TARGET_DIR, ../target or
 // ~/.cache/memwal-target), MEMWAL_LOG (the server's log level, default info).
 import { spawn } from "node:child_process";
@@ -46,6 +48,8 @@ const SAMPLE_MS = envNum("SOAK_SAMPLE_SECS", 5, 0.5) * 1000;
 const CALL_TIMEOUT_MS = envNum("SOAK_CALL_TIMEOUT_SECS", 120, 1) * 1000;
 const RETRIES = envNum("SOAK_RETRIES", 0, 0);
 const RATE = envNum("SOAK_RATE", 0, 0); // upserts/s over all clients; 0: as fast as the closed loops go
+const INDEX = process.env.SOAK_INDEX || "none";
+if (!["none", "ivf_pq"].includes(INDEX)) throw new Error(`SOAK_INDEX=${INDEX}: expected none or ivf_pq`);
 const DIM = 128;
 const BATCH = 200;
 const HALF = BATCH / 2;
@@ -282,6 +286,7 @@ async function run(tmp, dataDir, logFile, setServer) {
     sample_secs: SAMPLE_MS / 1000,
     client_retries: RETRIES,
     rate_cap_upserts_per_s: RATE || null,
+    index: INDEX,
     server: bin,
     server_args: srv.args,
     bytes_per_row: bytesPerRow,
@@ -292,7 +297,7 @@ async function run(tmp, dataDir, logFile, setServer) {
   };
   console.log(
     `Soak J: ${SECONDS} s, ${CLIENTS} clients x ${BATCH}-row memWal upserts (half updates), seed ${SEED_ROWS} rows, ` +
-      `retention ${RETENTION} s, cleanup every ${CLEANUP_EVERY} s; server ${url} (pid ${pid}), data ${dataDir}`,
+      `retention ${RETENTION} s, cleanup every ${CLEANUP_EVERY} s, index ${INDEX}; server ${url} (pid ${pid}), data ${dataDir}`,
   );
   console.log(
     `live bytes per row: ${bytesPerRow.toFixed(1)} (fresh local table of the seed rows: folder size / rows; Arrow IPC: ${ipcBytesPerRow.toFixed(1)})`,
@@ -306,6 +311,9 @@ async function run(tmp, dataDir, logFile, setServer) {
     clientConfig: { retryConfig: retry },
   });
   const tbl = await db.createTable(TABLE, seedIpc);
+  if (INDEX === "ivf_pq") {
+    await tbl.createIndex("vec", { config: memwal.Index.ivfPq({ numPartitions: 64, numSubVectors: 16 }) });
+  }
   const upsert = (data) => tbl.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().memWal().execute(data);
   // Warm-up, not timed and adding no id: one upsert of seed rows, one search.
   await upsert(rows(range(0, BATCH)));
@@ -384,7 +392,7 @@ async function run(tmp, dataDir, logFile, setServer) {
   const get = (p) => withTimeout(fetch(`${url}${p}`, { headers: { "x-api-key": API_KEY } }), 30_000, p);
   async function sample() {
     const t = (now() - streamStart) / 1000;
-    const [size, count, stats, metrics, health] = await Promise.allSettled([
+    const [size, count, stats, metrics, health, ixStats] = await Promise.allSettled([
       folderSize(dataDir),
       withTimeout(tbl.countRows(), CALL_TIMEOUT_MS, "countRows"),
       withTimeout(tbl.stats(), CALL_TIMEOUT_MS, "stats"),
@@ -396,6 +404,7 @@ async function run(tmp, dataDir, logFile, setServer) {
         const j = await r.json();
         return r.ok && j.status === "ok" ? "ok" : `HTTP ${r.status} ${JSON.stringify(j).slice(0, 200)}`;
       }),
+      INDEX === "none" ? null : withTimeout(tbl.indexStats("vec_idx"), CALL_TIMEOUT_MS, "indexStats"),
     ]);
     const val = (r, what) => {
       if (r.status === "fulfilled") return r.value;
@@ -407,6 +416,7 @@ async function run(tmp, dataDir, logFile, setServer) {
     const st = val(stats, "stats");
     const m = val(metrics, "metrics") ?? {};
     const h = val(health, "health");
+    const ix = val(ixStats, "indexStats");
     if (h !== null && h !== "ok") fail("sample health", h);
     const mem = rss(pid);
     const s = {
@@ -422,6 +432,7 @@ async function run(tmp, dataDir, logFile, setServer) {
       server_rss_mb: mem.all,
       server_rss_anon_mb: mem.anon,
       server_rss_file_mb: mem.file,
+      unindexed_rows: ix?.numUnindexedRows ?? null,
       health: h,
       metrics: m,
     };
@@ -439,7 +450,8 @@ async function run(tmp, dataDir, logFile, setServer) {
         console.log(
           `  ${s.t.toFixed(0).padStart(5)} s: ${upserts.length} upserts, ${searches.length} searches, ${failures.length} failed; ` +
             `data ${f1(s.size_bytes / MB)} MB, live ${f1(s.live_bytes / MB)} MB (x${f2(s.ratio)}), ${s.fragments} fragments, ` +
-            `cleanups ${s.metrics.cleanups_total}, compactions ${s.metrics.compactions_total}, server RSS ${f1(s.server_rss_mb)} MB (anon ${f1(s.server_rss_anon_mb)})`,
+            `cleanups ${s.metrics.cleanups_total}, compactions ${s.metrics.compactions_total}, server RSS ${f1(s.server_rss_mb)} MB (anon ${f1(s.server_rss_anon_mb)})` +
+            (s.unindexed_rows === null ? "" : `, ${s.unindexed_rows} rows not yet indexed`),
         );
       }
       next += SAMPLE_MS;
@@ -559,6 +571,7 @@ async function run(tmp, dataDir, logFile, setServer) {
         fragments_max: mx((s) => s.fragments),
         server_rss_mb_max: mx((s) => s.server_rss_mb),
         server_rss_anon_mb_max: mx((s) => s.server_rss_anon_mb),
+        unindexed_max: mx((s) => s.unindexed_rows),
       };
     });
   };
@@ -642,6 +655,11 @@ async function run(tmp, dataDir, logFile, setServer) {
     `- accounting: ${acct.acked_upserts} acknowledged upserts; countRows ${acct.count_rows ?? "n/a"} (after flushLsm ${acct.count_rows_after_flush ?? "n/a"}) vs distinct ids written ${acct.expected_rows ?? "n/a"} (seed + acknowledged inserts + ${acct.failed_upserts_landed_rows ?? 0} rows of the ${acct.failed_upserts} failed upserts, found by id); ${acct.count_mismatch_total} upserts with counts other than ${HALF}/${HALF}: ${acct.ok ? "OK" : `OFF${acct.error ? ` (${acct.error})` : ""}`}`,
     `- server: ${serverDied ? `DIED during the run (${JSON.stringify(srv.state.exit)})` : "alive for the whole run"}; exit at stop ${JSON.stringify(exit)}; ${warnLines.length} WARN/ERROR log lines (${warnLines.length - otherWarn.length} of them 503 overloaded refusals)`,
     `- /metrics at the end: cleanups ${fm.cleanups_total}, versions removed ${fm.cleanup_versions_removed_total}, bytes removed ${f1(fm.cleanup_bytes_removed_total / MB)} MB, cleanup failures ${fm.cleanup_failures_total}; compactions ${fm.compactions_total}, fragments compacted ${fm.fragments_compacted_total}, compaction failures ${fm.compaction_failures_total}; flushes ${fm.flushes_total}, flush failures ${fm.flush_failures_total}, tables poisoned ${fm.tables_poisoned}`,
+    ...(INDEX === "none"
+      ? []
+      : [
+          `- index (${INDEX}): rows not yet indexed, max per minute: ${minutes.map((m) => m.unindexed_max).join(", ")} (the server folds new rows in when idle; a search covers them exactly)`,
+        ]),
     `- live MB = countRows x ${f1(bytesPerRow)} B (${cfg.bytes_per_row_method}; Arrow IPC ${f1(ipcBytesPerRow)} B); fragments from table.stats().fragmentStats.numFragments; data = every file under the server's --data folder (table + WAL)`,
   ];
   md += `\n${lines.join("\n")}\n\nMachine: ${cfg.machine}, ${cfg.started}\n`;
