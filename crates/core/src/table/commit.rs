@@ -49,6 +49,20 @@ pub(crate) struct Change {
     pub rewrite: Vec<(u64, RecordBatch)>,
 }
 
+impl Change {
+    /// Whether the change leaves every row and the schema as they were (an
+    /// index or metadata change): a key index of the planned version is
+    /// then the new version's too.
+    pub(crate) fn keeps_rows(&self) -> bool {
+        self.new_rows.is_none()
+            && self.deletions.is_empty()
+            && !self.replace_all
+            && self.schema.is_none()
+            && self.restore.is_none()
+            && self.rewrite.is_empty()
+    }
+}
+
 /// A change that made it into a version.
 #[derive(Debug)]
 pub(crate) struct Committed {
@@ -372,6 +386,13 @@ impl NativeTable {
                     let mut st = lock(&self.inner.state);
                     let mut idx = self.index_write();
                     on_commit(&mut idx, &c, &out);
+                    // An index fold or a metadata change keeps the key index
+                    // (rebuilding it is O(table), in the next writer's path).
+                    if let Some(i) = idx.as_mut() {
+                        if change.keeps_rows() && i.version == snap.manifest.version {
+                            i.version = c.manifest.version;
+                        }
+                    }
                     if idx
                         .as_ref()
                         .is_some_and(|i| i.version != c.manifest.version)

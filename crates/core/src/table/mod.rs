@@ -387,6 +387,14 @@ impl NativeTable {
         self.inner.index.write().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Diagnostics: the key index this process holds for the table (its key
+    /// columns and the version it describes), if any.
+    pub fn cached_key_index(&self) -> Option<(Vec<String>, u64)> {
+        self.index_read()
+            .as_ref()
+            .map(|i| (i.on().to_vec(), i.version))
+    }
+
     /// The key index over `on` at `snap`'s version (built if needed), read-locked.
     pub(crate) fn ensure_index(
         &self,
