@@ -7,7 +7,7 @@ use arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch};
 use arrow_schema::SchemaRef;
 use roaring::RoaringBitmap;
 
-use super::commit::{Change, MAX_ROWS_PER_FRAGMENT};
+use super::commit::{Change, Committed, MAX_ROWS_PER_FRAGMENT};
 use super::scan::{apply, row_mask, RowFilter};
 use super::{NativeTable, Snapshot};
 use crate::api::{AddMode, DeleteResult, OptimizeStats, UpdateResult};
@@ -15,6 +15,7 @@ use crate::data::Data;
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::filter::{Predicate, Resolve};
+use crate::keys::{KeyEncoder, KeyIndex};
 use crate::schema::{align_new_rows, column_list, strict_cast, validate_new_schema};
 
 impl NativeTable {
@@ -57,7 +58,11 @@ impl NativeTable {
                 };
                 Ok((Some(change), ()))
             },
-            |_, _, _| {},
+            |slot, c, _| {
+                if mode == AddMode::Append {
+                    learn_appended(slot, c);
+                }
+            },
         )?;
         version.ok_or_else(|| Error::internal("add committed nothing"))
     }
@@ -270,4 +275,27 @@ fn selected(mask: Option<&BooleanArray>, num_rows: usize) -> RoaringBitmap {
         }
     }
     bm
+}
+
+/// An append teaches the key index its new rows (as a merge does), so the
+/// next merge does not rebuild it over the whole table. A key index of
+/// another version, or rows whose keys cannot be read, leave it to be
+/// dropped and rebuilt on demand.
+fn learn_appended(slot: &mut Option<KeyIndex>, c: &Committed) {
+    let Some(idx) = slot.as_mut() else { return };
+    if idx.version + 1 != c.manifest.version {
+        return;
+    }
+    let on = idx.on().to_vec();
+    let Ok(enc) = KeyEncoder::new(&c.manifest.schema, &on) else {
+        return;
+    };
+    let none = RoaringBitmap::new();
+    for (frag, batch) in &c.new_fragments {
+        if idx.add_batch(&enc, *frag, batch, &none).is_err() {
+            *slot = None;
+            return;
+        }
+    }
+    idx.version = c.manifest.version;
 }

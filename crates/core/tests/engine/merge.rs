@@ -19,6 +19,39 @@ fn upsert() -> MergeInsertParams {
     })
 }
 
+/// An append teaches the key index its rows (no rebuild at the next merge),
+/// a key appended twice included: the merge then updates both rows.
+#[test]
+fn an_append_extends_the_key_index_and_merges_stay_exact() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let (_db, t) = new_table(dir.path(), people(&[(1, 10), (2, 20), (3, 30)]));
+    t.merge_insert_sync(&checked(&upsert()), people(&[(1, 11)]))
+        .expect("merge");
+    t.add_sync(people(&[(3, 31), (4, 40)]), memwal_core::AddMode::Append)
+        .expect("append");
+    let v = t.version_sync().expect("version");
+    assert_eq!(
+        t.cached_key_index(),
+        Some((vec!["id".to_string()], v)),
+        "the append kept the key index"
+    );
+    let r = t
+        .merge_insert_sync(&checked(&upsert()), people(&[(3, 32), (4, 41), (5, 50)]))
+        .expect("merge");
+    assert_eq!((r.num_updated_rows, r.num_inserted_rows), (3, 1));
+    assert_eq!(
+        ages(&t),
+        vec![
+            (1, Some(11)),
+            (2, Some(20)),
+            (3, Some(32)),
+            (3, Some(32)),
+            (4, Some(41)),
+            (5, Some(50))
+        ]
+    );
+}
+
 #[test]
 fn upsert_updates_and_inserts() {
     let dir = tempfile::tempdir().expect("tmp");
