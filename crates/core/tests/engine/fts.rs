@@ -123,6 +123,18 @@ fn reference(
     out
 }
 
+/// The same rows in the same order, scores within 1e-4 relative.
+fn assert_same_answer(got: &[(i64, f32)], want: &[(i64, f32)], q: &FtsQuery) {
+    assert_eq!(got.len(), want.len(), "{q:?}\n got {got:?}\nwant {want:?}");
+    for (g, w) in got.iter().zip(want) {
+        assert_eq!(g.0, w.0, "{q:?}\n got {got:?}\nwant {want:?}");
+        assert!(
+            (g.1 - w.1).abs() <= 1e-4 * w.1.abs().max(1e-6),
+            "{q:?}: {g:?} vs {w:?}"
+        );
+    }
+}
+
 const WORDS: &[&str] = &[
     "fox", "dog", "the", "runs", "running", "quick", "brown", "lazy", "river", "bank", "a",
     "cafés", "tree",
@@ -402,14 +414,7 @@ fn an_index_built_on_threads_answers_as_one_build() {
         let got = answer(&t, &q, Some("id % 5 = 1")).expect("search");
         let want = reference(&live, &q, &|r| r % 5 == 1);
         assert!(got.len() < 10_000, "{q:?}: the limit cut the answer");
-        assert_eq!(got.len(), want.len(), "{q:?}");
-        for (g, w) in got.iter().zip(&want) {
-            assert_eq!(g.0, w.0, "{q:?}");
-            assert!(
-                (g.1 - w.1).abs() <= 1e-4 * w.1.abs().max(1e-6),
-                "{q:?}: {g:?} vs {w:?}"
-            );
-        }
+        assert_same_answer(&got, &want, &q);
     }
 }
 
@@ -451,14 +456,7 @@ fn fast_search_answers_the_indexed_rows_alone() {
             got.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
             let pass = |r: u64| keep == 0 || r.is_multiple_of(keep);
             let want = reference(&indexed, &q, &pass);
-            assert_eq!(got.len(), want.len(), "{q:?}\n got {got:?}\nwant {want:?}");
-            for (g, w) in got.iter().zip(&want) {
-                assert_eq!(g.0, w.0, "{q:?}\n got {got:?}\nwant {want:?}");
-                assert!(
-                    (g.1 - w.1).abs() <= 1e-4 * w.1.abs().max(1e-6),
-                    "{q:?}: {g:?} vs {w:?}"
-                );
-            }
+            assert_same_answer(&got, &want, &q);
             let all = answer(&t, &q, filter).expect("every row");
             differ += usize::from(all != got);
             assert_eq!(
