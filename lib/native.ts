@@ -31,7 +31,7 @@ export interface NativeMergeResult {
   numDeletedRows: number;
   /** Commit attempts (or requests, remotely): 1 unless a race was retried. */
   numAttempts: number;
-  /** Source rows read. */
+  /** Rows written, as @lancedb/lancedb 0.39 counts them: inserted plus updated. */
   numRows: number;
 }
 

@@ -57,7 +57,7 @@ pub struct MergeInsertResult {
     pub num_deleted_rows: i64,
     /// Commit attempts (requests, for remote tables).
     pub num_attempts: i64,
-    /// Source rows.
+    /// Rows written: inserted plus updated, as @lancedb/lancedb counts them.
     pub num_rows: i64,
 }
 

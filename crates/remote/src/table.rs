@@ -685,7 +685,9 @@ impl Table for RemoteTable {
             num_updated_rows: r.num_updated_rows,
             num_deleted_rows: r.num_deleted_rows,
             num_attempts: r.num_attempts.unwrap_or(0).max(tries),
-            num_rows: r.num_rows.unwrap_or(data.num_rows() as u64),
+            num_rows: r
+                .num_rows
+                .unwrap_or(r.num_inserted_rows + r.num_updated_rows),
         })
     }
     async fn create_index(&self, request: IndexRequest) -> memwal_core::Result<()> {

@@ -110,7 +110,9 @@ pub struct MergeResult {
     pub num_deleted_rows: u64,
     /// Commit attempts, 1 unless another writer won a race.
     pub num_attempts: u32,
-    /// Source rows the merge read.
+    /// Rows written, as LanceDB counts them: inserted plus updated (a source
+    /// row matching two target rows writes two). On the MemWAL path, where
+    /// keys are unique, the rows sent.
     pub num_rows: u64,
 }
 

@@ -258,7 +258,7 @@ pub struct MergeInsertResponse {
     /// Commit attempts (optional on the wire).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub num_attempts: Option<u32>,
-    /// Source rows (optional on the wire).
+    /// Rows written: inserted plus updated (optional on the wire).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub num_rows: Option<u64>,
 }

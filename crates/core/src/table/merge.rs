@@ -28,7 +28,6 @@ impl NativeTable {
     /// Runs a merge insert (see the module doc).
     pub fn merge_insert_sync(&self, p: &MergeInsert, data: Data) -> Result<MergeResult> {
         let deadline = Deadline::new(p.timeout);
-        let num_rows = data.num_rows() as u64;
         // Schema checks that do not depend on the version run once, up front.
         let mut aligned: Option<Aligned> = None;
         let (version, out, attempts) = self.write_with_retry(
@@ -45,7 +44,9 @@ impl NativeTable {
             num_updated_rows: out.updated,
             num_deleted_rows: out.deleted,
             num_attempts: attempts,
-            num_rows,
+            // Rows written, as LanceDB counts them: a source row that
+            // updates two target rows writes two.
+            num_rows: out.inserted + out.updated,
         })
     }
 

@@ -39,6 +39,9 @@ fn an_append_extends_the_key_index_and_merges_stay_exact() {
         .merge_insert_sync(&checked(&upsert()), people(&[(3, 32), (4, 41), (5, 50)]))
         .expect("merge");
     assert_eq!((r.num_updated_rows, r.num_inserted_rows), (3, 1));
+    // numRows counts rows written, as @lancedb/lancedb 0.39 reports it
+    // (measured: 4 for these 3 source rows), not the source's rows.
+    assert_eq!(r.num_rows, 4);
     assert_eq!(
         ages(&t),
         vec![
@@ -103,6 +106,8 @@ fn insert_only_leaves_matches_alone() {
         .merge_insert_sync(&checked(&p), people(&[(1, 99), (2, 20)]))
         .expect("merge");
     assert_eq!((r.num_inserted_rows, r.num_updated_rows), (1, 0));
+    // The matched source row writes nothing, so it is not counted.
+    assert_eq!(r.num_rows, 1);
     assert_eq!(ages(&t), vec![(1, Some(10)), (2, Some(20))]);
 }
 
