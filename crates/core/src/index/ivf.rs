@@ -111,6 +111,21 @@ pub struct Delta {
     pub payload: Payload,
 }
 
+impl Delta {
+    /// This delta's rows, then `next`'s (as applying the two in turn); both
+    /// must carry the same kind of payload.
+    pub fn then(mut self, next: Delta) -> Result<Delta> {
+        match (&mut self.payload, next.payload) {
+            (Payload::Flat(a), Payload::Flat(b)) => a.extend(b),
+            (Payload::Pq { codes: a, .. }, Payload::Pq { codes: b, .. }) => a.extend(b),
+            _ => return Err(Error::internal("deltas of different payloads")),
+        }
+        self.row_ids.extend(next.row_ids);
+        self.parts.extend(next.parts);
+        Ok(self)
+    }
+}
+
 /// Vectors as an index of `distance` holds them: unit length for cosine (a
 /// zero vector stays zero: its cosine is undefined and never returned).
 pub fn to_index_space(distance: DistanceType, data: &mut [f32], dim: usize) {

@@ -237,17 +237,20 @@ pub fn write_delta(
 }
 
 /// `ix` with the delta files of `meta` applied, in order (each checked:
-/// partitions in range, codes within the quantiser's range).
+/// partitions in range, codes within the quantiser's range). The deltas are
+/// gathered and merged into the index in one pass: each merge copies the
+/// whole index, so applying them one by one would cost one copy per delta.
 fn apply_deltas(
     storage: &dyn Storage,
     table: &str,
     meta: &IndexMeta,
-    mut ix: IvfIndex,
+    ix: IvfIndex,
 ) -> Result<IvfIndex> {
     let w = match &ix.payload {
         Payload::Pq { pq, .. } => pq.m,
         _ => ix.dim,
     };
+    let mut all: Option<Delta> = None;
     for f in meta.files.iter().filter(|f| f.is_delta()) {
         let path = format!("{table}/{}", f.path);
         let corrupt = |message: String| Error::Corrupt {
@@ -280,13 +283,20 @@ fn apply_deltas(
                 return Err(corrupt("an IVF_HNSW_SQ index with a delta file".into()))
             }
         };
-        ix = ix.with_delta(&Delta {
+        let d = Delta {
             row_ids,
             parts,
             payload,
-        })?;
+        };
+        all = Some(match all {
+            None => d,
+            Some(a) => a.then(d).map_err(|e| corrupt(e.to_string()))?,
+        });
     }
-    Ok(ix)
+    match all {
+        Some(d) => ix.with_delta(&d),
+        None => Ok(ix),
+    }
 }
 
 /// The schema of a BTREE index file over a column of type `dt`.

@@ -20,6 +20,9 @@ pub enum Op {
     Rename,
     /// [`Storage::delete`] (cleanup's removals)
     Delete,
+    /// [`Storage::get`] and [`Storage::get_mapped`] (a predicate may also
+    /// block here, to hold a reader inside a read)
+    Get,
 }
 
 /// A fault-injecting wrapper: operations for which the predicate answers
@@ -89,9 +92,11 @@ impl Storage for FaultyStorage {
         self.inner.put_new(path, data)
     }
     fn get(&self, path: &str) -> Result<Option<Bytes>> {
+        self.check(Op::Get, path)?;
         self.inner.get(path)
     }
     fn get_mapped(&self, path: &str) -> Result<Option<Bytes>> {
+        self.check(Op::Get, path)?;
         self.inner.get_mapped(path)
     }
     fn maps_files(&self) -> bool {

@@ -369,11 +369,10 @@ impl NativeTable {
         let mut attempts = 0;
         loop {
             attempts += 1;
-            let snap = {
-                let mut st = lock(&self.inner.state);
-                let m = self.refresh_locked(&mut st)?;
-                self.load_locked(&mut st, &m)?
-            };
+            // The latest manifest, then its files read without the state
+            // lock (readers and the MemWAL writer go on meanwhile).
+            let m = self.refresh_locked(&mut lock(&self.inner.state))?;
+            let snap = self.load(&m)?;
             self.check_fence(&snap)?;
             // Planning holds no lock on the table state (readers go on).
             let (change, out) = plan(&snap)?;

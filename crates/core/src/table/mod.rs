@@ -15,6 +15,7 @@ pub mod fence;
 pub mod finish;
 mod fts;
 pub mod indices;
+mod load;
 mod lsm_spec;
 mod merge;
 mod ops;
@@ -35,10 +36,10 @@ use crate::api::{
 };
 use crate::data::Data;
 use crate::error::{Error, Result};
-use crate::fragment::{read_data_file, read_deletions, LoadedFragment};
+use crate::fragment::LoadedFragment;
 use crate::index::{IndexInfo, IndexRequest};
 use crate::keys::{KeyEncoder, KeyIndex};
-use crate::manifest::{latest_version, list_versions, read_manifest, IndexMeta, Manifest};
+use crate::manifest::{latest_version, list_versions, read_manifest, Manifest};
 use crate::merge::{MergeInsert, MergeResult};
 use crate::query::QueryRequest;
 use crate::storage::Storage;
@@ -256,110 +257,6 @@ impl NativeTable {
         self.refresh_locked(st)
     }
 
-    /// Loads every fragment of `m` (from cache where possible).
-    pub(crate) fn load_locked(&self, st: &mut State, m: &Arc<Manifest>) -> Result<Snapshot> {
-        let schema = Arc::new(m.schema.clone());
-        let mut fragments = Vec::with_capacity(m.fragments.len());
-        for f in &m.fragments {
-            let batch = match st.batches.get(&f.file) {
-                Some(b) => b.clone(),
-                None => {
-                    let path = format!("{}/{}", self.dir(), f.file);
-                    let b = read_data_file(self.storage(), &path, &schema, f.crc32c)?;
-                    crate::fragment::check_rows(&path, &b, f.physical_rows)?;
-                    st.batches.insert(f.file.clone(), b.clone());
-                    b
-                }
-            };
-            let deleted = match &f.deletion_file {
-                None => Arc::new(RoaringBitmap::new()),
-                Some(path) => {
-                    let key = format!("{path}@{}", f.deletion_offset);
-                    match st.deletions.get(&key) {
-                        Some(d) => d.clone(),
-                        None => {
-                            let full = format!("{}/{path}", self.dir());
-                            let d = Arc::new(read_deletions(
-                                self.storage(),
-                                &full,
-                                f.deletion_offset,
-                                f.deletion_len,
-                                f.deletion_crc32c,
-                            )?);
-                            st.deletions.insert(key, d.clone());
-                            d
-                        }
-                    }
-                }
-            };
-            fragments.push(LoadedFragment {
-                id: f.id,
-                batch,
-                deleted,
-            });
-        }
-        let indices = self.load_indices_locked(st, m)?;
-        Ok(Snapshot {
-            manifest: m.clone(),
-            fragments,
-            indices,
-        })
-    }
-
-    /// Loads the indexes of `m` (from cache where possible).
-    fn load_indices_locked(
-        &self,
-        st: &mut State,
-        m: &Manifest,
-    ) -> Result<Vec<indices::LoadedIndex>> {
-        let mut out = Vec::with_capacity(m.indices.len());
-        for meta in &m.indices {
-            let key = cache_key(meta);
-            let data = match st.ann.get(&key) {
-                Some(i) => i.clone(),
-                None => {
-                    let i = self.read_index(m, meta)?;
-                    st.ann.insert(key, i.clone());
-                    i
-                }
-            };
-            out.push(indices::LoadedIndex {
-                meta: Arc::new(meta.clone()),
-                data,
-                fragments: Arc::new(meta.fragment_ids.iter().copied().collect()),
-            });
-        }
-        if st.ann.len() > m.indices.len() + 8 {
-            // Keep this version's indexes and forget older builds.
-            let keep: std::collections::HashSet<String> = m.indices.iter().map(cache_key).collect();
-            st.ann.retain(|k, _| keep.contains(k));
-        }
-        Ok(out)
-    }
-
-    /// Reads the files of the index `meta` of `m`.
-    fn read_index(&self, m: &Manifest, meta: &IndexMeta) -> Result<indices::IndexData> {
-        use crate::index::store;
-        if meta.index_type == crate::index::IndexType::Fts.as_str() {
-            let t = crate::index::fts::read(self.storage(), self.dir(), meta)?;
-            return Ok(indices::IndexData::Text(Arc::new(t)));
-        }
-        if meta.index_type != crate::index::IndexType::BTree.as_str() {
-            let v = store::read(self.storage(), self.dir(), meta)?;
-            return Ok(indices::IndexData::Vector(Arc::new(v)));
-        }
-        let field = meta
-            .columns
-            .first()
-            .and_then(|c| m.schema.field_with_name(c).ok())
-            .ok_or_else(|| Error::Corrupt {
-                path: self.dir().to_string(),
-                message: format!("index {:?} names no column of the table", meta.name),
-            })?;
-        let b = store::read_btree(self.storage(), self.dir(), meta, field.data_type())?;
-        Ok(indices::IndexData::Scalar(Arc::new(b)))
-    }
-
     /// The manifest reads should use: the pinned one, or the latest.
     pub(crate) fn read_manifest(&self) -> Result<Arc<Manifest>> {
         if let Some(m) = &self.pinned {
@@ -371,12 +268,11 @@ impl NativeTable {
 
     /// The rows of the version reads should see.
     pub fn snapshot(&self) -> Result<Snapshot> {
-        let mut st = lock(&self.inner.state);
         let m = match &self.pinned {
             Some(m) => m.clone(),
-            None => self.refresh_for_read(&mut st)?,
+            None => self.refresh_for_read(&mut lock(&self.inner.state))?,
         };
-        self.load_locked(&mut st, &m)
+        self.load(&m)
     }
 
     pub(crate) fn index_read(&self) -> RwLockReadGuard<'_, Option<KeyIndex>> {
@@ -466,8 +362,8 @@ impl NativeTable {
                 return lookup(&g, &keys);
             }
         }
-        let snap = self.load_locked(&mut st, &m)?;
         drop(st);
+        let snap = self.load(&m)?;
         let mut w = self.index_write();
         if !fresh(&w) {
             *w = Some(build_index(&snap, on)?);
@@ -692,14 +588,4 @@ impl Table for NativeTable {
     async fn lsm_write_spec(&self) -> Result<Option<crate::lsm::LsmWriteSpec>> {
         self.blocking(|t| t.lsm_spec_sync()).await
     }
-}
-
-/// The key of a loaded index in the cache: its files (an FTS fold keeps the old segment files
-/// and adds one, so the first file alone does not name the build).
-fn cache_key(meta: &IndexMeta) -> String {
-    meta.files
-        .iter()
-        .map(|f| f.path.as_str())
-        .collect::<Vec<_>>()
-        .join("|")
 }

@@ -225,6 +225,85 @@ fn an_index_never_hides_a_row_written_after_it() {
 /// merges use: rebuilding it is O(table) in the next writer's path (the
 /// soak with an IVF_PQ index saw upsert p99 climb to 640 ms). A change of
 /// rows or schema that does not maintain it still drops it.
+/// Where a gated reader stands (see the test below).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Gate {
+    Open,
+    Armed,
+    Held,
+}
+
+/// Loading an index (a handle's first search, the first read after a fold or
+/// a compaction) reads and decodes its files without holding the table's
+/// state: the table version, which a MemWAL writer reads for every group of
+/// upserts, answers while a reader is held inside the index file's read.
+#[test]
+fn a_read_loading_an_index_does_not_hold_up_the_table_version() {
+    use memwal_core::storage::{FaultyStorage, LocalStorage, Op, Storage};
+    use std::sync::{mpsc, Condvar, Mutex};
+    use std::time::Duration;
+    let dir = tempfile::tempdir().expect("tmp");
+    let dim = 8;
+    let vecs = Gen(5).mixture(2_000, dim, 8);
+    let t = table_in(
+        NativeDatabase::open(dir.path().to_str().expect("utf8")).expect("db"),
+        dim,
+        &vecs,
+    );
+    t.create_index_sync(&request(IndexType::IvfFlat, DistanceType::L2, 8))
+        .expect("index");
+    let exact = ids_of(&t, &vecs[3], 5, |v| v.tuning.bypass_vector_index = true);
+    let gate = Arc::new((Mutex::new(Gate::Open), Condvar::new()));
+    let g = gate.clone();
+    let local: Arc<dyn Storage> = Arc::new(LocalStorage::new(dir.path()).expect("storage"));
+    let held: Arc<dyn Storage> = Arc::new(FaultyStorage::new(local, move |op, path| {
+        let (m, cv) = &*g;
+        let mut s = m.lock().expect("gate");
+        if op == Op::Get && path.contains("_indices/") && *s == Gate::Armed {
+            *s = Gate::Held;
+            cv.notify_all();
+            while *s == Gate::Held {
+                s = cv.wait(s).expect("gate");
+            }
+        }
+        false
+    }));
+    let db = NativeDatabase::with_storage(dir.path().to_str().expect("utf8"), held);
+    let t = db.open_table_sync("t").expect("open");
+    let before = t.version_sync().expect("version");
+    *gate.0.lock().expect("gate") = Gate::Armed;
+    let reader = {
+        let (t, q) = (t.clone(), vecs[3].clone());
+        std::thread::spawn(move || ids_of(&t, &q, 5, |v| v.tuning.nprobes = Some(8)))
+    };
+    {
+        let (m, cv) = &*gate;
+        let s = m.lock().expect("gate");
+        let (s, wait) = cv
+            .wait_timeout_while(s, Duration::from_secs(20), |s| *s != Gate::Held)
+            .expect("gate");
+        assert!(
+            !wait.timed_out() && *s == Gate::Held,
+            "the search never read the index"
+        );
+    }
+    let (tx, rx) = mpsc::channel();
+    let v = t.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(v.version_sync());
+    });
+    let answered = rx.recv_timeout(Duration::from_secs(5));
+    *gate.0.lock().expect("gate") = Gate::Open;
+    gate.1.notify_all();
+    let version = answered.expect("the version waited for a reader's index load");
+    assert_eq!(version.expect("version"), before);
+    assert_eq!(
+        reader.join().expect("reader"),
+        exact,
+        "every partition probed"
+    );
+}
+
 #[test]
 fn an_index_fold_keeps_the_key_index_and_merges_stay_exact() {
     let dir = tempfile::tempdir().expect("tmp");
