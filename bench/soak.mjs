@@ -163,14 +163,44 @@ async function folderSize(dir) {
   return s;
 }
 
-/** The unlabelled samples of /metrics (`memwal_x_total 3`), by name without the prefix. */
+/**
+ * The unlabelled samples of /metrics (`memwal_x_total 3`), by name without the prefix, and under `phases` the
+ * cumulative buckets of the upsert phase histogram: { queue: [[le, count], ...], wal: ..., lock: ..., apply: ... }.
+ */
 function parseMetrics(text) {
-  const out = {};
+  const out = { phases: {} };
   for (const line of text.split("\n")) {
     const m = /^memwal_([a-z_]+) (\S+)$/.exec(line);
     if (m) out[m[1]] = Number(m[2]);
+    const b = /^memwal_upsert_phase_duration_seconds_bucket\{(.*)\} (\S+)$/.exec(line);
+    if (b) {
+      const phase = /phase="([a-z]+)"/.exec(b[1])?.[1];
+      const le = /le="([^"]+)"/.exec(b[1])?.[1];
+      if (phase && le) {
+        if (out.phases[phase] === undefined) out.phases[phase] = [];
+        out.phases[phase].push([le === "+Inf" ? Infinity : Number(le), Number(b[2])]);
+      }
+    }
   }
   return out;
+}
+
+/** A quantile (upper bucket bound, ms) of the upserts observed between two samples' phase histograms. */
+/** The server's upsert phases (`memwal_upsert_phase_duration_seconds`). */
+const PHASES = ["queue", "wal", "lock", "apply"];
+
+/** A bucket bound in ms, briefly. */
+const fmtBound = (ms) => (Number.isFinite(ms) ? (ms < 1 ? ms.toFixed(2) : ms.toFixed(0)) : "n/a");
+
+function phaseQuantile(before, after, phase, q) {
+  const a = after?.phases?.[phase];
+  if (!a) return NaN;
+  const b = new Map((before?.phases?.[phase] ?? []).map(([le, n]) => [le, n]));
+  const d = a.map(([le, n]) => [le, n - (b.get(le) ?? 0)]);
+  const total = d.at(-1)?.[1] ?? 0;
+  if (total <= 0) return NaN;
+  const hit = d.find(([, n]) => n >= q * total);
+  return hit ? hit[0] * 1000 : NaN;
 }
 
 /** The server's resident memory, MB: all, anonymous (heap) and file-backed (mapped files, reclaimable). */
@@ -572,6 +602,10 @@ async function run(tmp, dataDir, logFile, setServer) {
         server_rss_mb_max: mx((s) => s.server_rss_mb),
         server_rss_anon_mb_max: mx((s) => s.server_rss_anon_mb),
         unindexed_max: mx((s) => s.unindexed_rows),
+        // The server's own view of where upserts waited (bucket bounds, so "<= x ms").
+        phase_p99_ms: Object.fromEntries(
+          PHASES.map((ph) => [ph, phaseQuantile(samples.filter((s) => s.t < from).at(-1)?.metrics, lastSample?.metrics, ph, 0.99)]),
+        ),
       };
     });
   };
@@ -644,6 +678,9 @@ async function run(tmp, dataDir, logFile, setServer) {
     const label = m.to - m.from < 59.5 ? `${i + 1} (${f1(m.to - m.from)} s)` : `${i + 1}`;
     md += `| ${label} | ${f1(m.upserts_per_s)} | ${f2(m.p50_ms)} | ${f2(m.p99_ms)} | ${f2(m.search_p50_ms)} | ${f1(m.size_mb_max)} | ${f1(m.live_mb_last)} | ${f2(m.ratio_max)} | ${m.fragments_max} | ${f1(m.server_rss_mb_max)} (${f1(m.server_rss_anon_mb_max)}) | ${m.busy} / ${m.failed} |\n`;
   }
+  md += `\nServer-side upsert phases, p99 per minute (upper bucket bounds, ms; ${PHASES.join(" / ")}): ${minutes
+    .map((m) => PHASES.map((ph) => fmtBound(m.phase_p99_ms[ph])).join(" / "))
+    .join("; ")}\n`;
   const fm = finalMetrics ?? samples.at(-1)?.metrics ?? {};
   const v = verdicts;
   const pf = (b) => (b ? "PASS" : "FAIL");

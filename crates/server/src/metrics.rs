@@ -54,9 +54,46 @@ struct RouteLabels {
     method: &'static str,
 }
 
+/// One phase of an upsert on the server (see [`Phase`]).
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PhaseLabels {
+    phase: &'static str,
+}
+
+/// Where a MemWAL upsert's time goes, once the request is decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// In the writer's queue, behind other jobs (direct writes included).
+    Queue,
+    /// Appending its group to the WAL, the sync included.
+    Wal,
+    /// After the WAL, until the memtables' write lock is held: the base's
+    /// version is read, and readers copying memtable rows hold the lock.
+    Lock,
+    /// Applying to the memtable: filling omitted columns, counting keys in
+    /// the base (its key index, built when missing).
+    Apply,
+}
+
+impl Phase {
+    fn label(self) -> &'static str {
+        match self {
+            Phase::Queue => "queue",
+            Phase::Wal => "wal",
+            Phase::Lock => "lock",
+            Phase::Apply => "apply",
+        }
+    }
+}
+
 /// Latency buckets: 100 µs to about 26 s, doubling.
 fn seconds_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.0001, 2.0, 19))
+}
+
+/// Phase buckets: 10 µs to about 10 s, doubling.
+fn phase_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.00001, 2.0, 21))
 }
 
 /// The server's counters and gauges.
@@ -65,6 +102,7 @@ pub struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
     latency: Family<RouteLabels, Histogram>,
+    phases: Family<PhaseLabels, Histogram>,
     wal_bytes: Counter,
     wal_records: Counter,
     wal_groups: Counter,
@@ -104,6 +142,7 @@ impl Metrics {
             registry: Registry::with_prefix("memwal"),
             requests: Family::default(),
             latency: Family::new_with_constructor(seconds_histogram),
+            phases: Family::new_with_constructor(phase_histogram),
             wal_bytes: Counter::default(),
             wal_records: Counter::default(),
             wal_groups: Counter::default(),
@@ -144,6 +183,11 @@ impl Metrics {
             "http_request_duration_seconds",
             "Time from a request's arrival to its response, by route template and method",
             self.latency.clone(),
+        );
+        r.register(
+            "upsert_phase_duration_seconds",
+            "Where MemWAL upserts spend their time on the server: queue (behind other jobs in the writer), wal (the group's append and sync), lock (reading the base version, then waiting for the memtables' write lock), apply (the memtable update); observed per upsert, the group's wal time for each of its upserts",
+            self.phases.clone(),
         );
         r.register(
             "wal_bytes",
@@ -292,6 +336,15 @@ impl Metrics {
             .get_or_create(&RouteLabels {
                 route: route.to_string(),
                 method,
+            })
+            .observe(took.as_secs_f64());
+    }
+
+    /// Records `took` for one upsert's `phase`.
+    pub fn upsert_phase(&self, phase: Phase, took: Duration) {
+        self.phases
+            .get_or_create(&PhaseLabels {
+                phase: phase.label(),
             })
             .observe(took.as_secs_f64());
     }

@@ -415,6 +415,7 @@ impl MemWalTable {
             supplied,
             payload,
             reply,
+            queued: std::time::Instant::now(),
         }))?;
         let (ins, upd, version) = rx.await.map_err(|_| self.gone())??;
         Ok(MergeResult {

@@ -19,6 +19,7 @@ use super::log::WalWriter;
 use super::memtable::Memtable;
 use super::{apply_to, lock, Overlay, RunFn, Shared, Turn, TurnCtx, Upsert, FLUSHED_SEQ_KEY};
 use crate::error::{Error, Result};
+use crate::metrics::Phase;
 
 /// How often an idle writer on a shared WAL checks it was not taken over.
 const TAKEOVER_CHECK_EVERY: Duration = Duration::from_secs(1);
@@ -43,6 +44,8 @@ pub(crate) struct Pending {
     pub payload: bytes::Bytes,
     /// (inserted, updated, base version).
     pub reply: oneshot::Sender<Result<(u64, u64, u64)>>,
+    /// When it was queued (for `/metrics`' phases).
+    pub queued: Instant,
 }
 
 /// Whether the writer goes on after a job.
@@ -326,30 +329,17 @@ fn fit(active: &Memtable, p: &mut Pending) -> Result<()> {
     Ok(())
 }
 
+/// Logs a group of upserts (one append, one sync), then applies them to
+/// the active memtable in order and answers each.
 fn commit_group(shared: &Shared, segment: &mut WalWriter, group: Vec<Pending>) {
-    if group.is_empty() {
-        return;
-    }
-    if let Err(e) = shared.check_writable() {
-        for p in group {
-            let _ = p.reply.send(Err(clone_err(&e)));
-        }
-        return;
-    }
-    let mut accepted = Vec::with_capacity(group.len());
-    {
-        let o = shared.read();
-        for mut p in group {
-            match fit(&o.active, &mut p) {
-                Ok(()) => accepted.push(p),
-                Err(e) => {
-                    let _ = p.reply.send(Err(e));
-                }
-            }
-        }
-    }
+    let accepted = accept(shared, group);
     if accepted.is_empty() {
         return;
+    }
+    let metrics = &shared.cfg.metrics;
+    let started = Instant::now();
+    for p in &accepted {
+        metrics.upsert_phase(Phase::Queue, started.saturating_duration_since(p.queued));
     }
     let first = shared.last_seq.load(Ordering::SeqCst) + 1;
     let records: Vec<(u64, [&[u8]; 2])> = accepted
@@ -367,17 +357,57 @@ fn commit_group(shared: &Shared, segment: &mut WalWriter, group: Vec<Pending>) {
             return refuse_group(shared, accepted, &e);
         }
     };
-    shared.cfg.metrics.wal_group(
+    metrics.wal_group(
         records.len() as u64,
         written,
         shared.cfg.persist == super::wal::PersistMode::SyncData,
     );
+    let logged = Instant::now();
+    for _ in &records {
+        metrics.upsert_phase(Phase::Wal, logged - started);
+    }
     drop(records);
     shared
         .last_seq
         .store(first + accepted.len() as u64 - 1, Ordering::SeqCst);
+    apply_group(shared, accepted, first, logged);
+}
+
+/// The upserts of `group` the table can take now (each aligned to the
+/// active memtable's schema); the others are answered with their error.
+fn accept(shared: &Shared, group: Vec<Pending>) -> Vec<Pending> {
+    if group.is_empty() {
+        return group;
+    }
+    if let Err(e) = shared.check_writable() {
+        for p in group {
+            let _ = p.reply.send(Err(clone_err(&e)));
+        }
+        return Vec::new();
+    }
+    let mut accepted = Vec::with_capacity(group.len());
+    let o = shared.read();
+    for mut p in group {
+        match fit(&o.active, &mut p) {
+            Ok(()) => accepted.push(p),
+            Err(e) => {
+                let _ = p.reply.send(Err(e));
+            }
+        }
+    }
+    accepted
+}
+
+/// Applies logged upserts (sequence numbers from `first`, durable since
+/// `logged`) to the active memtable and answers each.
+fn apply_group(shared: &Shared, accepted: Vec<Pending>, first: u64, logged: Instant) {
+    let metrics = &shared.cfg.metrics;
     let version = shared.base.version_sync().unwrap_or(0);
     let mut o = shared.write();
+    let locked = Instant::now();
+    for _ in &accepted {
+        metrics.upsert_phase(Phase::Lock, locked - logged);
+    }
     let Overlay { active, frozen } = &mut *o;
     for (i, p) in accepted.into_iter().enumerate() {
         if active.on != p.on {
@@ -392,7 +422,9 @@ fn commit_group(shared: &Shared, segment: &mut WalWriter, group: Vec<Pending>) {
             supplied: p.supplied,
             bytes: p.payload.len(),
         };
+        let applying = Instant::now();
         let r = apply_to(&shared.base, active, frozen, rec);
+        metrics.upsert_phase(Phase::Apply, applying.elapsed());
         if let Err(e) = &r {
             // Durable but not applied: memory no longer matches the log.
             shared.poison(format!("applying WAL record {seq} failed: {e}"));
