@@ -61,9 +61,13 @@ describe.each(kinds.filter(([k]) => k !== "served"))("dropAllTables on %s", (_ki
     await db.dropAllTables([]);
     expect(await db.tableNames()).toEqual([]);
     await db.dropAllTables();
-    // Local databases have no namespaces: a path is refused as by every other call, tables untouched.
+    // A namespace path drops that namespace's tables only; a missing namespace is NamespaceNotFound, nothing dropped.
     await db.createTable("kept", [{ id: 1n }]);
-    await expect(db.dropAllTables(["ns"])).rejects.toMatchObject({ code: "NotSupported", message: expect.stringContaining("namespace") });
+    await expect(db.dropAllTables(["ns"])).rejects.toMatchObject({ code: "NamespaceNotFound", message: expect.stringContaining("ns") });
+    await db.createNamespace(["ns"]);
+    await db.createTable("inner", [{ id: 1n }], { namespace: ["ns"] });
+    await db.dropAllTables(["ns"]);
+    expect(await db.tableNames(["ns"])).toEqual([]);
     expect(await db.tableNames()).toEqual(["kept"]);
   });
 });

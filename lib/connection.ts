@@ -95,6 +95,13 @@ export interface ConnectionOptions {
   readConsistencyInterval?: number;
   /** 0.39's OAuth token flows: refused (NotSupported); give an `OAuthHeaderProvider` instead. */
   oauthConfig?: OAuthConfig;
+  /**
+   * Local databases: whether child namespaces may be made (0.39's directory-namespace "manifest mode"). memwal's
+   * local namespaces need no manifest, so they are on unless this is `false`; db:// refuses it.
+   */
+  manifestEnabled?: boolean;
+  /** Local databases: 0.39's namespace client properties; only `manifest_enabled` ("true" / "false") is read. */
+  namespaceClientProperties?: Record<string, string>;
 }
 
 export interface CreateTableOptions {
@@ -104,7 +111,7 @@ export interface CreateTableOptions {
   existOk?: boolean;
   /** Schema for plain-object rows (otherwise inferred). */
   schema?: Schema;
-  /** Namespace path of the table (remote databases only; default: the root). */
+  /** Namespace path of the table (default: the root). */
   namespace?: string[];
   /**
    * The function filling `vectorColumn` (default "vector") from `sourceColumn` on every write lacking it (as
@@ -123,7 +130,16 @@ export interface RenameTableOptions {
 }
 
 /** connect()'s options. */
-const CONNECT_OPTIONS = ["apiKey", "region", "hostOverride", "clientConfig", "storageOptions", "readConsistencyInterval"] as const;
+const CONNECT_OPTIONS = [
+  "apiKey",
+  "region",
+  "hostOverride",
+  "clientConfig",
+  "storageOptions",
+  "readConsistencyInterval",
+  "manifestEnabled",
+  "namespaceClientProperties",
+] as const;
 const CREATE_TABLE_OPTIONS = ["mode", "existOk", "schema", "namespace", "embeddingFunction"] as const;
 /** @lancedb/lancedb 0.39's createTable options memwal does not honour, and why. */
 const CREATE_TABLE_UNSUPPORTED: Record<string, string> = {
@@ -150,6 +166,9 @@ export class Connection {
 
   /** What `readConsistencyInterval` the caller gave (seconds; undefined when none: memwal then checks on every read). */
   private readonly consistency: number | undefined;
+
+  /** Whether child namespaces may be made (false when `manifest_enabled` was set to false). @internal */
+  childNamespaces = true;
 
   /** @internal */
   constructor(inner: NativeConnection, remote?: { host: string; delimiter: string }, consistency?: number) {
@@ -213,7 +232,7 @@ export class Connection {
 
   /**
    * Table names, sorted; with `startAfter` only those after it, with `limit` at most that many. As
-   * @lancedb/lancedb, a namespace path may come first (`tableNames(["ns"], { limit })`; remote databases only).
+   * @lancedb/lancedb, a namespace path may come first (`tableNames(["ns"], { limit })`).
    */
   tableNames(
     namespacePathOrOptions?: string[] | { startAfter?: string; limit?: number },
@@ -231,7 +250,7 @@ export class Connection {
     });
   }
 
-  /** Child namespaces of `namespacePath` (default: the root), one page (remote databases; local ones have none). */
+  /** Child namespaces of `namespacePath` (default: the root), one page. */
   listNamespaces(
     namespacePath?: string[],
     options?: { pageToken?: string; limit?: number },
@@ -245,7 +264,7 @@ export class Connection {
     });
   }
 
-  /** Creates a namespace (its parent must exist); `mode: "exist_ok"` accepts an existing one. Remote databases only. */
+  /** Creates a namespace (its parent must exist); `mode: "exist_ok"` accepts an existing one. */
   createNamespace(
     namespacePath: string[],
     options?: { mode?: "create" | "exist_ok" | "overwrite"; properties?: Record<string, string> },
@@ -255,7 +274,11 @@ export class Connection {
       const mode = options?.mode ?? "create";
       if (mode === "overwrite") throw notSupported("createNamespace with mode overwrite is not supported by memwal yet");
       if (mode !== "create" && mode !== "exist_ok")
-        throw invalid(`createNamespace mode must be "create" or "exist_ok", got ${String(mode)}`);
+        throw invalid(`Invalid mode '${String(mode)}': createNamespace mode must be "create" or "exist_ok"`);
+      if (!this.childNamespaces)
+        throw notSupported(
+          "createNamespace: child namespaces are off on this connection (manifest_enabled is false), as in @lancedb/lancedb 0.39",
+        );
       await this.inner.createNamespace(path, options?.properties ?? null, mode === "exist_ok");
       return options?.properties ? { properties: options.properties } : {};
     });
@@ -281,9 +304,9 @@ export class Connection {
       const path = strList("dropNamespace(namespacePath)", namespacePath);
       const mode = options?.mode ?? "fail";
       const behavior = options?.behavior ?? "restrict";
-      if (mode !== "skip" && mode !== "fail") throw invalid(`dropNamespace mode must be "skip" or "fail", got ${String(mode)}`);
+      if (mode !== "skip" && mode !== "fail") throw invalid(`Invalid mode '${String(mode)}': dropNamespace mode must be "skip" or "fail"`);
       if (behavior !== "restrict" && behavior !== "cascade")
-        throw invalid(`dropNamespace behavior must be "restrict" or "cascade", got ${String(behavior)}`);
+        throw invalid(`Invalid behavior '${String(behavior)}': dropNamespace behavior must be "restrict" or "cascade"`);
       await this.inner.dropNamespace(path, behavior === "cascade", mode === "skip");
       return {};
     });
@@ -294,13 +317,22 @@ export class Connection {
    * from the source column when no row gives it (some rows only: InvalidInput), and the functions are recorded with the table.
    */
   async createTable(name: string, data: Data | Scannable, options?: CreateTableOptions): Promise<Table>;
+  /** As 0.39: the namespace path third, `createTable(name, data, ["ns"], options)`. */
+  async createTable(name: string, data: Data | Scannable, namespacePath: string[], options?: CreateTableOptions): Promise<Table>;
   /** As 0.39: the name, the rows and the options in one object, `createTable({ name, data, mode })`. */
   async createTable(options: CreateTableOptions & { name: string; data: Data | Scannable }): Promise<Table>;
   async createTable(
     nameOrOptions: string | (CreateTableOptions & { name: string; data: Data | Scannable }),
     data?: Data | Scannable,
-    options?: CreateTableOptions,
+    optionsOrNamespace?: CreateTableOptions | string[],
+    more?: CreateTableOptions,
   ): Promise<Table> {
+    if (Array.isArray(optionsOrNamespace)) {
+      if (more?.namespace !== undefined) throw invalid("createTable: give the namespace path once (third argument or options.namespace)");
+      return this.createTable(nameOrOptions as string, data as Data, { ...(more ?? {}), namespace: optionsOrNamespace });
+    }
+    if (more !== undefined) throw invalid("createTable(name, data, options) takes a fourth argument only after a namespace path");
+    const options = optionsOrNamespace;
     if (typeof nameOrOptions === "object" && nameOrOptions !== null && !Array.isArray(nameOrOptions)) {
       if (data !== undefined || options !== undefined) {
         throw invalid("createTable({ name, data, ...options }) takes no other argument");
@@ -350,9 +382,8 @@ export class Connection {
   }
 
   /**
-   * Opens a table. `namespace` (remote databases only) is the table's
-   * namespace path: the id sent is the path and the name joined by
-   * `clientConfig.idDelimiter` (default `$`).
+   * Opens a table. `namespace` is the table's namespace path (on db://, the id sent is the path and the name
+   * joined by `clientConfig.idDelimiter`, default `$`; on a local database, its folder `.namespaces/a/...`).
    */
   async openTable(name: string, namespace?: string[]): Promise<Table> {
     const t = await call(async () => this.inner.openTable(str("openTable(name)", name), nsArg("openTable(namespace)", namespace)));
@@ -568,14 +599,13 @@ async function open(uri: string, options?: ConnectionOptions, headerProvider?: H
   const { headerProvider: fromConfig, ...clientConfig } = options?.clientConfig ?? {};
   const provider = providerFn(headerProvider ?? fromConfig);
   const consistency = options?.readConsistencyInterval ?? 0;
+  const childNamespaces = await call(async () => manifestOption(str("connect(uri)", uri), options));
   const c = await call(async () => {
     str("connect(uri)", uri);
     if (typeof consistency !== "number" || !Number.isFinite(consistency) || consistency < 0)
       throw invalid(`connect(options.readConsistencyInterval) must be a number of seconds >= 0, got ${String(consistency)}`);
     checkOptions("connect(options)", options, CONNECT_OPTIONS, {
       session: "memwal has no cache settings",
-      manifestEnabled: "a namespace manifest for local databases is not implemented",
-      namespaceClientProperties: "namespace clients (connectNamespace) are not implemented",
       oauthConfig:
         "its OAuth flows (client credentials, Azure managed identity) are not implemented: pass an OAuthHeaderProvider (or any header provider) instead",
     });
@@ -608,7 +638,27 @@ async function open(uri: string, options?: ConnectionOptions, headerProvider?: H
         delimiter: clientConfig.idDelimiter ?? "$",
       }
     : undefined;
-  return new Connection(c, remote, options?.readConsistencyInterval ?? undefined);
+  const conn = new Connection(c, remote, options?.readConsistencyInterval ?? undefined);
+  conn.childNamespaces = childNamespaces;
+  return conn;
+}
+
+/**
+ * Whether `connect(uri, options)` may make child namespaces: `namespaceClientProperties.manifest_enabled` ("true"
+ * / "false"), else `manifestEnabled`, else yes. Both are local-database options; other properties are refused by name.
+ */
+function manifestOption(uri: string, options?: ConnectionOptions): boolean {
+  const props = options?.namespaceClientProperties;
+  const flag = options?.manifestEnabled;
+  if (uri.startsWith("db://") && (props !== undefined || flag !== undefined))
+    throw notSupported("connect(options.manifestEnabled / namespaceClientProperties) are for local databases, not db://");
+  if (flag !== undefined && typeof flag !== "boolean")
+    throw invalid(`connect(options.manifestEnabled) must be a boolean, got ${String(flag)}`);
+  checkOptions("connect(options.namespaceClientProperties)", props, ["manifest_enabled"]);
+  const v = props?.manifest_enabled;
+  if (v !== undefined && v !== "true" && v !== "false")
+    throw invalid(`connect(options.namespaceClientProperties.manifest_enabled) must be "true" or "false", got ${String(v)}`);
+  return v !== undefined ? v === "true" : flag !== false;
 }
 
 /**

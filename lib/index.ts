@@ -87,6 +87,7 @@ export { type FtsOptions, Index } from "./indices";
 export { Job, type JobEventsOptions } from "./job";
 export type { ExecuteOptions, MergeResult } from "./merge";
 export { MergeInsertBuilder } from "./merge";
+export { connectNamespace, type DirNamespaceProperties } from "./namespace";
 export type { LsmStats, NativeMergeResult, NativeServeOptions, TableStatistics } from "./native";
 export {
   type Creator,

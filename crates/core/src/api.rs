@@ -324,8 +324,8 @@ pub trait Database: Send + Sync + std::fmt::Debug {
     /// handles do not follow it.
     async fn rename_table(&self, cur: &str, new: &str) -> Result<()>;
 
-    /// Opens a table inside a namespace (`[]` is the root). Only remote
-    /// databases have namespaces; the default refuses any other path.
+    /// Opens a table inside a namespace (`[]` is the root). The default,
+    /// for a database without namespaces, refuses any other path.
     async fn open_table_in(&self, namespace: &[String], name: &str) -> Result<Arc<dyn Table>> {
         root_only(namespace)?;
         self.open_table(name).await
@@ -403,7 +403,7 @@ fn root_only(namespace: &[String]) -> Result<()> {
         Ok(())
     } else {
         Err(crate::Error::not_supported(format!(
-            "namespace {namespace:?}: local databases have no namespaces (they are a feature of remote databases)"
+            "namespace {namespace:?}: this database has no namespaces"
         )))
     }
 }

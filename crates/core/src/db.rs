@@ -1,7 +1,8 @@
 //! A native database: a folder (or `memory://`) holding one folder per
-//! table. Handles to the same table share one cached state and key index.
+//! table, and the folders of its namespaces ([`crate::namespace`]). Handles
+//! to the same table share one cached state and key index.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -22,6 +23,8 @@ pub struct NativeDatabase {
     storage: Arc<dyn Storage>,
     tables: Mutex<HashMap<String, Arc<Inner>>>,
     consistency: ReadConsistency,
+    /// The databases of child namespaces' tables, by namespace path.
+    children: Mutex<HashMap<Vec<String>, Arc<NativeDatabase>>>,
 }
 
 impl NativeDatabase {
@@ -46,7 +49,23 @@ impl NativeDatabase {
             storage,
             tables: Mutex::new(HashMap::new()),
             consistency: ReadConsistency::default(),
+            children: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The database of the tables in `folder` (a namespace's), over
+    /// `storage` (that folder of this one's), reading as this one reads.
+    pub(crate) fn child(&self, folder: &str, storage: Arc<dyn Storage>) -> Self {
+        Self {
+            uri: format!("{}/{folder}", self.uri.trim_end_matches('/')),
+            consistency: self.consistency,
+            ..Self::with_storage("", storage)
+        }
+    }
+
+    /// The child namespaces' databases opened so far.
+    pub(crate) fn children(&self) -> &Mutex<HashMap<Vec<String>, Arc<NativeDatabase>>> {
+        &self.children
     }
 
     /// The same database with reads checking for other writers' versions
@@ -227,4 +246,83 @@ impl Database for NativeDb {
         let (db, cur, new) = (self.0.clone(), cur.to_string(), new.to_string());
         blocking(move || db.rename_table_sync(&cur, &new)).await
     }
+    async fn open_table_in(&self, namespace: &[String], name: &str) -> Result<Arc<dyn Table>> {
+        let (db, ns, name) = (self.0.clone(), namespace.to_vec(), name.to_string());
+        let t = blocking(move || db.in_namespace(&ns, |d| d.open_table_sync(&name))).await?;
+        Ok(Arc::new(t))
+    }
+    async fn create_table_in(
+        &self,
+        namespace: &[String],
+        name: &str,
+        data: Data,
+        options: CreateOptions,
+    ) -> Result<Arc<dyn Table>> {
+        let (db, ns, name) = (self.0.clone(), namespace.to_vec(), name.to_string());
+        let t =
+            blocking(move || db.in_namespace(&ns, |d| d.create_table_sync(&name, data, options)))
+                .await?;
+        Ok(Arc::new(t))
+    }
+    async fn table_names_in(
+        &self,
+        namespace: &[String],
+        start_after: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<Vec<String>> {
+        let (db, ns) = (self.0.clone(), namespace.to_vec());
+        let mut names = blocking(move || db.in_namespace(&ns, |d| d.table_names_sync())).await?;
+        page(&mut names, start_after, limit);
+        Ok(names)
+    }
+    async fn drop_table_in(&self, namespace: &[String], name: &str) -> Result<()> {
+        let (db, ns, name) = (self.0.clone(), namespace.to_vec(), name.to_string());
+        blocking(move || db.in_namespace(&ns, |d| d.drop_table_sync(&name))).await
+    }
+    async fn list_namespaces(
+        &self,
+        parent: &[String],
+        page_token: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<(Vec<String>, Option<String>)> {
+        let (db, parent) = (self.0.clone(), parent.to_vec());
+        let mut names = blocking(move || db.list_namespaces_sync(&parent)).await?;
+        let more = page(&mut names, page_token, limit);
+        let next = more.then(|| names.last().cloned()).flatten();
+        Ok((names, next))
+    }
+    async fn create_namespace(
+        &self,
+        path: &[String],
+        properties: BTreeMap<String, String>,
+        exist_ok: bool,
+    ) -> Result<()> {
+        let (db, path) = (self.0.clone(), path.to_vec());
+        blocking(move || db.create_namespace_sync(&path, &properties, exist_ok)).await
+    }
+    async fn describe_namespace(&self, path: &[String]) -> Result<BTreeMap<String, String>> {
+        let (db, path) = (self.0.clone(), path.to_vec());
+        blocking(move || db.describe_namespace_sync(&path)).await
+    }
+    async fn drop_namespace(
+        &self,
+        path: &[String],
+        cascade: bool,
+        skip_missing: bool,
+    ) -> Result<()> {
+        let (db, path) = (self.0.clone(), path.to_vec());
+        blocking(move || db.drop_namespace_sync(&path, cascade, skip_missing)).await
+    }
+}
+
+/// Keeps the names after `start_after`, at most `limit` of them (sorted
+/// input); whether names were cut off by the limit.
+fn page(names: &mut Vec<String>, start_after: Option<&str>, limit: Option<usize>) -> bool {
+    if let Some(a) = start_after {
+        names.retain(|n| n.as_str() > a);
+    }
+    let limit = limit.unwrap_or(usize::MAX);
+    let more = names.len() > limit;
+    names.truncate(limit);
+    more
 }

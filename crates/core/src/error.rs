@@ -162,7 +162,7 @@ pub enum Error {
         name: String,
     },
     /// The namespace path names no namespace.
-    #[error("namespace {name:?} does not exist")]
+    #[error("namespace {name:?} does not exist (not found)")]
     NamespaceNotFound {
         /// The path, joined by `$`.
         name: String,

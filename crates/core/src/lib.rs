@@ -27,6 +27,7 @@ pub mod lsm;
 pub mod manifest;
 pub mod merge;
 pub mod name;
+pub mod namespace;
 pub mod protocol;
 pub mod query;
 pub mod schema;

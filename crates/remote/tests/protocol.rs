@@ -349,7 +349,7 @@ async fn namespaced_ids_use_the_delimiter() {
             ("/v1/table/ns1.t/describe/", "delimiter=."),
         ]
     );
-    // Every part must be a valid name; local databases have no namespaces.
+    // Every part must be a valid name; a local database's namespace must exist.
     let e = d
         .open_table_in(&["../x".to_string()], "t")
         .await
@@ -359,8 +359,8 @@ async fn namespaced_ids_use_the_delimiter() {
     let e = local
         .open_table_in(&ns, "t")
         .await
-        .expect_err("no namespaces");
-    assert_eq!(e.code(), "NotSupported");
+        .expect_err("no such namespace");
+    assert_eq!(e.code(), "NamespaceNotFound");
 }
 
 #[tokio::test]

@@ -5,7 +5,7 @@
 //! acknowledging; [`MemoryStorage`] backs `memory://`; [`FaultyStorage`]
 //! fails chosen operations so tests can simulate a crash mid-commit;
 //! [`ObjectStorage`] puts them on S3, GCS or Azure ([`open_uri`] picks one
-//! by URI).
+//! by URI); [`Prefixed`] is any of them seen from one of its folders.
 
 use std::path::PathBuf;
 
@@ -18,12 +18,14 @@ mod local;
 mod memory;
 mod object;
 mod options;
+mod prefixed;
 
 pub use faulty::{FaultFn, FaultyStorage, Op};
 pub use local::{sync_dir, LocalStorage};
 pub use memory::MemoryStorage;
 pub use object::ObjectStorage;
 pub use options::{open_uri, StorageOptions};
+pub use prefixed::Prefixed;
 
 /// Outcome of [`Storage::put_new`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,5 +148,17 @@ mod tests {
         exercise(&MemoryStorage::default());
         let store = std::sync::Arc::new(object_store::memory::InMemory::new());
         exercise(&ObjectStorage::new(store, "db/x".into(), "mem://db/x"));
+        let outer: std::sync::Arc<dyn Storage> = std::sync::Arc::new(MemoryStorage::default());
+        outer.put("beside/f", b"kept").expect("put");
+        let inner = Prefixed::new(outer.clone(), "ns/.namespaces/a");
+        exercise(&inner);
+        inner.put("t/f", b"in").expect("put");
+        assert_eq!(
+            outer.get("ns/.namespaces/a/t/f").expect("get").as_deref(),
+            Some(&b"in"[..])
+        );
+        assert_eq!(inner.list("").expect("list"), vec!["t"]);
+        assert_eq!(outer.list("").expect("list"), vec!["beside", "ns"]);
+        assert_eq!(outer.list("ns/.namespaces").expect("list"), vec!["a"]);
     }
 }

@@ -16,6 +16,7 @@ mod index;
 mod lsm;
 mod merge;
 mod model;
+mod namespace;
 mod s3;
 mod scalar_index;
 mod scale;
