@@ -330,7 +330,7 @@ impl IvfIndex {
             kmeans::assign(isa, &add.data, self.dim, &self.centroids_packed, nlist)?.0
         };
         let new_payload = self.encode(isa, &add.data, &parts)?;
-        self.merged(keep, add, &parts, &new_payload)
+        self.merged(Some(keep), add, &parts, &new_payload)
     }
 
     /// Whether rows can be added as a [`Delta`] (flat and PQ payloads: an
@@ -370,34 +370,47 @@ impl IvfIndex {
             row_ids: d.row_ids.clone(),
             data: Vec::new(),
         };
-        self.merged(&|_| true, &add, &d.parts, &d.payload)
+        self.merged(None, &add, &d.parts, &d.payload)
     }
 
-    /// The rows `keep` accepts plus `add`'s, in partitions `parts`, with
-    /// their payload `new_payload` (graphs relinked for HNSW).
+    /// The rows `keep` accepts (`None`: every row, copied a partition at a
+    /// time) plus `add`'s, in partitions `parts`, with their payload
+    /// `new_payload` (graphs relinked for HNSW).
     fn merged(
         &self,
-        keep: &dyn Fn(u64) -> bool,
+        keep: Option<&dyn Fn(u64) -> bool>,
         add: &Vectors,
         parts: &[u32],
         new_payload: &Payload,
     ) -> Result<IvfIndex> {
         let nlist = self.num_partitions();
         let width = self.row_width();
+        let rows = self.row_ids.len() + parts.len();
         let mut offsets = Vec::with_capacity(nlist + 1);
-        let mut row_ids = Vec::new();
-        let mut bytes: Vec<u8> = Vec::new();
-        let mut floats: Vec<f32> = Vec::new();
+        let mut row_ids = Vec::with_capacity(rows);
+        let (mut bytes, mut floats): (Vec<u8>, Vec<f32>) = match &self.payload {
+            Payload::Flat(_) => (Vec::new(), Vec::with_capacity(rows * width)),
+            _ => (Vec::with_capacity(rows * width), Vec::new()),
+        };
         let mut by_part: Vec<Vec<usize>> = vec![Vec::new(); nlist];
         for (r, &p) in parts.iter().enumerate() {
             by_part[p as usize].push(r);
         }
         offsets.push(0);
         for (p, new_rows) in by_part.iter().enumerate() {
-            for r in self.offsets[p]..self.offsets[p + 1] {
-                if keep(self.row_ids[r]) {
-                    row_ids.push(self.row_ids[r]);
-                    self.copy_row(r, &mut floats, &mut bytes);
+            let (lo, hi) = (self.offsets[p], self.offsets[p + 1]);
+            match keep {
+                None => {
+                    row_ids.extend_from_slice(&self.row_ids[lo..hi]);
+                    self.copy_rows(lo, hi, &mut floats, &mut bytes);
+                }
+                Some(keep) => {
+                    for r in lo..hi {
+                        if keep(self.row_ids[r]) {
+                            row_ids.push(self.row_ids[r]);
+                            self.copy_rows(r, r + 1, &mut floats, &mut bytes);
+                        }
+                    }
                 }
             }
             for &r in new_rows {
@@ -418,7 +431,7 @@ impl IvfIndex {
                 codes: bytes,
             },
             Payload::Hnsw { sq, params, .. } => {
-                let exact = self.graph_vectors(&by_part, add, &row_ids, keep);
+                let exact = self.graph_vectors(&by_part, add, &row_ids, keep.unwrap_or(&|_| true));
                 let isa = kernels::isa();
                 Payload::Hnsw {
                     graphs: build_graphs(isa, self.distance, self.dim, &offsets, &exact, *params)?,
@@ -502,12 +515,13 @@ impl IvfIndex {
         out
     }
 
-    fn copy_row(&self, r: usize, floats: &mut Vec<f32>, bytes: &mut Vec<u8>) {
+    /// Appends rows `lo..hi`'s payload to `floats` (flat) or `bytes` (codes).
+    fn copy_rows(&self, lo: usize, hi: usize, floats: &mut Vec<f32>, bytes: &mut Vec<u8>) {
         let w = self.row_width();
         match &self.payload {
-            Payload::Flat(v) => floats.extend_from_slice(&v[r * w..(r + 1) * w]),
+            Payload::Flat(v) => floats.extend_from_slice(&v[lo * w..hi * w]),
             Payload::Pq { codes, .. } | Payload::Hnsw { codes, .. } => {
-                bytes.extend_from_slice(&codes[r * w..(r + 1) * w])
+                bytes.extend_from_slice(&codes[lo * w..hi * w])
             }
         }
     }
