@@ -22,6 +22,7 @@ use roaring::RoaringBitmap;
 
 use super::commit::{Change, Committed};
 use super::indices::{IndexData, LoadedIndex};
+use super::load::{cache_key, Built};
 use super::scan::apply;
 use super::{NativeTable, Snapshot};
 use crate::api::OptimizeStats;
@@ -36,6 +37,10 @@ pub use crate::api::CompactOptions;
 
 /// The fragments one compaction takes: (id, its rows, its deletions).
 type Taken = Vec<(u64, RecordBatch, Arc<RoaringBitmap>)>;
+
+/// What a compaction plan hands on: its statistics, the rows it moved (for
+/// the key index), the indexes it rewrote (to cache once it lands).
+type Planned = (OptimizeStats, Taken, Built);
 
 /// The fragments a compaction of `snap` takes: the small ones and those
 /// with many deleted rows, of one index coverage (every index covers all of
@@ -179,7 +184,7 @@ impl NativeTable {
         &self,
         snap: &Snapshot,
         o: &CompactOptions,
-    ) -> Result<(Option<Change>, (OptimizeStats, Taken))> {
+    ) -> Result<(Option<Change>, Planned)> {
         let picked = pick(snap, o);
         if picked.is_empty() {
             return Ok((None, Default::default()));
@@ -207,25 +212,30 @@ impl NativeTable {
         let new_ids: Vec<u64> = (0..added)
             .map(|i| snap.manifest.next_fragment_id + i)
             .collect();
+        let (indices, built) = match self.remap_indices(snap, &picked, &new_ids)? {
+            Some((list, built)) => (Some(list), built),
+            None => (None, Vec::new()),
+        };
         let change = Change {
             new_rows: Some(rows),
             deletions,
-            indices: self.remap_indices(snap, &picked, &new_ids)?,
+            indices,
             operation: "compact",
             ..Default::default()
         };
-        Ok((Some(change), (stats, taken)))
+        Ok((Some(change), (stats, taken, built)))
     }
 
     /// The index list after moving `picked`'s rows into `new_ids`: each
     /// index covering them (all of them: see [`pick`]) rewritten with its
-    /// row ids remapped, nothing re-encoded; `None` when no index covers them.
+    /// row ids remapped, nothing re-encoded, with the vector and BTREE ones
+    /// in memory; `None` when no index covers them.
     fn remap_indices(
         &self,
         snap: &Snapshot,
         picked: &[&LoadedFragment],
         new_ids: &[u64],
-    ) -> Result<Option<Vec<IndexMeta>>> {
+    ) -> Result<Option<(Vec<IndexMeta>, Built)>> {
         let covered = |ix: &LoadedIndex| ix.fragments.contains(&picked[0].id);
         if !snap.indices.iter().any(covered) {
             return Ok(None);
@@ -237,23 +247,34 @@ impl NativeTable {
         };
         let storage = self.inner.storage.as_ref();
         let mut list = Vec::with_capacity(snap.indices.len());
+        let mut built = Vec::new();
         for ix in &snap.indices {
             let mut meta = ix.meta.as_ref().clone();
             if covered(ix) {
-                meta.files = match &ix.data {
-                    IndexData::Vector(v) => store::write(storage, self.dir(), &v.remapped(&map)?)?,
-                    IndexData::Scalar(b) => {
-                        store::write_btree(storage, self.dir(), &b.remapped(&map)?)?
+                let (files, data) = match &ix.data {
+                    IndexData::Vector(v) => {
+                        let r = v.remapped(&map)?;
+                        let files = store::write(storage, self.dir(), &r)?;
+                        (files, Some(IndexData::Vector(Arc::new(r))))
                     }
-                    IndexData::Text(t) => super::fts::remap_fts(storage, self.dir(), t, &map)?,
+                    IndexData::Scalar(b) => {
+                        let r = b.remapped(&map)?;
+                        let files = store::write_btree(storage, self.dir(), &r)?;
+                        (files, Some(IndexData::Scalar(Arc::new(r))))
+                    }
+                    IndexData::Text(t) => {
+                        (super::fts::remap_fts(storage, self.dir(), t, &map)?, None)
+                    }
                 };
+                meta.files = files;
                 meta.fragment_ids.retain(|f| !moved.contains_key(f));
                 meta.fragment_ids.extend_from_slice(new_ids);
                 meta.fragment_ids.sort_unstable();
+                built.extend(data.map(|d| (cache_key(&meta), d)));
             }
             list.push(meta);
         }
-        Ok(Some(list))
+        Ok(Some((list, built)))
     }
 }
 
@@ -334,11 +355,14 @@ impl NativeTable {
     pub fn compact_sync(&self, o: &CompactOptions) -> Result<OptimizeStats> {
         // Index files it writes are not yet named by a version: cleanup keeps them.
         let _building = super::Building::start(&self.inner);
-        let (version, (stats, _), _) = self.write_with_retry(
+        let (version, (stats, _, built), _) = self.write_with_retry(
             Deadline::new(None),
             |snap| self.plan_compaction(snap, o),
             |slot, c, out| learn(slot, c, &out.1),
         )?;
+        if version.is_some() {
+            self.remember_indices(built);
+        }
         Ok(OptimizeStats {
             version: self.committed_or_current(version)?,
             ..stats

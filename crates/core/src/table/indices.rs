@@ -473,6 +473,7 @@ impl NativeTable {
         let snap = self.snapshot()?;
         let mut list = Vec::new();
         let mut written = Vec::new();
+        let mut built = Vec::new();
         let all: HashSet<u64> = snap.fragments.iter().map(|f| f.id).collect();
         for ix in &snap.indices {
             let fresh: HashSet<u64> = all.difference(&ix.fragments).copied().collect();
@@ -481,12 +482,13 @@ impl NativeTable {
                 list.push(ix.meta.as_ref().clone());
                 continue;
             }
-            let (files, new) = self.refresh_index(&snap, ix, &fresh, stale)?;
+            let (files, new, data) = self.refresh_index(&snap, ix, &fresh, stale)?;
             written.extend(new);
             let mut meta = ix.meta.as_ref().clone();
             meta.files = files;
             meta.fragment_ids = all.iter().copied().collect();
             meta.fragment_ids.sort_unstable();
+            built.extend(data.map(|d| (super::load::cache_key(&meta), d)));
             list.push(meta);
         }
         if written.is_empty() {
@@ -513,7 +515,10 @@ impl NativeTable {
             |_, _, _| {},
         );
         match out {
-            Ok((Some(v), _, _)) => Ok(Some(v)),
+            Ok((Some(v), _, _)) => {
+                self.remember_indices(built);
+                Ok(Some(v))
+            }
             other => {
                 store::remove(self.inner.storage.as_ref(), self.dir(), &written);
                 other.map(|_| None)
@@ -526,7 +531,8 @@ impl NativeTable {
     /// Writes `ix` again with the rows of `fresh` fragments added and rows
     /// deleted since forgotten: a vector index folds them in with its
     /// trained model; a BTREE is sorted again from the live rows; an FTS
-    /// index gets one more segment. Returns every file and those written.
+    /// index gets one more segment. Returns every file, those written, and
+    /// an index written whole, in memory (a delta or an FTS segment: none).
     fn refresh_index(
         &self,
         snap: &Snapshot,
@@ -536,9 +542,11 @@ impl NativeTable {
     ) -> Result<(
         Vec<crate::manifest::IndexFile>,
         Vec<crate::manifest::IndexFile>,
+        Option<IndexData>,
     )> {
         if let IndexData::Text(t) = &ix.data {
-            return self.fold_fts(snap, &ix.meta, t, fresh);
+            let (all, new) = self.fold_fts(snap, &ix.meta, t, fresh)?;
+            return Ok((all, new, None));
         }
         let storage = self.inner.storage.as_ref();
         let files = match &ix.data {
@@ -550,23 +558,26 @@ impl NativeTable {
                     let new = store::write_delta(storage, self.dir(), v, &v.encode_delta(&add)?)?;
                     let mut all = ix.meta.files.clone();
                     all.extend(new.iter().cloned());
-                    return Ok((all, new));
+                    return Ok((all, new, None));
                 }
                 let keep = |id: u64| {
                     snap.fragment(id >> 32)
                         .is_some_and(|f| !f.deleted.contains((id & 0xffff_ffff) as u32))
                 };
                 let folded = v.with_rows(&keep, &add, &[])?;
-                store::write(storage, self.dir(), &folded)
+                let files = store::write(storage, self.dir(), &folded)?;
+                (files, IndexData::Vector(Arc::new(folded)))
             }
             IndexData::Scalar(_) => {
                 let col = column_of(snap, &ix.meta.columns[0])?;
                 let (values, ids) = scalar_rows(snap, col)?;
-                store::write_btree(storage, self.dir(), &BTreeIndex::build(&values, ids)?)
+                let b = BTreeIndex::build(&values, ids)?;
+                let files = store::write_btree(storage, self.dir(), &b)?;
+                (files, IndexData::Scalar(Arc::new(b)))
             }
-            IndexData::Text(_) => Err(Error::internal("FTS refreshed above")),
-        }?;
-        Ok((files.clone(), files))
+            IndexData::Text(_) => return Err(Error::internal("FTS refreshed above")),
+        };
+        Ok((files.0.clone(), files.0, Some(files.1)))
     }
 }
 

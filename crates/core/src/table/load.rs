@@ -18,6 +18,10 @@ use crate::error::{Error, Result};
 use crate::fragment::{read_data_file, read_deletions, LoadedFragment};
 use crate::manifest::{FragmentMeta, IndexMeta, Manifest};
 
+/// Indexes a commit wrote, in memory, by cache key ([`cache_key`] of their
+/// manifest entry), for [`NativeTable::remember_indices`] once it lands.
+pub(crate) type Built = Vec<(String, indices::IndexData)>;
+
 /// What the cache lacked for a version, read without the lock.
 #[derive(Default)]
 struct Fetched {
@@ -54,6 +58,14 @@ impl NativeTable {
         }
         let mut st = lock(&self.inner.state);
         self.load_locked(&mut st, m)
+    }
+
+    /// Caches indexes a commit of this process has just published (by their
+    /// files), so the next read need not read and decode them again.
+    pub(crate) fn remember_indices(&self, built: Built) {
+        if !built.is_empty() {
+            lock(&self.inner.state).ann.extend(built);
+        }
     }
 
     /// Reads the pieces of `m` that `missing` names.

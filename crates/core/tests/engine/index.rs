@@ -304,6 +304,67 @@ fn a_read_loading_an_index_does_not_hold_up_the_table_version() {
     );
 }
 
+/// An index a commit of this process wrote whole (a compaction's remap, a
+/// fold that rewrites it) is cached as it was built: the next search reads
+/// no index file, and answers as a fresh handle reading the files does.
+#[test]
+fn an_index_a_commit_wrote_whole_is_not_read_back() {
+    use memwal_core::storage::{FaultyStorage, LocalStorage, Op, Storage};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let dir = tempfile::tempdir().expect("tmp");
+    let dim = 8;
+    let vecs = Gen(11).mixture(3_000, dim, 8);
+    let reads = Arc::new(AtomicUsize::new(0));
+    let r = reads.clone();
+    let local: Arc<dyn Storage> = Arc::new(LocalStorage::new(dir.path()).expect("storage"));
+    let counted: Arc<dyn Storage> = Arc::new(FaultyStorage::new(local, move |op, path| {
+        if op == Op::Get && path.contains("_indices/") {
+            r.fetch_add(1, Ordering::SeqCst);
+        }
+        false
+    }));
+    let db = NativeDatabase::with_storage(dir.path().to_str().expect("utf8"), counted);
+    let ids: Vec<i64> = (0..1_000).collect();
+    let t = db
+        .create_table_sync(
+            "t",
+            data(dim, &ids, &vecs[..1_000]),
+            CreateOptions::default(),
+        )
+        .expect("create");
+    for (i, chunk) in vecs[1_000..].chunks(500).enumerate() {
+        let ids: Vec<i64> = (0..chunk.len() as i64)
+            .map(|k| 1_000 + 500 * i as i64 + k)
+            .collect();
+        t.add_sync(data(dim, &ids, chunk), AddMode::Append)
+            .expect("add");
+    }
+    t.create_index_sync(&request(IndexType::IvfPq, DistanceType::L2, 8))
+        .expect("index");
+    let q = &vecs[7];
+    let tune = |v: &mut VectorQuery| v.tuning.nprobes = Some(8);
+    let before = ids_of(&t, q, 10, tune);
+    let stats = t.compact_sync(&CompactOptions::default()).expect("compact");
+    assert!(stats.fragments_removed > 1, "{stats:?}");
+    let n = reads.load(Ordering::SeqCst);
+    let after = ids_of(&t, q, 10, tune);
+    assert_eq!(
+        reads.load(Ordering::SeqCst),
+        n,
+        "the remapped index was read back"
+    );
+    assert_eq!(after, before, "row ids moved, answers did not");
+    let fresh = NativeDatabase::open(dir.path().to_str().expect("utf8"))
+        .expect("db")
+        .open_table_sync("t")
+        .expect("open");
+    assert_eq!(
+        ids_of(&fresh, q, 10, tune),
+        after,
+        "the cached index is the written one"
+    );
+}
+
 #[test]
 fn an_index_fold_keeps_the_key_index_and_merges_stay_exact() {
     let dir = tempfile::tempdir().expect("tmp");
