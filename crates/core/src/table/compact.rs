@@ -21,8 +21,7 @@ use arrow::array::RecordBatch;
 use roaring::RoaringBitmap;
 
 use super::commit::{Change, Committed};
-use super::indices::{IndexData, LoadedIndex};
-use super::load::{cache_key, Built};
+use super::indices::{cache_key, BuiltIndexes, IndexData, LoadedIndex};
 use super::scan::apply;
 use super::{NativeTable, Snapshot};
 use crate::api::OptimizeStats;
@@ -40,7 +39,7 @@ type Taken = Vec<(u64, RecordBatch, Arc<RoaringBitmap>)>;
 
 /// What a compaction plan hands on: its statistics, the rows it moved (for
 /// the key index), the indexes it rewrote (to cache once it lands).
-type Planned = (OptimizeStats, Taken, Built);
+type Planned = (OptimizeStats, Taken, BuiltIndexes);
 
 /// The fragments a compaction of `snap` takes: the small ones and those
 /// with many deleted rows, of one index coverage (every index covers all of
@@ -235,7 +234,7 @@ impl NativeTable {
         snap: &Snapshot,
         picked: &[&LoadedFragment],
         new_ids: &[u64],
-    ) -> Result<Option<(Vec<IndexMeta>, Built)>> {
+    ) -> Result<Option<(Vec<IndexMeta>, BuiltIndexes)>> {
         let covered = |ix: &LoadedIndex| ix.fragments.contains(&picked[0].id);
         if !snap.indices.iter().any(covered) {
             return Ok(None);

@@ -488,7 +488,7 @@ impl NativeTable {
             meta.files = files;
             meta.fragment_ids = all.iter().copied().collect();
             meta.fragment_ids.sort_unstable();
-            built.extend(data.map(|d| (super::load::cache_key(&meta), d)));
+            built.extend(data.map(|d| (cache_key(&meta), d)));
             list.push(meta);
         }
         if written.is_empty() {
@@ -672,4 +672,28 @@ fn file_stems(meta: &IndexMeta) -> Vec<&str> {
         }
     }
     out
+}
+
+/// The key of a loaded index in the cache: its files (an FTS fold keeps the old segment files
+/// and adds one, so the first file alone does not name the build).
+pub(crate) fn cache_key(meta: &IndexMeta) -> String {
+    meta.files
+        .iter()
+        .map(|f| f.path.as_str())
+        .collect::<Vec<_>>()
+        .join("|")
+}
+
+/// Indexes a commit wrote, in memory, by cache key ([`cache_key`] of their
+/// manifest entry), for [`NativeTable::remember_indices`] once it lands.
+pub(crate) type BuiltIndexes = Vec<(String, IndexData)>;
+
+impl NativeTable {
+    /// Caches indexes a commit of this process has just published (by their
+    /// files), so the next read need not read and decode them again.
+    pub(crate) fn remember_indices(&self, built: BuiltIndexes) {
+        if !built.is_empty() {
+            super::lock(&self.inner.state).ann.extend(built);
+        }
+    }
 }

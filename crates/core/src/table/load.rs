@@ -13,14 +13,11 @@ use std::sync::Arc;
 use arrow::array::RecordBatch;
 use roaring::RoaringBitmap;
 
-use super::{indices, lock, NativeTable, Snapshot, State};
+use super::indices::{self, cache_key};
+use super::{lock, NativeTable, Snapshot, State};
 use crate::error::{Error, Result};
 use crate::fragment::{read_data_file, read_deletions, LoadedFragment};
 use crate::manifest::{FragmentMeta, IndexMeta, Manifest};
-
-/// Indexes a commit wrote, in memory, by cache key ([`cache_key`] of their
-/// manifest entry), for [`NativeTable::remember_indices`] once it lands.
-pub(crate) type Built = Vec<(String, indices::IndexData)>;
 
 /// What the cache lacked for a version, read without the lock.
 #[derive(Default)]
@@ -58,14 +55,6 @@ impl NativeTable {
         }
         let mut st = lock(&self.inner.state);
         self.load_locked(&mut st, m)
-    }
-
-    /// Caches indexes a commit of this process has just published (by their
-    /// files), so the next read need not read and decode them again.
-    pub(crate) fn remember_indices(&self, built: Built) {
-        if !built.is_empty() {
-            lock(&self.inner.state).ann.extend(built);
-        }
     }
 
     /// Reads the pieces of `m` that `missing` names.
@@ -246,14 +235,4 @@ fn missing_of(st: &State, m: &Manifest) -> Missing {
         }
     }
     out
-}
-
-/// The key of a loaded index in the cache: its files (an FTS fold keeps the old segment files
-/// and adds one, so the first file alone does not name the build).
-pub(crate) fn cache_key(meta: &IndexMeta) -> String {
-    meta.files
-        .iter()
-        .map(|f| f.path.as_str())
-        .collect::<Vec<_>>()
-        .join("|")
 }
