@@ -49,6 +49,13 @@ test("namespaces on the server: create, list, describe, tables inside, drop; the
     expect(await db.listNamespaces()).toEqual({ namespaces: ["dev", "prod"] });
     expect(await (await db.openTable("events", ["prod"])).countRows()).toBe(2);
 
+    // Renames as the official clients send them: the new name alone, in the table's namespace.
+    await db.renameTable("events", "ev2", { namespacePath: ["prod", "eu"] });
+    expect(await db.tableNames(["prod", "eu"])).toEqual(["ev2"]);
+    expect(await (await db.openTable("ev2", ["prod", "eu"])).countRows()).toBe(1);
+    await expect(db.renameTable("ev2", "ev3", { namespacePath: ["prod", "eu"], newNamespacePath: ["dev"] })).rejects.toThrow();
+    expect(await db.tableNames(["prod", "eu"])).toEqual(["ev2"]);
+
     await expect(db.dropNamespace(["prod"])).rejects.toThrow(/not empty/);
     await db.dropNamespace(["prod"], { behavior: "cascade" });
     expect(await db.listNamespaces()).toEqual({ namespaces: ["dev"] });
@@ -116,6 +123,14 @@ describe.each([
     expect(await db.listNamespaces(["prod"])).toEqual({ namespaces: [] });
     await db.dropNamespace(["dev"]);
     expect(await (await db.openTable("events")).countRows()).toBe(1);
+    // A rename stays in the table's namespace; a move to another one is refused, nothing moved.
+    await db.createTable("r1", [{ id: 1 }], { namespace: ["prod"] });
+    await db.renameTable("r1", "r2", { namespacePath: ["prod"] });
+    expect(await db.tableNames(["prod"])).toEqual(["r2"]);
+    await db.renameTable("r2", "r3", { namespacePath: ["prod"], newNamespacePath: [] });
+    await expect(db.renameTable("r3", "r4", { namespacePath: ["prod"], newNamespacePath: ["other"] })).rejects.toThrow(NotSupportedError);
+    expect(await db.tableNames(["prod"])).toEqual(["r3"]);
+    expect(await db.tableNames()).toEqual(["events"]);
     await expect(db.createNamespace(["bad/name"])).rejects.toThrow(InvalidInputError);
     await expect(db.createNamespace([])).rejects.toThrow(/root namespace always exists/);
     await expect(db.createNamespace(["x"], { mode: "frobnicate" as never })).rejects.toThrow(/Invalid mode 'frobnicate'/);

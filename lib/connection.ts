@@ -123,9 +123,12 @@ export interface CreateTableOptions {
 
 /** Options of {@link Connection.renameTable}. */
 export interface RenameTableOptions {
-  /** Namespace of the table (only the root, `[]`, so far). */
+  /** Namespace of the table (default: the root). */
   namespacePath?: string[];
-  /** Namespace to move it to (only the root so far). */
+  /**
+   * Namespace to move it to (absent or empty: its own, as 0.39 reads it). db:// sends it as `new_namespace`;
+   * memwal's server and local databases refuse a move to another namespace (NotSupported).
+   */
   newNamespacePath?: string[];
 }
 
@@ -397,15 +400,18 @@ export class Connection {
    */
   renameTable(currentName: string, newName: string, options?: RenameTableOptions): Promise<void> {
     if (this._inner === undefined) return call(async () => this.checkOpen());
-    for (const ns of [options?.namespacePath, options?.newNamespacePath]) {
-      if (ns !== undefined && ns.length > 0)
-        return Promise.reject(notSupported(`renameTable across namespaces (${JSON.stringify(ns)}) is not supported by memwal yet`));
-    }
     return call(async () => {
-      await this.inner.renameTable(str("renameTable(currentName)", currentName), str("renameTable(newName)", newName));
-      const known = this.functions.get(tableKey(currentName));
-      this.functions.delete(tableKey(currentName));
-      if (known !== undefined) this.functions.set(tableKey(newName), known);
+      const ns = nsArg("renameTable(options.namespacePath)", options?.namespacePath);
+      const to = nsArg("renameTable(options.newNamespacePath)", options?.newNamespacePath);
+      await this.inner.renameTable(
+        str("renameTable(currentName)", currentName),
+        str("renameTable(newName)", newName),
+        ns ?? null,
+        to ?? null,
+      );
+      const known = this.functions.get(tableKey(currentName, ns));
+      this.functions.delete(tableKey(currentName, ns));
+      if (known !== undefined) this.functions.set(tableKey(newName, to ?? ns), known);
     });
   }
 

@@ -168,7 +168,7 @@ export interface NativeConnection {
   ): Promise<NativeTable>;
   openTable(name: string, namespace?: string[] | null): Promise<NativeTable>;
   dropTable(name: string, namespace?: string[] | null): Promise<void>;
-  renameTable(cur: string, newName: string): Promise<void>;
+  renameTable(cur: string, newName: string, namespace?: string[] | null, newNamespace?: string[] | null): Promise<void>;
 }
 
 export interface NativeConnectOptions {

@@ -239,11 +239,23 @@ impl Connection {
             .map_err(error::core)
     }
 
-    /// Renames a table (root namespace only).
+    /// Renames a table of `namespace` (default: the root), into
+    /// `new_namespace` when given.
     #[napi(catch_unwind)]
-    pub async fn rename_table(&self, cur: String, new_name: String) -> napi::Result<()> {
+    pub async fn rename_table(
+        &self,
+        cur: String,
+        new_name: String,
+        namespace: Option<Vec<String>>,
+        new_namespace: Option<Vec<String>>,
+    ) -> napi::Result<()> {
         self.inner
-            .rename_table(&cur, &new_name)
+            .rename_table_in(
+                &namespace.unwrap_or_default(),
+                &cur,
+                new_namespace.as_deref(),
+                &new_name,
+            )
             .await
             .map_err(error::core)
     }

@@ -391,6 +391,20 @@ pub trait Database: Send + Sync + std::fmt::Debug {
             "the root namespace cannot be dropped",
         ))
     }
+    /// Renames table `cur` of `namespace` to `new`, in namespace `new_namespace`
+    /// (`None`: the same one). The default, for a database without
+    /// namespaces, takes the root only.
+    async fn rename_table_in(
+        &self,
+        namespace: &[String],
+        cur: &str,
+        new_namespace: Option<&[String]>,
+        new: &str,
+    ) -> Result<()> {
+        root_only(namespace)?;
+        root_only(new_namespace.unwrap_or_default())?;
+        self.rename_table(cur, new).await
+    }
     /// Drops a table inside a namespace (see [`Database::open_table_in`]).
     async fn drop_table_in(&self, namespace: &[String], name: &str) -> Result<()> {
         root_only(namespace)?;

@@ -275,6 +275,23 @@ impl Database for NativeDb {
         page(&mut names, start_after, limit);
         Ok(names)
     }
+    async fn rename_table_in(
+        &self,
+        namespace: &[String],
+        cur: &str,
+        new_namespace: Option<&[String]>,
+        new: &str,
+    ) -> Result<()> {
+        // An empty new namespace means "not given", as 0.39's clients read it.
+        if new_namespace.is_some_and(|n| !n.is_empty() && n != namespace) {
+            return Err(Error::not_supported(format!(
+                "renameTable from namespace {namespace:?} to {new_namespace:?}: moving a table across namespaces is not supported by memwal yet (rename it within its namespace)"
+            )));
+        }
+        let (db, ns) = (self.0.clone(), namespace.to_vec());
+        let (cur, new) = (cur.to_string(), new.to_string());
+        blocking(move || db.in_namespace(&ns, |d| d.rename_table_sync(&cur, &new))).await
+    }
     async fn drop_table_in(&self, namespace: &[String], name: &str) -> Result<()> {
         let (db, ns, name) = (self.0.clone(), namespace.to_vec(), name.to_string());
         blocking(move || db.in_namespace(&ns, |d| d.drop_table_sync(&name))).await

@@ -332,6 +332,33 @@ impl Database for RemoteDatabase {
         }
     }
 
+    /// `POST /v1/table/{ns$cur}/rename/` `{"new_table_name", "new_namespace"?}`
+    /// as the official clients send it: the new name alone, and the new
+    /// namespace only when one is given and not empty.
+    async fn rename_table_in(
+        &self,
+        namespace: &[String],
+        cur: &str,
+        new_namespace: Option<&[String]>,
+        new: &str,
+    ) -> memwal_core::Result<()> {
+        let new_ns = new_namespace.unwrap_or(namespace);
+        let new_id = self.id(new_ns, new)?;
+        let mut body = json!({ "new_table_name": new });
+        if let Some(ns) = new_namespace.filter(|n| !n.is_empty()) {
+            body["new_namespace"] = json!(ns);
+        }
+        let t = self.table(&self.id(namespace, cur)?);
+        match t.post_json("rename/", body).await {
+            Err(Error::TableAlreadyExists { request_id, .. }) => Err(Error::TableAlreadyExists {
+                name: new_id,
+                request_id,
+            }
+            .into()),
+            other => other.map(|_| ()).map_err(Into::into),
+        }
+    }
+
     async fn create_table_in(
         &self,
         namespace: &[String],

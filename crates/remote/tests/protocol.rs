@@ -381,3 +381,52 @@ async fn overall_timeout_fails_the_call_with_code_timeout() {
         "not retried past the limit"
     );
 }
+
+/// A rename sends what @lancedb/lancedb 0.39 sends: the table's id in the
+/// path, the new name alone, and `new_namespace` only when a new namespace
+/// is given and not empty.
+#[tokio::test]
+async fn rename_sends_the_new_name_and_a_new_namespace_only_when_given() {
+    let (url, s) = scripted("{}").await;
+    let d = db(&url, |_| {});
+    let ns1 = vec!["ns1".to_string()];
+    let ns2 = vec!["ns2".to_string()];
+    d.rename_table_in(&[], "table1", None, "table2")
+        .await
+        .expect("root");
+    d.rename_table_in(&ns1, "table1", None, "table2")
+        .await
+        .expect("same namespace");
+    d.rename_table_in(&ns1, "table1", Some(&[]), "table2")
+        .await
+        .expect("empty new namespace");
+    d.rename_table_in(&ns1, "table1", Some(&ns2), "table2")
+        .await
+        .expect("across");
+    let seen: Vec<(String, serde_json::Value)> = s
+        .lock()
+        .expect("lock")
+        .seen
+        .iter()
+        .map(|r| {
+            let body = serde_json::from_slice(&r.body).expect("json body");
+            (r.path.clone(), body)
+        })
+        .collect();
+    let just_name = serde_json::json!({ "new_table_name": "table2" });
+    assert_eq!(
+        seen,
+        vec![
+            ("/v1/table/table1/rename/".to_string(), just_name.clone()),
+            (
+                "/v1/table/ns1$table1/rename/".to_string(),
+                just_name.clone()
+            ),
+            ("/v1/table/ns1$table1/rename/".to_string(), just_name),
+            (
+                "/v1/table/ns1$table1/rename/".to_string(),
+                serde_json::json!({ "new_table_name": "table2", "new_namespace": ["ns2"] })
+            ),
+        ]
+    );
+}
