@@ -303,10 +303,7 @@ pub trait Database: Send + Sync + std::fmt::Debug {
         limit: Option<usize>,
     ) -> Result<Vec<String>> {
         let mut names = self.table_names().await?;
-        if let Some(a) = start_after {
-            names.retain(|n| n.as_str() > a);
-        }
-        names.truncate(limit.unwrap_or(usize::MAX));
+        page(&mut names, start_after, limit);
         Ok(names)
     }
     /// Creates a table from `data`.
@@ -410,6 +407,22 @@ pub trait Database: Send + Sync + std::fmt::Debug {
         root_only(namespace)?;
         self.drop_table(name).await
     }
+}
+
+/// Keeps the names after `start_after`, at most `limit` of them (sorted
+/// input); whether names were cut off by the limit.
+pub(crate) fn page(
+    names: &mut Vec<String>,
+    start_after: Option<&str>,
+    limit: Option<usize>,
+) -> bool {
+    if let Some(a) = start_after {
+        names.retain(|n| n.as_str() > a);
+    }
+    let limit = limit.unwrap_or(usize::MAX);
+    let more = names.len() > limit;
+    names.truncate(limit);
+    more
 }
 
 fn root_only(namespace: &[String]) -> Result<()> {

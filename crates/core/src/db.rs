@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
-use crate::api::{AddMode, CreateMode, CreateOptions, Database, Table};
+use crate::api::{page, AddMode, CreateMode, CreateOptions, Database, Table};
 use crate::data::Data;
 use crate::error::{Error, Result};
 use crate::manifest::latest_version;
@@ -330,16 +330,4 @@ impl Database for NativeDb {
         let (db, path) = (self.0.clone(), path.to_vec());
         blocking(move || db.drop_namespace_sync(&path, cascade, skip_missing)).await
     }
-}
-
-/// Keeps the names after `start_after`, at most `limit` of them (sorted
-/// input); whether names were cut off by the limit.
-fn page(names: &mut Vec<String>, start_after: Option<&str>, limit: Option<usize>) -> bool {
-    if let Some(a) = start_after {
-        names.retain(|n| n.as_str() > a);
-    }
-    let limit = limit.unwrap_or(usize::MAX);
-    let more = names.len() > limit;
-    names.truncate(limit);
-    more
 }
