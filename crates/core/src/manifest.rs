@@ -204,7 +204,7 @@ pub fn read_manifest(storage: &dyn Storage, table: &str, version: u64) -> Result
 }
 
 /// A manifest read back must describe its own version and name only files
-/// inside its table's `data/` and `_deletions/` folders.
+/// inside its table's `data/`, `_deletions/` and `_indices/` folders.
 fn check_manifest(m: &Manifest, version: u64) -> std::result::Result<(), String> {
     if m.version != version {
         return Err(format!(
@@ -235,8 +235,16 @@ fn check_manifest(m: &Manifest, version: u64) -> std::result::Result<(), String>
             return Err(format!("fragment {} has a deletion range past 2^64", f.id));
         }
     }
+    // An index file is `_indices/{name}` (older tables) or one folder down,
+    // `_indices/{uuid}/{name}`.
+    let index_file = |p: &str| {
+        p.strip_prefix("_indices/").is_some_and(|rest| {
+            let parts: Vec<&str> = rest.split('/').collect();
+            parts.len() <= 2 && parts.iter().all(|c| !c.is_empty() && !c.contains(".."))
+        })
+    };
     for i in &m.indices {
-        if let Some(f) = i.files.iter().find(|f| !inside(&f.path, "_indices/")) {
+        if let Some(f) = i.files.iter().find(|f| !index_file(&f.path)) {
             return Err(format!(
                 "index {:?} names the file {:?}, outside _indices/",
                 i.name, f.path

@@ -51,14 +51,15 @@ pub fn params_map(p: &FtsParams) -> Result<BTreeMap<String, serde_json::Value>> 
 
 /// Writes `seg` as one index file and syncs the folder.
 pub fn write_segment(storage: &dyn Storage, table: &str, seg: &Segment) -> Result<IndexFile> {
-    let rel = format!("_indices/{}{SEGMENT_SUFFIX}", uuid::Uuid::new_v4().simple());
+    let folder = super::store::new_folder();
+    let rel = format!("{folder}/segment{SEGMENT_SUFFIX}");
     let bytes = codec::encode(seg);
     storage.put(&format!("{table}/{rel}"), &bytes)?;
     let file = IndexFile {
         path: rel,
         crc32c: crc32c::crc32c(&bytes),
     };
-    if let Err(e) = storage.sync(&format!("{table}/_indices")) {
+    if let Err(e) = storage.sync(&format!("{table}/{folder}")) {
         super::store::remove(storage, table, std::slice::from_ref(&file));
         return Err(e);
     }

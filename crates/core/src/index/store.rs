@@ -315,17 +315,26 @@ pub fn write_btree(storage: &dyn Storage, table: &str, ix: &BTreeIndex) -> Resul
     write_files(storage, table, &[("-btree.arrow", batch)])
 }
 
-/// Writes one Arrow IPC file per batch, named `{uuid}{suffix}`, then syncs
-/// the folder; on failure removes what it wrote.
+/// A fresh folder for the files of one index write, relative to the table
+/// folder: `_indices/{uuid}`, as Lance lays out `_indices/{uuid}/index.idx`
+/// (so each index, and each delta of one, is one entry of `_indices`).
+/// Tables written before this layout name `_indices/{uuid}{suffix}` files
+/// directly; the manifest names every file, so both are read alike.
+pub fn new_folder() -> String {
+    format!("_indices/{}", uuid::Uuid::new_v4().simple())
+}
+
+/// Writes one Arrow IPC file per batch, named `index{suffix}` in a
+/// [`new_folder`], then syncs the folder; on failure removes what it wrote.
 fn write_files(
     storage: &dyn Storage,
     table: &str,
     batches: &[(&str, RecordBatch)],
 ) -> Result<Vec<IndexFile>> {
-    let stem = format!("_indices/{}", uuid::Uuid::new_v4().simple());
+    let stem = new_folder();
     let mut files = Vec::new();
     for (suffix, batch) in batches {
-        let rel = format!("{stem}{suffix}");
+        let rel = format!("{stem}/index{suffix}");
         let mut crc = 0;
         let put = storage.put_with(&format!("{table}/{rel}"), &mut |w| {
             let mut w = CrcWriter::new(w);
@@ -342,7 +351,7 @@ fn write_files(
             crc32c: crc,
         });
     }
-    if let Err(e) = storage.sync(&format!("{table}/_indices")) {
+    if let Err(e) = storage.sync(&format!("{table}/{stem}")) {
         remove(storage, table, &files);
         return Err(e);
     }
@@ -377,6 +386,12 @@ pub fn read_btree(
 pub fn remove(storage: &dyn Storage, table: &str, files: &[IndexFile]) {
     for f in files {
         let _ = storage.delete(&format!("{table}/{}", f.path));
+        // The folder of a [`new_folder`] write goes with its files.
+        if let Some((folder, _)) = f.path.rsplit_once('/') {
+            if folder.starts_with("_indices/") {
+                let _ = storage.delete_dir(&format!("{table}/{folder}"));
+            }
+        }
     }
 }
 

@@ -55,13 +55,20 @@ impl LocalStorage {
     }
 
     fn ensure_parent(&self, full: &Path) -> Result<()> {
-        if let Some(parent) = full.parent() {
-            if !parent.exists() {
-                fs::create_dir_all(parent).map_err(|e| Error::io(self.shown(parent), e))?;
-                // The new folder's entry must be durable too.
-                if let Some(grand) = parent.parent() {
-                    sync_dir(grand).map_err(|e| self.relabel(e))?;
-                }
+        let Some(parent) = full.parent() else {
+            return Ok(());
+        };
+        if parent.exists() {
+            return Ok(());
+        }
+        // The folders about to be made, deepest first.
+        let missing: Vec<&Path> = parent.ancestors().take_while(|a| !a.exists()).collect();
+        fs::create_dir_all(parent).map_err(|e| Error::io(self.shown(parent), e))?;
+        // Each new folder's entry must be durable too: sync the folder that
+        // holds it, outermost first.
+        for made in missing.iter().rev() {
+            if let Some(holder) = made.parent() {
+                sync_dir(holder).map_err(|e| self.relabel(e))?;
             }
         }
         Ok(())

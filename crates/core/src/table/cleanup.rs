@@ -1,6 +1,7 @@
 //! Version cleanup, as Lance's `cleanup_old_versions`: the manifests of
 //! versions older than a cutoff go, then every file in `data/`,
-//! `_deletions/` and `_indices/` that no kept version names.
+//! `_deletions/` and `_indices/` (and its per-index folders) that no kept
+//! version names, then the index folders left empty.
 //!
 //! Kept: the latest version (always), every version committed at or after
 //! the cutoff, and every tagged version. A file no manifest names at all
@@ -21,6 +22,10 @@ use crate::manifest::{list_versions, manifest_path, now_ms, read_manifest, Manif
 
 /// The folders of a table that hold files versions name.
 const FILE_DIRS: [&str; 3] = ["data", "_deletions", "_indices"];
+
+/// The files of a table's file folders and its index folders (each with
+/// whether it was empty), relative to the table folder.
+type Listing = (Vec<String>, Vec<(String, bool)>);
 
 /// Every file (relative to the table folder) `m` names.
 fn files_of(m: &Manifest, out: &mut HashSet<String>) {
@@ -115,22 +120,61 @@ impl NativeTable {
             .building
             .load(std::sync::atomic::Ordering::SeqCst)
             > 0;
+        let unverified_go = |path: &str| -> Result<bool> {
+            let old = st.modified(path)?.is_some_and(|t| t < cutoff);
+            Ok((old || delete_unverified) && !building)
+        };
         let mut bytes = 0;
-        for dir in FILE_DIRS {
-            for name in st.list(&format!("{}/{dir}", self.dir()))? {
-                let rel = format!("{dir}/{name}");
-                if kept.contains(&rel) {
-                    continue;
-                }
-                let path = format!("{}/{rel}", self.dir());
-                let verified = named.contains(&rel);
-                let old = st.modified(&path)?.is_some_and(|t| t < cutoff);
-                if verified || (old || delete_unverified) && !building {
-                    bytes += st.size(&path)?.unwrap_or(0);
-                    st.delete(&path)?;
+        let (files, folders) = self.listed()?;
+        let mut emptied = HashSet::new();
+        for rel in files {
+            if kept.contains(&rel) {
+                continue;
+            }
+            let path = format!("{}/{rel}", self.dir());
+            if named.contains(&rel) || unverified_go(&path)? {
+                bytes += st.size(&path)?.unwrap_or(0);
+                st.delete(&path)?;
+                if let Some((folder, _)) = rel.rsplit_once('/') {
+                    emptied.insert(folder.to_string());
                 }
             }
         }
+        // An index folder goes once empty: emptied by this run, or found
+        // empty (a failed write's) and as old as an unverified file must be.
+        for (folder, was_empty) in folders {
+            let path = format!("{}/{folder}", self.dir());
+            let go = if was_empty {
+                unverified_go(&path)?
+            } else {
+                emptied.contains(&folder) && st.list(&path)?.is_empty()
+            };
+            if go {
+                st.delete_dir(&path)?;
+            }
+        }
         Ok(bytes)
+    }
+
+    /// The files of the table's file folders, relative to the table folder,
+    /// and the index folders (`_indices/{uuid}`, each with whether it was
+    /// empty). An entry of `_indices` without an extension is such a folder;
+    /// older tables keep their index files directly in `_indices`.
+    fn listed(&self) -> Result<Listing> {
+        let st = self.storage();
+        let (mut files, mut folders) = (Vec::new(), Vec::new());
+        for dir in FILE_DIRS {
+            for name in st.list(&format!("{}/{dir}", self.dir()))? {
+                let rel = format!("{dir}/{name}");
+                if dir != "_indices" || name.contains('.') {
+                    files.push(rel);
+                    continue;
+                }
+                let inside = st.list(&format!("{}/{rel}", self.dir()))?;
+                folders.push((rel.clone(), inside.is_empty()));
+                files.extend(inside.into_iter().map(|f| format!("{rel}/{f}")));
+            }
+        }
+        Ok((files, folders))
     }
 }

@@ -69,12 +69,22 @@ pub(crate) fn named(st: &dyn Storage, versions: &[u64]) -> BTreeSet<String> {
     out
 }
 
-/// Every file in the table's file folders.
+/// Every file in the table's file folders, descending into the per-index
+/// folders of `_indices` (an empty one is listed as itself, so a folder
+/// cleanup leaves behind shows up as a file no version names).
 pub(crate) fn on_disk(st: &dyn Storage) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     for dir in ["data", "_deletions", "_indices"] {
         for n in st.list(&format!("t/{dir}")).expect("list") {
-            out.insert(format!("{dir}/{n}"));
+            let rel = format!("{dir}/{n}");
+            let inside = match dir == "_indices" && !n.contains('.') {
+                true => st.list(&format!("t/{rel}")).expect("list"),
+                false => vec![],
+            };
+            out.extend(inside.iter().map(|f| format!("{rel}/{f}")));
+            if inside.is_empty() {
+                out.insert(rel);
+            }
         }
     }
     out

@@ -537,14 +537,11 @@ fn indices_dir(dir: &std::path::Path) -> std::path::PathBuf {
 
 /// Sum of the sizes of the files under `_indices/` (what an index's `size_bytes` must equal when it is the only one).
 fn index_bytes(dir: &std::path::Path) -> u64 {
-    std::fs::read_dir(indices_dir(dir))
-        .map(|d| {
-            d.filter_map(|e| e.ok()?.metadata().ok())
-                .filter(|m| m.is_file())
-                .map(|m| m.len())
-                .sum()
-        })
-        .unwrap_or(0)
+    crate::support::index_files(indices_dir(dir).parent().expect("table"))
+        .iter()
+        .filter_map(|p| p.metadata().ok())
+        .map(|m| m.len())
+        .sum()
 }
 
 #[test]
@@ -580,12 +577,8 @@ fn list_indices_reports_uuid_segments_size_time_and_details() {
     assert_eq!(folded.size_bytes, Some(index_bytes(dir.path())));
     assert_eq!(folded.created_at_ms, Some(at));
     // A missing index file is reported, not counted as zero bytes.
-    let victim = std::fs::read_dir(indices_dir(dir.path()))
-        .expect("dir")
-        .next()
-        .expect("a file")
-        .expect("entry");
-    std::fs::remove_file(victim.path()).expect("rm");
+    let victim = crate::support::index_files(indices_dir(dir.path()).parent().expect("table"));
+    std::fs::remove_file(victim.first().expect("a file")).expect("rm");
     let err = t.list_indices_sync().expect_err("missing file");
     assert!(
         err.to_string()

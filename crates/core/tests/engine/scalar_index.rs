@@ -351,9 +351,8 @@ fn a_damaged_btree_file_is_a_corrupt_error() {
     t.add_sync(data(0, &rows), AddMode::Append).expect("add");
     t.create_index_sync(&btree("i")).expect("index");
     drop(t);
-    let file = std::fs::read_dir(dir.path().join("t/_indices"))
-        .expect("dir")
-        .filter_map(|e| e.ok().map(|e| e.path()))
+    let file = crate::support::index_files(&dir.path().join("t"))
+        .into_iter()
         .find(|p| p.to_string_lossy().ends_with("-btree.arrow"))
         .expect("file");
     let mut bytes = std::fs::read(&file).expect("read");

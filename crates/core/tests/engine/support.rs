@@ -289,3 +289,18 @@ pub fn float_batch(ids: Vec<i64>, vals: Vec<f64>) -> RecordBatch {
 pub fn checked(p: &MergeInsertParams) -> MergeInsert {
     p.clone().validate().expect("a valid clause set")
 }
+
+/// The index files under a local table folder's `_indices/`: each index
+/// write is one folder there (`_indices/{uuid}/`), as Lance lays them out.
+pub fn index_files(table_dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let Ok(folders) = std::fs::read_dir(table_dir.join("_indices")) else {
+        return out;
+    };
+    for f in folders.filter_map(|e| e.ok()) {
+        let inside = std::fs::read_dir(f.path()).expect("an index folder");
+        out.extend(inside.filter_map(|e| e.ok()).map(|e| e.path()));
+    }
+    out.sort();
+    out
+}
