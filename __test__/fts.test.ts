@@ -63,6 +63,38 @@ describe.each(kinds)("full-text search on a %s table", (kind, open) => {
     expect((await t.listIndices()).map((i) => i.name)).toEqual(["text_idx"]);
   });
 
+  test("blockSize 128 or 256: recorded as Lance records it, and every page equals the one of an exhaustive walk", async () => {
+    n += 1;
+    // Enough rows for many blocks: "common" in most rows, "rare" in a few, lengths varying.
+    const rows = Array.from({ length: 1200 }, (_, i) => ({
+      id: i,
+      text: [i % 7 === 0 ? "rare" : "", "common ".repeat(1 + (i % 5)), "filler ".repeat(i % 11)].join(" "),
+    }));
+    const t = await db.createTable(`blocks${n}`, rows);
+    const pages = async () => {
+      const out: number[][] = [];
+      for (const [limit, offset] of [
+        [10, 0],
+        [5, 7],
+        [40, 3],
+      ]) {
+        const q = t.query().fullTextSearch("common rare", { columns: "text" }).select(["id"]).limit(limit).offset(offset);
+        out.push(ids(await q.toArray()));
+      }
+      return out;
+    };
+    for (const blockSize of [128, 256] as const) {
+      await t.createIndex("text", { config: Index.fts({ blockSize }) });
+      const ix = (await t.listIndices()).find((i) => i.name === "text_idx");
+      expect(ix?.indexVersion).toBe(blockSize === 256 ? 3 : 2);
+      expect((ix?.indexDetails as Record<string, unknown> | undefined)?.block_size).toBe(blockSize);
+      // The whole answer (no limit walks every matching row) gives the pages the pruned walk must give.
+      const all = ids(await t.query().fullTextSearch("common rare", { columns: "text" }).select(["id"]).limit(2000).toArray());
+      expect(all.length).toBe(1200);
+      expect(await pages()).toEqual([all.slice(0, 10), all.slice(7, 12), all.slice(3, 43)]);
+    }
+  });
+
   test("fullTextSearch with text: BM25 _score, where, limit, offset, select, withRowId", async () => {
     const t = await docs(db);
     const rows = await t.query().fullTextSearch("lazy", { columns: "text" }).toArray();

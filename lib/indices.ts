@@ -164,6 +164,11 @@ export interface FtsOptions {
   ngramMaxLength: number;
   /** Only n-grams starting a word (false). */
   prefixOnly: boolean;
+  /**
+   * Documents per posting block, 128 (the default) or 256 (Lance's FTS format V3: `listIndices` reports
+   * `indexVersion` 3): the unit of the block-max pruning that lets a limited query skip most matching rows.
+   */
+  blockSize: 128 | 256;
 }
 
 const FTS_KEYS: Record<string, [string, "bool" | "str" | "count" | "strs"]> = {
@@ -182,13 +187,10 @@ const FTS_KEYS: Record<string, [string, "bool" | "str" | "count" | "strs"]> = {
   prefixOnly: ["prefix_only", "bool"],
 };
 
-/**
- * `blockSize` (Lance's posting block size, 256 its experimental V3 format): a value 0.39 refuses gets its text;
- * a valid one is refused as not supported, since memwal's postings are not stored in blocks.
- */
-function refuseBlockSize(v: unknown): never {
+/** `blockSize` (Lance's posting block size): 128 or 256, else 0.39's text. */
+function blockSize(v: unknown): number {
   if (v !== 128 && v !== 256) throw invalid(`FTS inverted index block_size must be one of 128 or 256, got ${String(v)}`);
-  throw notSupported(`FTS blockSize (${v}) is not supported by memwal: its postings are not stored in Lance's blocks`);
+  return v;
 }
 
 /** The wire's parameters of an FTS index (only those given). */
@@ -198,7 +200,10 @@ export function ftsParams(options: unknown): Record<string, unknown> {
   if (typeof options !== "object") throw invalid(`Index options for FTS must be an object, got ${String(options)}`);
   for (const [k, v] of Object.entries(options as Record<string, unknown>)) {
     if (v === undefined) continue;
-    if (k === "blockSize") refuseBlockSize(v);
+    if (k === "blockSize") {
+      out.block_size = blockSize(v);
+      continue;
+    }
     const spec = FTS_KEYS[k];
     if (spec === undefined) throw invalid(`unknown option ${JSON.stringify(k)} for FTS (it takes ${Object.keys(FTS_KEYS).join(", ")})`);
     const [wire, kind] = spec;
@@ -268,6 +273,8 @@ export interface IndexConfig {
   numSegments?: number;
   /** Its parameters as built (e.g. `num_partitions`, the FTS tokenizer options); text that is not JSON as is. */
   indexDetails?: Record<string, unknown> | string;
+  /** Lance's format version of the index where memwal's answers it (FTS 2, or 3 with `blockSize: 256`; vector 1). */
+  indexVersion?: number;
 }
 
 /** What `indexStats` reports. */

@@ -73,6 +73,8 @@ export interface NativeIndexInfo {
   createdAtMs?: number;
   /** The build parameters, as JSON text. */
   indexDetails?: string;
+  /** Lance's format version of the index, where memwal's answers it. */
+  indexVersion?: number;
 }
 
 /** What `stats()` reports (the addon's TableStatistics). */

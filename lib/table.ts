@@ -866,6 +866,7 @@ export class Table {
       ...i,
       indexType: listedType(i.indexType),
       distanceType: i.distanceType ?? undefined,
+      indexVersion: i.indexVersion ?? undefined,
       numIndices: i.numSegments,
       indexUuid: indexUuid ?? undefined,
       sizeBytes: sizeBytes ?? undefined,

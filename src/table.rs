@@ -431,6 +431,8 @@ pub struct IndexInfo {
     pub created_at_ms: Option<f64>,
     /// The build parameters, as JSON text.
     pub index_details: Option<String>,
+    /// Lance's format version of the index, where memwal's answers it.
+    pub index_version: Option<u32>,
 }
 
 impl From<memwal_core::IndexInfo> for IndexInfo {
@@ -447,6 +449,7 @@ impl From<memwal_core::IndexInfo> for IndexInfo {
             size_bytes: i.size_bytes.map(to_i64),
             created_at_ms: i.created_at_ms.map(|ms| ms as f64),
             index_details: i.details,
+            index_version: i.index_version,
         }
     }
 }

@@ -115,6 +115,7 @@ pub fn decode(bytes: &[u8]) -> Result<Segment> {
         total_tokens,
         terms,
         postings,
+        blocks: Default::default(),
     })
 }
 

@@ -22,6 +22,7 @@ impl Segment {
                 total_tokens: 0,
                 terms: Vec::new(),
                 postings: Vec::new(),
+                blocks: Default::default(),
             });
         };
         for next in it {
@@ -80,6 +81,7 @@ fn append(a: Segment, b: Segment) -> Result<Segment> {
         total_tokens: a.total_tokens + b.total_tokens,
         terms,
         postings,
+        blocks: Default::default(),
     })
 }
 

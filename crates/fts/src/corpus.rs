@@ -9,7 +9,7 @@ use roaring::RoaringTreemap;
 use crate::analyzer::Analyzer;
 use crate::bm25::CorpusStats;
 use crate::error::Result;
-use crate::segment::{Posting, Segment, SegmentBuilder};
+use crate::segment::{Segment, SegmentBuilder};
 
 /// Which rows exist for a query: all of them, or all but a set (deleted, superseded by a newer
 /// version of the row). A row id must be live in at most one of a column's segments.
@@ -55,6 +55,9 @@ pub struct ColumnInput<'a> {
     pub segments: Vec<&'a Segment>,
     /// Rows the index does not cover, tokenized per query.
     pub unindexed: Vec<UnindexedRow<'a>>,
+    /// Documents per posting block, the unit of pruning (the index's `block_size`;
+    /// [`crate::DEFAULT_BLOCK_SIZE`] when it has none).
+    pub block_size: usize,
 }
 
 /// A column ready to be queried: its segments plus the unindexed one, and live statistics.
@@ -67,6 +70,9 @@ pub struct Corpus<'a> {
     fresh: Option<Segment>,
     live: LiveRows<'a>,
     stats: CorpusStats,
+    /// Per segment (the unindexed one last), its dead documents, ascending.
+    dead_docs: Vec<Vec<u32>>,
+    block_size: usize,
 }
 
 impl<'a> Corpus<'a> {
@@ -89,14 +95,21 @@ impl<'a> Corpus<'a> {
             fresh,
             live,
             stats: CorpusStats::default(),
+            dead_docs: Vec::new(),
+            block_size: input.block_size.max(1),
         };
-        corpus.stats = corpus.live_stats();
+        (corpus.stats, corpus.dead_docs) = corpus.live_stats();
         Ok(corpus)
     }
 
     /// N and total length over live documents.
     pub fn stats(&self) -> CorpusStats {
         self.stats
+    }
+
+    /// Documents per posting block.
+    pub(crate) fn block_size(&self) -> usize {
+        self.block_size
     }
 
     /// Which rows are live.
@@ -109,52 +122,61 @@ impl<'a> Corpus<'a> {
         self.segments.iter().copied().chain(self.fresh.as_ref())
     }
 
-    fn live_stats(&self) -> CorpusStats {
+    /// N and total length over live documents, and each segment's dead documents (sorted).
+    fn live_stats(&self) -> (CorpusStats, Vec<Vec<u32>>) {
         let mut s = CorpusStats::default();
+        let mut dead_docs = Vec::new();
         for seg in self.segments() {
             s.num_docs += seg.num_docs() as u64;
             s.total_tokens += seg.total_tokens();
-            let LiveRows::Except(dead) = self.live else {
-                continue;
-            };
-            if dead.len() < seg.num_docs() as u64 {
-                for row in dead.iter() {
-                    if let Some(doc) = seg.find_row(row) {
-                        s.num_docs -= 1;
-                        s.total_tokens -= u64::from(seg.lengths()[doc]);
-                    }
-                }
-            } else {
-                for (&row, &len) in seg.row_ids().iter().zip(seg.lengths()) {
-                    if dead.contains(row) {
-                        s.num_docs -= 1;
-                        s.total_tokens -= u64::from(len);
-                    }
+            let mut docs: Vec<u32> = Vec::new();
+            if let LiveRows::Except(dead) = self.live {
+                if dead.len() < seg.num_docs() as u64 {
+                    docs.extend(
+                        dead.iter()
+                            .filter_map(|row| seg.find_row(row))
+                            .map(|d| d as u32),
+                    );
+                } else {
+                    let rows = seg.row_ids().iter().zip(0u32..);
+                    docs.extend(rows.filter(|(&r, _)| dead.contains(r)).map(|(_, d)| d));
                 }
             }
+            docs.sort_unstable();
+            for &d in &docs {
+                s.num_docs -= 1;
+                s.total_tokens -= u64::from(seg.lengths()[d as usize]);
+            }
+            dead_docs.push(docs);
         }
-        s
+        (s, dead_docs)
     }
 
-    /// Live documents holding `term`.
+    /// Live documents holding `term`: its postings less the dead documents among them (two
+    /// sorted lists, the longer one searched).
     pub(crate) fn df(&self, term: &str) -> u64 {
         let mut df = 0;
-        for seg in self.segments() {
+        for (seg, dead) in self.segments().zip(&self.dead_docs) {
             if let Some(p) = seg.postings_of(term) {
-                df += match self.live {
-                    LiveRows::All => p.docs.len() as u64,
-                    LiveRows::Except(_) => live_entries(seg, p, &self.live).count() as u64,
-                };
+                df += (p.docs.len() - common(&p.docs, dead)) as u64;
             }
         }
         df
     }
 }
 
-fn live_entries<'s>(
-    seg: &'s Segment,
-    p: &'s Posting,
-    live: &'s LiveRows<'_>,
-) -> impl Iterator<Item = usize> + 's {
-    (0..p.docs.len()).filter(move |&i| live.contains(seg.row_ids()[p.docs[i] as usize]))
+/// How many values two ascending lists share.
+fn common(a: &[u32], b: &[u32]) -> usize {
+    let (small, large) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    let mut rest = large;
+    let mut n = 0;
+    for &x in small {
+        rest = &rest[rest.partition_point(|&y| y < x)..];
+        match rest.first() {
+            Some(&y) if y == x => n += 1,
+            Some(_) => {}
+            None => break,
+        }
+    }
+    n
 }

@@ -7,12 +7,14 @@
 //! - `corpus.rs`: a column at query time: segments, unindexed rows, live rows, global statistics.
 //! - `bm25.rs`: the score. `query.rs`: the query types and their wire JSON.
 //! - `fuzzy.rs`, `phrase.rs`: term expansion and phrase positions. `search.rs`: runs a query;
-//!   `walk.rs`: its match and phrase leaves over sorted postings (merge, leapfrog intersection).
+//!   `walk.rs`: its match and phrase leaves over sorted postings (merge, leapfrog intersection);
+//!   `wand.rs`: the top rows of an Or match by block-max WAND over `blocks.rs`'s block summaries.
 //!
 //! No storage, no Arrow: callers (memwal-core's tables) hand in texts and row ids and keep the
 //! segment bytes wherever they keep index files.
 
 pub mod analyzer;
+mod blocks;
 pub mod bm25;
 pub mod codec;
 mod concat;
@@ -26,8 +28,10 @@ pub mod remap;
 pub mod search;
 pub mod segment;
 mod walk;
+mod wand;
 
 pub use analyzer::Analyzer;
+pub use blocks::DEFAULT_BLOCK_SIZE;
 pub use corpus::{ColumnInput, Corpus, LiveRows, UnindexedRow};
 pub use error::{FtsError, Result};
 pub use params::FtsParams;

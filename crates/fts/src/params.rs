@@ -60,6 +60,28 @@ pub struct FtsParams {
     pub max_ngram_length: u32,
     /// Only n-grams that start a word (`ngram` only). Default false.
     pub prefix_only: bool,
+    /// Documents per posting block (Lance's `block_size`, 128 or 256; default 128): the unit of
+    /// block-max pruning (`blocks.rs`). Lance's 256 is its experimental FTS format V3.
+    #[serde(default = "default_block_size")]
+    pub block_size: u32,
+}
+
+/// The posting block sizes Lance takes.
+pub const BLOCK_SIZES: [u32; 2] = [128, 256];
+
+fn default_block_size() -> u32 {
+    crate::blocks::DEFAULT_BLOCK_SIZE as u32
+}
+
+impl FtsParams {
+    /// Lance's version of an FTS index of these parameters: 3 with 256-document blocks, else 2.
+    pub fn index_version(&self) -> u32 {
+        if self.block_size == 256 {
+            3
+        } else {
+            2
+        }
+    }
 }
 
 impl Default for FtsParams {
@@ -77,6 +99,7 @@ impl Default for FtsParams {
             min_ngram_length: 3,
             max_ngram_length: 3,
             prefix_only: false,
+            block_size: default_block_size(),
         }
     }
 }
@@ -100,6 +123,7 @@ struct RawParams {
     min_ngram_length: Option<u32>,
     max_ngram_length: Option<u32>,
     prefix_only: Option<bool>,
+    block_size: Option<u32>,
     split_identifiers: Option<bool>,
     split_on_numerics: Option<bool>,
     preserve_original: Option<bool>,
@@ -149,6 +173,15 @@ impl FtsParams {
                 ),
             ));
         }
+        if !BLOCK_SIZES.contains(&self.block_size) {
+            return Err(invalid(
+                "block_size",
+                format!(
+                    "FTS inverted index block_size must be one of 128 or 256, got {}",
+                    self.block_size
+                ),
+            ));
+        }
         if self.base_tokenizer == "ngram" {
             let (lo, hi) = (self.min_ngram_length, self.max_ngram_length);
             if lo == 0 || lo > hi || hi > 255 {
@@ -190,6 +223,7 @@ impl RawParams {
         set(&mut p.min_ngram_length, self.min_ngram_length);
         set(&mut p.max_ngram_length, self.max_ngram_length);
         set(&mut p.prefix_only, self.prefix_only);
+        set(&mut p.block_size, self.block_size);
         p.validate()?;
         Ok(p)
     }
@@ -256,12 +290,14 @@ mod tests {
 
     #[test]
     fn unknown_fields_are_ignored_and_known_ones_read() {
-        let body = json!({"column": "text", "index_type": "FTS", "block_size": 128, "num_workers": 2,
+        let body = json!({"column": "text", "index_type": "FTS", "block_size": 256, "num_workers": 2,
             "with_position": true, "language": "french", "stem": false, "max_token_length": null});
         let p = FtsParams::from_json(&body).expect("lenient");
         assert!(p.with_position && !p.stem);
         assert_eq!(p.language, "French");
         assert_eq!(p.max_token_length, None);
+        assert_eq!((p.block_size, p.index_version()), (256, 3));
+        assert_eq!(FtsParams::default().index_version(), 2);
     }
 
     #[test]
@@ -282,6 +318,8 @@ mod tests {
             (json!({"analyzer": "code"}), "analyzer"),
             (json!({"lance_tokenizer": "json"}), "lance_tokenizer"),
             (json!({"split_identifiers": true}), "split_identifiers"),
+            (json!({"block_size": 129}), "128 or 256"),
+            (json!({"block_size": 0}), "block_size"),
             (
                 json!({"base_tokenizer": "ngram", "min_ngram_length": 4, "max_ngram_length": 2}),
                 "min_ngram_length",

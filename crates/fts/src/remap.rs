@@ -40,6 +40,7 @@ impl Segment {
             lengths,
             terms,
             postings,
+            blocks: Default::default(),
         })
     }
 }

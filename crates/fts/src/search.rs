@@ -1,7 +1,8 @@
 //! Runs a full-text query over the corpora of its columns: match (Or / And, fuzzy), phrase, boost,
 //! boolean and multi_match, each leaf scored with BM25 on its column's global live statistics; then
 //! the caller's filter, the order (score descending, then row id ascending) and the page.
-//! Talks to `corpus.rs`, `query.rs`, `fuzzy.rs` and `walk.rs` (the match and phrase leaves).
+//! Talks to `corpus.rs`, `query.rs`, `fuzzy.rs`, `walk.rs` (the match and phrase leaves) and
+//! `wand.rs` (an Or match's best rows).
 
 use std::collections::HashMap;
 
@@ -9,7 +10,7 @@ use crate::corpus::Corpus;
 use crate::error::{FtsError, Result};
 use crate::fuzzy;
 use crate::query::{BooleanQuery, FtsQuery, MatchQuery, Operator, PhraseQuery};
-use crate::walk;
+use crate::{walk, wand};
 
 /// Most analyzed terms (before fuzzy expansion) one query may hold in all its leaves.
 pub const MAX_QUERY_TERMS: usize = 1024;
@@ -40,7 +41,20 @@ pub fn search(
     let query = query.fill_columns(&names, false)?;
     let mut ev = Evaluator { corpora, terms: 0 };
     // A match or a phrase (most queries) is walked straight into a list; compounds combine maps.
+    // An Or match with a limit walks only the rows that can make the page (block-max WAND).
+    let want = limit.map(|l| offset.saturating_add(l));
     let scored: Vec<(u64, f64)> = match &query {
+        FtsQuery::Match(m) if m.operator == Operator::Or && m.boost > 0.0 && want.is_some() => {
+            let corpus = ev.corpus(m.column.as_deref())?;
+            let groups = ev.match_terms(corpus, m)?;
+            let ask = wand::Ask {
+                terms: &pairs(&groups),
+                boost: f64::from(m.boost),
+                want: want.unwrap_or(usize::MAX),
+                keep,
+            };
+            wand::top_match(corpus, &ask)
+        }
         FtsQuery::Match(m) => {
             let corpus = ev.corpus(m.column.as_deref())?;
             ev.match_rows(corpus, m)?
@@ -57,6 +71,15 @@ pub fn search(
         })
         .collect();
     Ok(top(&mut rows, limit, offset))
+}
+
+/// `(group, term)` pairs of term groups, as the walks take them.
+fn pairs(groups: &[Vec<String>]) -> Vec<(usize, &str)> {
+    groups
+        .iter()
+        .enumerate()
+        .flat_map(|(g, terms)| terms.iter().map(move |t| (g, t.as_str())))
+        .collect()
 }
 
 /// Rows `offset..offset + limit` (all from `offset` without a limit) in order: score descending,
@@ -170,12 +193,24 @@ impl<'c, 'a> Evaluator<'c, 'a> {
     /// its text with the base tokenizer alone and expands each raw term in the dictionary, as
     /// LanceDB does (`"Runs"` at distance 1 finds nothing in a lower-cased index).
     fn match_rows(&mut self, corpus: &Corpus<'_>, m: &MatchQuery) -> Result<Vec<(u64, f64)>> {
+        let groups = self.match_terms(corpus, m)?;
+        Ok(walk::match_rows(
+            corpus,
+            &pairs(&groups),
+            groups.len(),
+            m.operator == Operator::And,
+            f64::from(m.boost),
+        ))
+    }
+
+    /// A match's terms: one group per query term, a fuzzy term's group its expansions.
+    fn match_terms(&mut self, corpus: &Corpus<'_>, m: &MatchQuery) -> Result<Vec<Vec<String>>> {
         let fuzzy = m.fuzziness != Some(0);
         let (mut tokens, _) = self.analyze(corpus, &m.terms, fuzzy)?;
         let mut seen = std::collections::HashSet::new();
         tokens.retain(|t| seen.insert(t.clone()));
         let distances: Vec<u32> = tokens.iter().map(|t| m.fuzziness_for(t)).collect();
-        let groups = if !fuzzy {
+        Ok(if !fuzzy {
             tokens.into_iter().map(|t| vec![t]).collect()
         } else {
             fuzzy::expand(
@@ -185,19 +220,7 @@ impl<'c, 'a> Evaluator<'c, 'a> {
                 m.prefix_length,
                 m.max_expansions,
             )
-        };
-        let pairs: Vec<(usize, &str)> = groups
-            .iter()
-            .enumerate()
-            .flat_map(|(g, terms)| terms.iter().map(move |t| (g, t.as_str())))
-            .collect();
-        Ok(walk::match_rows(
-            corpus,
-            &pairs,
-            groups.len(),
-            m.operator == Operator::And,
-            f64::from(m.boost),
-        ))
+        })
     }
 
     fn match_on(&mut self, corpus: &Corpus<'_>, m: &MatchQuery) -> Result<Scores> {

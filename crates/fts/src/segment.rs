@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 
 use crate::analyzer::Analyzer;
+use crate::blocks::{BlockCache, Blocks};
 use crate::error::{FtsError, Result};
 
 /// Most documents one segment holds (document numbers are `u32`).
@@ -46,6 +47,8 @@ pub struct Segment {
     pub(crate) total_tokens: u64,
     pub(crate) terms: Vec<String>,
     pub(crate) postings: Vec<Posting>,
+    /// Block summaries of the postings (`blocks.rs`), made on first use.
+    pub(crate) blocks: BlockCache,
 }
 
 impl Segment {
@@ -79,8 +82,20 @@ impl Segment {
     }
     /// The postings of `term`, if the segment holds it.
     pub fn postings_of(&self, term: &str) -> Option<&Posting> {
-        let i = self.terms.binary_search_by(|t| t.as_str().cmp(term)).ok()?;
-        self.postings.get(i)
+        self.postings.get(self.term_index(term)?)
+    }
+    /// Where `term` is in the dictionary, if the segment holds it.
+    pub fn term_index(&self, term: &str) -> Option<usize> {
+        self.terms.binary_search_by(|t| t.as_str().cmp(term)).ok()
+    }
+    /// Makes the block summaries pruning reads (`block_size` entries each) ahead of the first
+    /// query, as an index is loaded.
+    pub fn prepare_blocks(&self, block_size: usize) {
+        let _ = self.blocks(block_size);
+    }
+    /// The block summaries at `block_size` entries per block.
+    pub(crate) fn blocks(&self, block_size: usize) -> std::borrow::Cow<'_, Blocks> {
+        self.blocks.get_or_make(self, block_size)
     }
     /// The document number of `row_id`, if the segment holds it.
     pub fn find_row(&self, row_id: u64) -> Option<usize> {
@@ -217,6 +232,7 @@ impl<'a> SegmentBuilder<'a> {
             total_tokens,
             terms: terms.into_iter().map(|(t, _)| t).collect(),
             postings,
+            blocks: BlockCache::default(),
         })
     }
 }

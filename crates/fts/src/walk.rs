@@ -14,20 +14,22 @@ use crate::segment::{Posting, Segment};
 
 /// One query term in one segment: its group (a query term and its fuzzy expansions share one),
 /// its idf, its postings and the walk's place in them.
-struct Cursor<'s> {
-    group: usize,
-    idf: f64,
-    posting: &'s Posting,
-    at: usize,
+pub(crate) struct Cursor<'s> {
+    pub(crate) group: usize,
+    /// Where the term is in the segment's dictionary.
+    pub(crate) term: usize,
+    pub(crate) idf: f64,
+    pub(crate) posting: &'s Posting,
+    pub(crate) at: usize,
 }
 
 impl Cursor<'_> {
-    fn doc(&self) -> Option<u32> {
+    pub(crate) fn doc(&self) -> Option<u32> {
         self.posting.docs.get(self.at).copied()
     }
 
     /// Moves to the first entry whose document is `>= doc` (galloping, then binary search).
-    fn seek(&mut self, doc: u32) -> Option<u32> {
+    pub(crate) fn seek(&mut self, doc: u32) -> Option<u32> {
         let docs = &self.posting.docs;
         let mut step = 1;
         let mut hi = self.at;
@@ -41,7 +43,7 @@ impl Cursor<'_> {
         self.doc()
     }
 
-    fn score(&self, seg: &Segment, avgdl: f64) -> f64 {
+    pub(crate) fn score(&self, seg: &Segment, avgdl: f64) -> f64 {
         let doc = self.posting.docs[self.at] as usize;
         bm25::term_score(
             self.idf,
@@ -52,15 +54,31 @@ impl Cursor<'_> {
     }
 }
 
-/// The cursors of `terms` (`(group, term)`) in `seg`; terms the segment lacks have none.
-fn cursors<'s>(corpus: &Corpus<'_>, seg: &'s Segment, terms: &[(usize, &str)]) -> Vec<Cursor<'s>> {
+/// The idf of each of `terms` over the whole corpus (computed once, not per segment).
+pub(crate) fn idfs(corpus: &Corpus<'_>, terms: &[(usize, &str)]) -> Vec<f64> {
     let n = corpus.stats().num_docs;
     terms
         .iter()
-        .filter_map(|&(group, term)| {
-            seg.postings_of(term).map(|posting| Cursor {
+        .map(|&(_, term)| bm25::idf(n, corpus.df(term)))
+        .collect()
+}
+
+/// The cursors of `terms` (`(group, term)`, with their [`idfs`]) in `seg`; terms the segment
+/// lacks have none.
+pub(crate) fn cursors<'s>(
+    seg: &'s Segment,
+    terms: &[(usize, &str)],
+    idfs: &[f64],
+) -> Vec<Cursor<'s>> {
+    terms
+        .iter()
+        .zip(idfs)
+        .filter_map(|(&(group, term), &idf)| {
+            let at = seg.term_index(term)?;
+            seg.posting(at).map(|posting| Cursor {
                 group,
-                idf: bm25::idf(n, corpus.df(term)),
+                term: at,
+                idf,
                 posting,
                 at: 0,
             })
@@ -87,8 +105,9 @@ pub(crate) fn match_rows(
     if groups == 0 {
         return out;
     }
+    let idfs = idfs(corpus, terms);
     for seg in corpus.segments() {
-        let mut cs = cursors(corpus, seg, terms);
+        let mut cs = cursors(seg, terms, &idfs);
         if all && exact_groups {
             if cs.len() < groups {
                 continue;
@@ -201,8 +220,9 @@ pub(crate) fn phrase_rows(
         return out;
     }
     let pairs: Vec<(usize, &str)> = distinct.iter().copied().enumerate().collect();
+    let idfs = idfs(corpus, &pairs);
     for seg in corpus.segments() {
-        let mut cs = cursors(corpus, seg, &pairs);
+        let mut cs = cursors(seg, &pairs, &idfs);
         if cs.len() < distinct.len() {
             continue;
         }

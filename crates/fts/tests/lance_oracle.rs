@@ -202,6 +202,7 @@ fn run(name: &str, params_json: serde_json::Value, added: usize, deleted: &[u64]
                 with_position: true,
                 segments: vec![&segments[c]],
                 unindexed,
+                block_size: memwal_fts::DEFAULT_BLOCK_SIZE,
             };
             Corpus::new(input, LiveRows::Except(&dead)).expect("corpus")
         })

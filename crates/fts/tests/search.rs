@@ -50,6 +50,7 @@ fn col<'a>(
         with_position: true,
         segments: segs,
         unindexed,
+        block_size: 2,
     }
 }
 

@@ -88,6 +88,8 @@ pub fn read(storage: &dyn Storage, table: &str, meta: &IndexMeta) -> Result<Text
             return Err(corrupt(&f.path, "checksum mismatch".into()));
         }
         let seg = codec::decode(&bytes).map_err(|e| corrupt(&f.path, e.to_string()))?;
+        // Made here, off the query path (an index is loaded without the table's lock).
+        seg.prepare_blocks(params.block_size as usize);
         segments.push(Arc::new(seg));
     }
     Ok(TextIndex {

@@ -286,4 +286,7 @@ pub struct IndexInfo {
     pub created_at_ms: Option<u64>,
     /// Its parameters as built, as JSON text (Lance's `index_details`).
     pub details: Option<String>,
+    /// Lance's format version of this kind of index, where memwal's answers Lance's (FTS: 2, or 3
+    /// with 256-document posting blocks; vector indexes 1); `None` otherwise.
+    pub index_version: Option<u32>,
 }

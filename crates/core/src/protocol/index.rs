@@ -189,6 +189,9 @@ pub struct IndexEntry {
     /// Its parameters as built, as JSON text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index_details: Option<String>,
+    /// Lance's format version of the index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index_version: Option<u32>,
 }
 
 /// An index's `created_at` on the wire, in either form the official clients read.
@@ -219,6 +222,7 @@ impl IndexEntry {
                 _ => None,
             },
             details: self.index_details.clone(),
+            index_version: self.index_version,
         })
     }
 }
@@ -261,6 +265,7 @@ impl From<&IndexInfo> for IndexEntry {
             size_bytes: i.size_bytes,
             created_at: i.created_at_ms.map(CreatedAt::Millis),
             index_details: i.details.clone(),
+            index_version: i.index_version,
         }
     }
 }
@@ -292,6 +297,7 @@ impl IndexStatsResponse {
             size_bytes: None,
             created_at_ms: None,
             details: None,
+            index_version: None,
         }
     }
 }

@@ -650,7 +650,16 @@ fn info(snap: &Snapshot, ix: &LoadedIndex) -> IndexInfo {
         size_bytes: None,
         created_at_ms: ix.meta.created_at_ms,
         details: serde_json::to_string(&ix.meta.params).ok(),
+        index_version: index_version(ix),
     }
+}
+
+/// Lance's version of the index's format, where ours answers it (see [`IndexInfo`]).
+fn index_version(ix: &LoadedIndex) -> Option<u32> {
+    if let Some(text) = ix.text() {
+        return Some(text.params.index_version());
+    }
+    ix.meta.index_type.starts_with("IVF_").then_some(1)
 }
 
 /// A file id as Lance writes an index uuid (`8-4-4-4-12`), or as it is when it is not a uuid.

@@ -199,6 +199,7 @@ fn column_input<'a>(ix: &Indexed<'a>, tiers: &'a [Tier], fast_search: bool) -> C
         with_position: ix.text.params.with_position,
         segments: ix.text.segments.iter().map(Arc::as_ref).collect(),
         unindexed,
+        block_size: ix.text.params.block_size as usize,
     }
 }
 

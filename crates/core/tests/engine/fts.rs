@@ -112,6 +112,7 @@ fn reference(
         with_position: true,
         segments: vec![&seg],
         unindexed: vec![],
+        block_size: memwal_fts::DEFAULT_BLOCK_SIZE,
     };
     let corpora = vec![Corpus::new(input, LiveRows::All).expect("corpus")];
     let mut out: Vec<(i64, f32)> = memwal_fts::search(&corpora, q, Some(keep), None, 0)
