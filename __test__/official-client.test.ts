@@ -125,9 +125,14 @@ describe("the official @lancedb/lancedb client against memwal-server", () => {
         ),
       );
     // (hnswPq never reaches a server: the official client refuses it on remote tables itself.)
-    expect(await failure(t.createIndex("id", { config: lancedb.Index.bitmap() }))).toMatch(
-      /index type BITMAP is not supported by memwal yet/,
+    expect(await failure(t.createIndex("id", { config: lancedb.Index.labelList() }))).toMatch(
+      /index type LABEL_LIST is not supported by memwal yet/,
     );
+    // BITMAP: built by the server, listed as 0.39 spells it.
+    await t.createIndex("id", { config: lancedb.Index.bitmap(), name: "id_bm" });
+    const bm = (await t.listIndices()).filter((i: { name: string }) => i.name === "id_bm");
+    expect(bm.map((i: { indexType: string }) => i.indexType)).toEqual(["Bitmap"]);
+    await t.dropIndex("id_bm");
     // stats() as the official client parses it; restore() from a checked-out handle.
     const st = await t.stats();
     expect([st.numRows, st.fragmentStats.numFragments > 0, st.totalBytes > 0]).toEqual([await t.countRows(), true, true]);

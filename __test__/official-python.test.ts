@@ -72,7 +72,7 @@ async function vectorChecks(url: string, namespaces: boolean): Promise<void> {
   same(got.index_search_cosine, key(await ours.search(q).distanceType("cosine").limit(8).toArray()));
   expect(got.index_hnsw).toEqual([["vh", "IvfHnswSq"]]);
   same(got.index_search_hnsw, key(await ours.search(q).limit(8).toArray()));
-  expect(got.index_refused[0]).toMatch(/BITMAP is not supported by memwal yet/);
+  expect(got.index_refused[0]).toMatch(/LABEL_LIST is not supported by memwal yet/);
   expect(got.index_refused.length).toBe(1);
   // BTREE: built through both calls, listed as the client spells it, and filters through it answer as ours do.
   expect(got.btree).toEqual([
@@ -90,6 +90,8 @@ async function vectorChecks(url: string, namespaces: boolean): Promise<void> {
     await idsWhere("id IN (3, 5, 119, 7000)"),
     await idsWhere("kind = 'a' AND id BETWEEN 10 AND 20"),
   ]);
+  expect(got.bitmap).toEqual([["kind_bm", "Bitmap"]]);
+  expect(got.bitmap_filters).toEqual([await count("kind = 'b'"), await count("kind IN ('a', 'c') AND id < 50")]);
   expect(got.indices_after_drop).toEqual([]);
   // stats(): 121 rows, no index left, some fragments; restore(first version): the 120 created rows, no row 500.
   expect(got.stats.slice(0, 2)).toEqual([121, 0]);

@@ -101,7 +101,7 @@ def main():
         out["namespaces_after_drop"] = list(db.list_namespaces().namespaces)
     # Indexes: create (IVF_PQ, IVF_FLAT, IVF_HNSW_SQ), list, stats, search through them, wait, drop.
     from datetime import timedelta
-    from lancedb.index import Bitmap, BTree, HnswSq, IvfFlat, IvfPq
+    from lancedb.index import Bitmap, BTree, HnswSq, IvfFlat, IvfPq, LabelList
     tbl.create_index("vector", config=IvfPq(num_partitions=4, num_sub_vectors=3, num_bits=4))
     out["indices"] = [[i.name, str(i.index_type), list(i.columns)] for i in tbl.list_indices()]
     st = tbl.index_stats("vector_idx")
@@ -128,7 +128,12 @@ def main():
     ]
     tbl.drop_index("id_bt")
     tbl.drop_index("kind_idx")
-    for column, cfg in [("id", Bitmap())]:
+    # BITMAP: built, listed as the client spells it, and filters through it answer as ours do.
+    tbl.create_index("kind", config=Bitmap(), name="kind_bm")
+    out["bitmap"] = sorted([i.name, str(i.index_type)] for i in tbl.list_indices() if i.name == "kind_bm")
+    out["bitmap_filters"] = [tbl.count_rows("kind = 'b'"), tbl.count_rows("kind IN ('a', 'c') AND id < 50")]
+    tbl.drop_index("kind_bm")
+    for column, cfg in [("id", LabelList())]:
         try:
             tbl.create_index(column, config=cfg)
             refused.append(None)

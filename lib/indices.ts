@@ -1,6 +1,7 @@
 /**
  * Index configs with the names of @lancedb/lancedb 0.39 (`Index.ivfPq(...)`, `Index.ivfFlat(...)`, ...), the
- * options of `createIndex`, and what `listIndices` / `indexStats` report. memwal builds IVF_FLAT, IVF_PQ, IVF_HNSW_SQ, BTREE and FTS;
+ * options of `createIndex`, and what `listIndices` / `indexStats` report. memwal builds IVF_FLAT, IVF_PQ, IVF_HNSW_SQ, BTREE,
+ * BITMAP and FTS;
  * the other configs exist so that ported code compiles, and `createIndex` with one of them is a
  * NotSupportedError naming the type.
  */
@@ -119,7 +120,10 @@ export class Index {
   static btree(): Index {
     return new Index({ indexType: "BTREE" });
   }
-  /** A bitmap over a low-cardinality column (not built by memwal yet). */
+  /**
+   * Lance's index for a low-cardinality scalar column. memwal builds it with its BTREE's structure (sorted values and
+   * row ids: exact, used by `=`, `IN` and range filters), not as Lance's per-value bitmaps; listed as `Bitmap`.
+   */
   static bitmap(): Index {
     return new Index({ indexType: "BITMAP" });
   }

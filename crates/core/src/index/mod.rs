@@ -30,6 +30,9 @@ pub enum IndexType {
     IvfHnswSq,
     /// A scalar column's values, sorted ([`btree`]).
     BTree,
+    /// Lance's index for low-cardinality columns: built as memwal's sorted values and row ids (the
+    /// BTREE's structure, exact for `=`, `IN` and ranges), not as Lance's per-value bitmaps.
+    Bitmap,
     /// Full-text search: an inverted index over a string column ([`fts`], `memwal-fts`).
     Fts,
 }
@@ -40,7 +43,6 @@ const NOT_YET: &[&str] = &[
     "IVF_HNSW_PQ",
     "IVF_HNSW_FLAT",
     "IVF_RQ",
-    "BITMAP",
     "LABEL_LIST",
     "FM",
 ];
@@ -53,13 +55,19 @@ impl IndexType {
             IndexType::IvfPq => "IVF_PQ",
             IndexType::IvfHnswSq => "IVF_HNSW_SQ",
             IndexType::BTree => "BTREE",
+            IndexType::Bitmap => "BITMAP",
             IndexType::Fts => "FTS",
         }
     }
 
     /// Whether it indexes vectors.
     pub fn is_vector(self) -> bool {
-        !matches!(self, IndexType::BTree | IndexType::Fts)
+        !matches!(self, IndexType::BTree | IndexType::Bitmap | IndexType::Fts)
+    }
+
+    /// Whether an index of the wire type `name` is a scalar one read as a [`btree::BTreeIndex`].
+    pub fn is_sorted_scalar(name: &str) -> bool {
+        name == IndexType::BTree.as_str() || name == IndexType::Bitmap.as_str()
     }
 }
 
@@ -78,12 +86,13 @@ impl FromStr for IndexType {
             "IVF_PQ" => Ok(IndexType::IvfPq),
             "IVF_HNSW_SQ" => Ok(IndexType::IvfHnswSq),
             "BTREE" => Ok(IndexType::BTree),
+            "BITMAP" => Ok(IndexType::Bitmap),
             "FTS" | "INVERTED" => Ok(IndexType::Fts),
             other if NOT_YET.contains(&other) => Err(Error::not_supported(format!(
-                "index type {other} is not supported by memwal yet (IVF_FLAT, IVF_PQ, IVF_HNSW_SQ, BTREE and FTS are)"
+                "index type {other} is not supported by memwal yet (IVF_FLAT, IVF_PQ, IVF_HNSW_SQ, BTREE, BITMAP and FTS are)"
             ))),
             other => Err(Error::invalid(format!(
-                "unknown index type \"{other}\" (memwal builds IVF_FLAT, IVF_PQ, IVF_HNSW_SQ, BTREE and FTS)"
+                "unknown index type \"{other}\" (memwal builds IVF_FLAT, IVF_PQ, IVF_HNSW_SQ, BTREE, BITMAP and FTS)"
             ))),
         }
     }

@@ -132,7 +132,7 @@ fn vector_lines(s: &mut String, snap: &Snapshot, req: &QueryRequest, verbose: bo
     }
     let index = snap.indices.iter().find(|i| {
         i.meta.columns.first().map(String::as_str) == Some(col.as_str())
-            && i.meta.index_type != IndexType::BTree.as_str()
+            && !IndexType::is_sorted_scalar(&i.meta.index_type)
             && i.meta.index_type != IndexType::Fts.as_str()
     });
     let t = &plan.tuning;

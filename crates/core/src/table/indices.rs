@@ -171,7 +171,7 @@ fn index_type_for(snap: &Snapshot, col: usize, req: &IndexRequest) -> Result<Ind
         ))),
         (false, false) if btree::supported(dt) => req.check_scalar().map(|_| t),
         (false, false) => Err(Error::not_supported(format!(
-            "BTREE on column '{name}' of type {dt} is not supported by memwal yet (integers, floats, decimals, booleans, strings, binary, dates, times and timestamps are)"
+            "{t} on column '{name}' of type {dt} is not supported by memwal yet (integers, floats, decimals, booleans, strings, binary, dates, times and timestamps are)"
         ))),
     }
 }
@@ -276,7 +276,7 @@ impl NativeTable {
                 Built { meta, files }
             }
             t if t.is_vector() => self.build_vector(&snap, col, name, req)?,
-            _ => self.build_btree(&snap, col, name)?,
+            t => self.build_btree(&snap, col, name, t)?,
         };
         let wanted = snap.manifest.schema.field(col).data_type().clone();
         let files = built.files.clone();
@@ -320,15 +320,21 @@ impl NativeTable {
         Ok(Built { meta, files })
     }
 
-    /// Sorts and writes a BTREE index on column `col` of `snap`.
-    fn build_btree(&self, snap: &Snapshot, col: usize, name: String) -> Result<Built> {
+    /// Sorts and writes a BTREE (or BITMAP, the same structure) index on column `col` of `snap`.
+    fn build_btree(
+        &self,
+        snap: &Snapshot,
+        col: usize,
+        name: String,
+        kind: IndexType,
+    ) -> Result<Built> {
         let (values, ids) = scalar_rows(snap, col)?;
         let ix = BTreeIndex::build(&values, ids)?;
         let files = store::write_btree(self.inner.storage.as_ref(), self.dir(), &ix)?;
         let meta = IndexMeta {
             name,
             columns: vec![snap.manifest.schema.field(col).name().clone()],
-            index_type: IndexType::BTree.as_str().into(),
+            index_type: kind.as_str().into(),
             distance_type: None,
             dimension: 0,
             num_sub_vectors: 0,

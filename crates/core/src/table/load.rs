@@ -184,7 +184,7 @@ impl NativeTable {
             let t = crate::index::fts::read(self.storage(), self.dir(), meta)?;
             return Ok(indices::IndexData::Text(Arc::new(t)));
         }
-        if meta.index_type != crate::index::IndexType::BTree.as_str() {
+        if !crate::index::IndexType::is_sorted_scalar(&meta.index_type) {
             let v = store::read(self.storage(), self.dir(), meta)?;
             return Ok(indices::IndexData::Vector(Arc::new(v)));
         }

@@ -607,7 +607,7 @@ fn bad_index_requests_say_what_is_wrong() {
         .create_index_sync(&request(IndexType::IvfPq, DistanceType::L2, 2))
         .expect_err("few");
     assert!(e.to_string().contains("needs at least 256 rows"), "{e}");
-    assert!("BITMAP"
+    assert!("LABEL_LIST"
         .parse::<IndexType>()
         .is_err_and(|e| e.code() == ErrorCode::NotSupported));
     assert!(t.list_indices_sync().expect("l").is_empty());

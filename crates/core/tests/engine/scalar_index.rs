@@ -1,4 +1,4 @@
-//! BTREE scalar indexes on native tables: a model test (every filter over
+//! BTREE (and BITMAP, the same structure) scalar indexes on native tables: a model test (every filter over
 //! an indexed table answers exactly what the same filter answers over an
 //! unindexed twin, through random writes, index builds and optimizes, with
 //! nulls, NaN, signed zeros and literals of other types), that the index is
@@ -148,7 +148,8 @@ enum Op {
     Add(Vec<Row>),
     Delete(String),
     Update(String),
-    Index(usize),
+    /// A BTREE (false) or a BITMAP (true) on one of the columns.
+    Index(usize, bool),
     Optimize,
     /// Both tables compact their fragments under this many rows (the
     /// indexed one's BTREEs remapped). The two may pick different fragments
@@ -163,7 +164,7 @@ fn op() -> impl Strategy<Value = Op> {
         3 => prop::collection::vec(row(), 1..40).prop_map(Op::Add),
         1 => filter().prop_map(Op::Delete),
         1 => filter().prop_map(Op::Update),
-        2 => (0usize..3).prop_map(Op::Index),
+        2 => (0usize..3, any::<bool>()).prop_map(|(c, b)| Op::Index(c, b)),
         1 => Just(Op::Optimize),
         1 => (1u64..60).prop_map(Op::Compact),
         4 => filter().prop_map(Op::Query),
@@ -196,7 +197,11 @@ proptest! {
                     let (x, y) = (ta.update_sync(Some(f), &set).map(|r| r.rows_updated), tb.update_sync(Some(f), &set).map(|r| r.rows_updated));
                     prop_assert_eq!(x.map_err(|e| e.to_string()), y.map_err(|e| e.to_string()), "update {}", f);
                 }
-                Op::Index(c) => ta.create_index_sync(&btree(["i", "f", "s"][*c])).expect("index"),
+                Op::Index(c, bitmap) => {
+                    let kind = if *bitmap { IndexType::Bitmap } else { IndexType::BTree };
+                    let req = IndexRequest { index_type: Some(kind), ..btree(["i", "f", "s"][*c]) };
+                    ta.create_index_sync(&req).expect("index");
+                }
                 Op::Optimize => {
                     ta.optimize_sync().expect("optimize");
                     ta.optimize_indices_sync().expect("fold");
@@ -337,7 +342,7 @@ fn btree_life_cycle_and_refusals() {
         ErrorCode::InvalidInput,
         "need a fixed-size-list float column",
     );
-    assert!("BITMAP"
+    assert!("LABEL_LIST"
         .parse::<IndexType>()
         .is_err_and(|e| e.code() == ErrorCode::NotSupported));
 }

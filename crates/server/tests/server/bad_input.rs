@@ -110,9 +110,9 @@ async fn regression_what_is_not_implemented_says_so() {
     let cases: Vec<(&str, &str, u16, &str)> = vec![
         (
             "/v1/table/t/create_index/",
-            r#"{"column":"v","index_type":"BITMAP"}"#,
+            r#"{"column":"v","index_type":"LABEL_LIST"}"#,
             400,
-            "index type BITMAP is not supported by memwal yet",
+            "index type LABEL_LIST is not supported by memwal yet",
         ),
         (
             "/v1/table/t/create_index/",
