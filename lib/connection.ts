@@ -490,8 +490,8 @@ export class Connection {
   /**
    * As 0.39's `cloneTable`: a new table `targetTableName` holding the rows and schema of the table at
    * `sourceUri` (its latest version, or `sourceVersion`, or the version `sourceTag` names), with one version of
-   * its own. `sourceUri` is a memwal table's folder (`DIR/name`); 0.39's spelling `DIR/name.lance` names the same
-   * table. memwal copies the rows (a deep clone, whatever `isShallow` says) and builds no index on the clone
+   * its own. `sourceUri` is the table's folder, `DIR/name.lance` (as 0.39 names it; `DIR/name` names the same
+   * table). memwal copies the rows (a deep clone, whatever `isShallow` says) and builds no index on the clone
    * (searches are exact until `createIndex`); tags and history stay with the source. Local databases only.
    */
   async cloneTable(
@@ -693,18 +693,19 @@ function materializedViews(what: string): Error {
   );
 }
 
-/** The table at a folder path: `DIR/name`, or 0.39's spelling of it `DIR/name.lance` when only `DIR/name` exists. */
+/**
+ * The table at a folder path: `DIR/name.lance` (its folder, as Lance names it), or `DIR/name` (0.39's code may
+ * name it so; an earlier memwal's folder).
+ */
 async function openByUri(uri: string): Promise<Table> {
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(uri) && !uri.startsWith("file://")) {
     throw notSupported(`cloneTable(sourceUri): memwal clones tables of a local folder, not ${uri}`);
   }
   const full = path.resolve(uri.startsWith("file://") ? uri.slice("file://".length) : uri);
-  const candidates = [full];
-  if (full.endsWith(".lance")) candidates.push(full.slice(0, -".lance".length));
-  for (const c of candidates) {
-    if (!fs.existsSync(path.join(c, "_versions"))) continue;
-    const db = await connect(path.dirname(c));
-    return db.openTable(path.basename(c));
-  }
+  const dir = path.dirname(full);
+  const base = path.basename(full);
+  const name = base.endsWith(".lance") ? base.slice(0, -".lance".length) : base;
+  const folders = [path.join(dir, `${name}.lance`), path.join(dir, name)];
+  if (folders.some((f) => fs.existsSync(path.join(f, "_versions")))) return (await connect(dir)).openTable(name);
   throw new TableNotFoundError("TableNotFound", `cloneTable(sourceUri): Dataset at path ${uri} was not found (no memwal table there)`);
 }

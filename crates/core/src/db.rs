@@ -1,6 +1,8 @@
 //! A native database: a folder (or `memory://`) holding one folder per
-//! table, and the folders of its namespaces ([`crate::namespace`]). Handles
-//! to the same table share one cached state and key index.
+//! table, `{name}.lance` as Lance names it (tables an earlier memwal created
+//! keep their `{name}` folder and open as before; a rename moves one to
+//! `{new}.lance`), and the folders of its namespaces ([`crate::namespace`]).
+//! Handles to the same table share one cached state and key index.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -15,6 +17,9 @@ use crate::name::validate_table_name;
 use crate::schema::{align_new_rows, validate_new_schema};
 use crate::storage::{open_uri, Storage, StorageOptions};
 use crate::table::{lock, Inner, NativeTable, ReadConsistency};
+
+/// What a table's folder name adds to its name.
+pub const TABLE_SUFFIX: &str = ".lance";
 
 /// Tables in one folder or in memory.
 #[derive(Debug)]
@@ -85,27 +90,51 @@ impl NativeDatabase {
         &self.storage
     }
 
+    /// The folder of table `name` when it exists: `{name}.lance`, else the `{name}` of a table an
+    /// earlier memwal created.
+    fn folder_of(&self, name: &str) -> Result<Option<String>> {
+        let st = self.storage.as_ref();
+        let new = format!("{name}{TABLE_SUFFIX}");
+        if latest_version(st, &new, 0)?.is_some() {
+            return Ok(Some(new));
+        }
+        Ok(latest_version(st, name, 0)?.map(|_| name.to_string()))
+    }
+
     fn exists(&self, name: &str) -> Result<bool> {
-        Ok(latest_version(self.storage.as_ref(), name, 0)?.is_some())
+        Ok(self.folder_of(name)?.is_some())
     }
 
-    fn handle(&self, name: &str) -> NativeTable {
+    /// A handle of table `name`, in its folder (`{name}.lance` for a new table). A cached handle
+    /// whose folder is no longer the table's (dropped and created again by another process) is
+    /// replaced.
+    fn handle(&self, name: &str) -> Result<NativeTable> {
+        let dir = self
+            .folder_of(name)?
+            .unwrap_or_else(|| format!("{name}{TABLE_SUFFIX}"));
         let mut tables = lock(&self.tables);
-        let inner = tables
-            .entry(name.to_string())
-            .or_insert_with(|| NativeTable::new_inner(name, self.storage.clone(), self.consistency))
-            .clone();
-        NativeTable::from_inner(inner)
+        let fresh = || NativeTable::new_inner(name, &dir, self.storage.clone(), self.consistency);
+        let inner = tables.entry(name.to_string()).or_insert_with(fresh);
+        if inner.dir != dir {
+            *inner = fresh();
+        }
+        Ok(NativeTable::from_inner(inner.clone()))
     }
 
-    /// Table names, sorted.
+    /// Table names, sorted: folders `{name}.lance`, and the `{name}` folders of tables an earlier
+    /// memwal created.
     pub fn table_names_sync(&self) -> Result<Vec<String>> {
         let mut out = Vec::new();
-        for n in self.storage.list("")? {
-            if validate_table_name(&n).is_ok() && self.exists(&n)? {
-                out.push(n);
+        for dir in self.storage.list("")? {
+            let name = dir.strip_suffix(TABLE_SUFFIX).unwrap_or(&dir);
+            if validate_table_name(name).is_ok()
+                && latest_version(self.storage.as_ref(), &dir, 0)?.is_some()
+            {
+                out.push(name.to_string());
             }
         }
+        out.sort();
+        out.dedup();
         Ok(out)
     }
 
@@ -117,7 +146,7 @@ impl NativeDatabase {
                 name: name.to_string(),
             });
         }
-        Ok(self.handle(name))
+        self.handle(name)
     }
 
     /// Creates a table.
@@ -132,7 +161,7 @@ impl NativeDatabase {
         if self.exists(name)? {
             return match (opts.mode, opts.exist_ok) {
                 (CreateMode::Overwrite, _) => {
-                    let t = self.handle(name);
+                    let t = self.handle(name)?;
                     t.add_sync(data, AddMode::Overwrite)?;
                     Ok(t)
                 }
@@ -143,7 +172,7 @@ impl NativeDatabase {
             };
         }
         let rows = align_new_rows(&data.batches, &schema)?;
-        let t = self.handle(name);
+        let t = self.handle(name)?;
         if t.commit_first_version(&schema, rows)? {
             return Ok(t);
         }
@@ -163,12 +192,13 @@ impl NativeDatabase {
     pub fn rename_table_sync(&self, cur: &str, new: &str) -> Result<()> {
         validate_table_name(cur)?;
         validate_table_name(new)?;
-        if !self.exists(cur)? {
+        let Some(from) = self.folder_of(cur)? else {
             return Err(Error::TableNotFound {
                 name: cur.to_string(),
             });
-        }
-        if cur == new || self.exists(new)? || !self.storage.list(new)?.is_empty() {
+        };
+        let to = format!("{new}{TABLE_SUFFIX}");
+        if cur == new || self.exists(new)? || !self.storage.list(&to)?.is_empty() {
             return Err(Error::TableAlreadyExists {
                 name: new.to_string(),
             });
@@ -179,19 +209,19 @@ impl NativeDatabase {
         let inner = tables.remove(cur);
         let _writer = inner.as_ref().map(|i| lock(&i.write_lock));
         tables.remove(new);
-        self.storage.rename_dir(cur, new)
+        self.storage.rename_dir(&from, &to)
     }
 
     /// Drops a table and its files.
     pub fn drop_table_sync(&self, name: &str) -> Result<()> {
         validate_table_name(name)?;
-        if !self.exists(name)? {
+        let Some(dir) = self.folder_of(name)? else {
             return Err(Error::TableNotFound {
                 name: name.to_string(),
             });
-        }
+        };
         lock(&self.tables).remove(name);
-        self.storage.delete_dir(name)
+        self.storage.delete_dir(&dir)
     }
 }
 

@@ -92,6 +92,9 @@ impl State {
 #[derive(Debug)]
 pub(crate) struct Inner {
     pub name: String,
+    /// Its folder in the database's storage: `{name}.lance` (Lance's naming), or `{name}` for a
+    /// table an earlier memwal created.
+    pub dir: String,
     pub storage: Arc<dyn Storage>,
     pub state: Mutex<State>,
     /// The key index, under its own lock so that planning a merge (which
@@ -174,12 +177,14 @@ impl NativeTable {
 
     pub(crate) fn new_inner(
         name: &str,
+        dir: &str,
         storage: Arc<dyn Storage>,
         consistency: ReadConsistency,
     ) -> Arc<Inner> {
         Arc::new(Inner {
             consistency,
             name: name.to_string(),
+            dir: dir.to_string(),
             storage,
             state: Mutex::new(State::default()),
             index: RwLock::new(None),
@@ -191,7 +196,7 @@ impl NativeTable {
 
     /// The folder of this table within the storage.
     pub(crate) fn dir(&self) -> &str {
-        &self.inner.name
+        &self.inner.dir
     }
 
     fn storage(&self) -> &dyn Storage {

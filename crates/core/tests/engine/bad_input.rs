@@ -78,7 +78,7 @@ fn regression_a_flipped_bit_in_a_data_file_is_corrupt_not_a_wrong_value() {
         crate::support::new_local_table(dir.path(), people(&[(1, 10), (2, 20), (3, 30)]));
     t.delete_sync("id = 2").expect("delete");
     for sub in ["data", "_deletions"] {
-        let folder = dir.path().join("t").join(sub);
+        let folder = dir.path().join("t.lance").join(sub);
         let file = std::fs::read_dir(&folder)
             .expect("dir")
             .flatten()

@@ -186,7 +186,7 @@ fn cut_uploads_and_lost_answers_lose_and_double_nothing() {
     assert_eq!(got, want, "the acknowledged writes, each once");
     let st = open_uri(&uri, &s3_options()).expect("storage");
     assert_eq!(
-        list_versions(st.as_ref(), "t").expect("versions"),
+        list_versions(st.as_ref(), "t.lance").expect("versions"),
         (1..=acknowledged).collect::<Vec<_>>(),
         "one version per acknowledged write"
     );

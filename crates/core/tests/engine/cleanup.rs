@@ -57,7 +57,9 @@ fn step() -> impl Strategy<Value = Step> {
 pub(crate) fn named(st: &dyn Storage, versions: &[u64]) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     for v in versions {
-        let m = read_manifest(st, "t", *v).expect("read").expect("kept");
+        let m = read_manifest(st, "t.lance", *v)
+            .expect("read")
+            .expect("kept");
         for f in &m.fragments {
             out.insert(f.file.clone());
             out.extend(f.deletion_file.clone());
@@ -75,10 +77,10 @@ pub(crate) fn named(st: &dyn Storage, versions: &[u64]) -> BTreeSet<String> {
 pub(crate) fn on_disk(st: &dyn Storage) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     for dir in ["data", "_deletions", "_indices"] {
-        for n in st.list(&format!("t/{dir}")).expect("list") {
+        for n in st.list(&format!("t.lance/{dir}")).expect("list") {
             let rel = format!("{dir}/{n}");
             let inside = match dir == "_indices" && !n.contains('.') {
-                true => st.list(&format!("t/{rel}")).expect("list"),
+                true => st.list(&format!("t.lance/{rel}")).expect("list"),
                 false => vec![],
             };
             out.extend(inside.iter().map(|f| format!("{rel}/{f}")));
@@ -181,10 +183,10 @@ impl Harness {
     }
 
     fn cleanup(&mut self, back: usize) -> Result<(), String> {
-        let versions = list_versions(self.st.as_ref(), "t").map_err(|e| e.to_string())?;
+        let versions = list_versions(self.st.as_ref(), "t.lance").map_err(|e| e.to_string())?;
         let pick = versions[versions.len().saturating_sub(1 + back)];
         let ts = |v: u64| {
-            read_manifest(self.st.as_ref(), "t", v)
+            read_manifest(self.st.as_ref(), "t.lance", v)
                 .expect("read")
                 .expect("exists")
                 .timestamp_ms
@@ -200,7 +202,7 @@ impl Harness {
             .t
             .cleanup_before_sync(cutoff, false)
             .map_err(|e| e.to_string())?;
-        let kept = list_versions(self.st.as_ref(), "t").map_err(|e| e.to_string())?;
+        let kept = list_versions(self.st.as_ref(), "t.lance").map_err(|e| e.to_string())?;
         // Removal may keep a version whose timestamp equals the cutoff after
         // rounding; it never removes one the rule keeps.
         for v in &want {
@@ -318,7 +320,7 @@ fn a_cleanup_cut_short_loses_nothing_and_the_next_one_finishes() {
             .open_table_sync("t")
             .expect("open");
         assert_eq!(dump(&again), latest, "fault at {fail_at}");
-        let kept = list_versions(local.as_ref(), "t").expect("versions");
+        let kept = list_versions(local.as_ref(), "t.lance").expect("versions");
         for v in &kept {
             again
                 .checkout_sync(Some(*v))
@@ -328,7 +330,7 @@ fn a_cleanup_cut_short_loses_nothing_and_the_next_one_finishes() {
         again
             .cleanup_sync(Duration::ZERO, false)
             .expect("second cleanup");
-        let kept = list_versions(local.as_ref(), "t").expect("versions");
+        let kept = list_versions(local.as_ref(), "t.lance").expect("versions");
         assert_eq!(kept.len(), 1);
         assert_eq!(
             named(local.as_ref(), &kept),

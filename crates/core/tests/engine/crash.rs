@@ -37,7 +37,7 @@ fn failed_manifest_publish_leaves_previous_version_intact() {
     let t2 = fresh.open_table_sync("t").expect("open");
     assert_eq!(t2.version_sync().expect("v"), 1);
     assert_eq!(ages(&t2), vec![(1, Some(10)), (2, Some(20))]);
-    let files = std::fs::read_dir(dir.path().join("t/data"))
+    let files = std::fs::read_dir(dir.path().join("t.lance/data"))
         .expect("ls")
         .count();
     assert_eq!(
@@ -101,7 +101,7 @@ fn crash_after_data_files_before_manifest() {
     t.merge_insert_sync(&checked(&upsert()), people(&[(1, 11), (2, 2)]))
         .expect_err("power cut");
     assert_eq!(
-        std::fs::read_dir(dir.path().join("t/data"))
+        std::fs::read_dir(dir.path().join("t.lance/data"))
             .expect("ls")
             .count(),
         2,
@@ -229,7 +229,7 @@ fn a_creator_that_loses_the_race_leaves_no_file_and_says_so() {
             let e = r.expect_err("lost the race");
             assert_eq!(e.code(), "TableAlreadyExists", "{e}");
         }
-        let data = std::fs::read_dir(dir.path().join("t").join("data"))
+        let data = std::fs::read_dir(dir.path().join("t.lance").join("data"))
             .expect("data folder")
             .count();
         assert_eq!(data, 1, "only the winner's data file remains");

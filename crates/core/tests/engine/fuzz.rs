@@ -242,7 +242,7 @@ proptest! {
         let dir = tempfile::tempdir().expect("tmp");
         let (_db, t) = crate::support::new_local_table(dir.path(), people(&[(1, 10), (2, 20)]));
         t.delete_sync("id = 1").expect("delete");
-        let path = dir.path().join("t/_versions").join(format!("{:020}.manifest", 2));
+        let path = dir.path().join("t.lance/_versions").join(format!("{:020}.manifest", 2));
         let bytes = std::fs::read(&path).expect("manifest");
         std::fs::write(&path, apply(bytes, &muts)).expect("write");
         let db = memwal_core::NativeDatabase::open(dir.path().to_str().expect("p")).expect("db");
@@ -261,7 +261,7 @@ fn a_manifest_naming_a_file_outside_the_table_is_corrupt() {
     let (_db, _t) = crate::support::new_local_table(dir.path(), people(&[(1, 10)]));
     let path = dir
         .path()
-        .join("t/_versions")
+        .join("t.lance/_versions")
         .join(format!("{:020}.manifest", 1));
     let text = std::fs::read_to_string(&path).expect("manifest");
     let v: serde_json::Value = serde_json::from_str(&text).expect("json");

@@ -612,7 +612,7 @@ fn bad_index_requests_say_what_is_wrong() {
         .is_err_and(|e| e.code() == ErrorCode::NotSupported));
     assert!(t.list_indices_sync().expect("l").is_empty());
     // No file of a refused build is left behind.
-    let left = std::fs::read_dir(dir.path().join("t/_indices"))
+    let left = std::fs::read_dir(dir.path().join("t.lance/_indices"))
         .map(|d| d.count())
         .unwrap_or(0);
     assert_eq!(left, 0);
@@ -747,7 +747,7 @@ fn a_failed_build_leaves_no_half_index() {
         assert_eq!(t2.version_sync().expect("v"), 1, "{fail_at}");
         assert!(t2.list_indices_sync().expect("list").is_empty());
         assert_eq!(ids_of(&t2, &vecs[3], 1, |_| {}), vec![3]);
-        let left = std::fs::read_dir(dir.path().join("t/_indices"))
+        let left = std::fs::read_dir(dir.path().join("t.lance/_indices"))
             .map(|d| d.count())
             .unwrap_or(0);
         assert_eq!(left, 0, "{fail_at}: files of the failed build remain");
@@ -789,9 +789,9 @@ fn damaged_index_files_are_corrupt_errors() {
         let db = NativeDatabase::open(dir.path().to_str().expect("utf8")).expect("db");
         let t = table_in(db, dim, &vecs);
         t.create_index_sync(&req).expect("index");
-        let folders = std::fs::read_dir(dir.path().join("t/_indices")).expect("ls");
+        let folders = std::fs::read_dir(dir.path().join("t.lance/_indices")).expect("ls");
         assert_eq!(folders.count(), 1, "one folder per index, as Lance's");
-        let files = crate::support::index_files(&dir.path().join("t"));
+        let files = crate::support::index_files(&dir.path().join("t.lance"));
         assert_eq!(files.len(), n_files);
         for f in &files {
             let good = std::fs::read(f).expect("read");
@@ -1116,7 +1116,7 @@ fn folds_write_deltas_and_every_answer_stays_exact() {
         let files = |t: &NativeTable| t.manifest().expect("manifest").indices[0].files.clone();
         let size = |path: &str| {
             store
-                .size(&format!("t/{path}"))
+                .size(&format!("t.lance/{path}"))
                 .expect("size")
                 .expect("file")
         };
@@ -1204,7 +1204,7 @@ fn folds_write_deltas_and_every_answer_stays_exact() {
             .into_iter()
             .rfind(|f| f.path.ends_with("-delta.arrow"))
             .expect("a delta");
-        let path = format!("t/{}", last.path);
+        let path = format!("t.lance/{}", last.path);
         let mut bytes = store.get(&path).expect("get").expect("delta").to_vec();
         let mid = bytes.len() / 2;
         bytes[mid] ^= 0xff;

@@ -56,7 +56,7 @@ fn two_writers_racing_on_one_prefix_lose_nothing() {
     assert_eq!(dump(&t).len(), 51, "no row twice");
     let st = open_uri(&uri, &opts).expect("storage");
     assert_eq!(
-        list_versions(st.as_ref(), "t").expect("versions"),
+        list_versions(st.as_ref(), "t.lance").expect("versions"),
         (1..=51).collect::<Vec<_>>()
     );
 }
@@ -84,7 +84,7 @@ fn a_table_on_s3_lives_through_upkeep_and_a_rename() {
     t.cleanup_sync(Duration::ZERO, true).expect("cleanup");
     assert_eq!(dump(&t), before);
     let st: Arc<dyn Storage> = open_uri(&uri, &opts).expect("storage");
-    let kept = list_versions(st.as_ref(), "t").expect("versions");
+    let kept = list_versions(st.as_ref(), "t.lance").expect("versions");
     assert_eq!(kept.len(), 1, "only the latest version is kept: {kept:?}");
     assert_eq!(on_disk(st.as_ref()), named(st.as_ref(), &kept));
 
@@ -96,7 +96,7 @@ fn a_table_on_s3_lives_through_upkeep_and_a_rename() {
     );
     assert_eq!(dump(&fresh.open_table_sync("u").expect("open u")), before);
     assert!(
-        st.list("t").expect("list").is_empty(),
+        st.list("t.lance").expect("list").is_empty(),
         "nothing left under the old name"
     );
 }

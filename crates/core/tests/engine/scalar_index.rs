@@ -356,7 +356,7 @@ fn a_damaged_btree_file_is_a_corrupt_error() {
     t.add_sync(data(0, &rows), AddMode::Append).expect("add");
     t.create_index_sync(&btree("i")).expect("index");
     drop(t);
-    let file = crate::support::index_files(&dir.path().join("t"))
+    let file = crate::support::index_files(&dir.path().join("t.lance"))
         .into_iter()
         .find(|p| p.to_string_lossy().ends_with("-btree.arrow"))
         .expect("file");

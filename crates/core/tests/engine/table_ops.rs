@@ -47,6 +47,39 @@ fn create_modes_names_and_drop() {
     assert_eq!(db.table_names_sync().expect("names"), vec!["t"]);
 }
 
+/// Tables live in `{name}.lance`, as Lance's do; a table an earlier memwal made in `{name}` opens,
+/// lists, writes, renames (to `{new}.lance`) and drops as before.
+#[test]
+fn table_folders_are_named_as_lances_and_older_ones_still_open() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let (db, _t) = new_table(dir.path(), people(&[(1, 1)]));
+    assert!(dir.path().join("t.lance/_versions").is_dir());
+    assert!(!dir.path().join("t").exists());
+    drop(db);
+    // The layout of an earlier memwal: the table's folder is its name.
+    std::fs::rename(dir.path().join("t.lance"), dir.path().join("t")).expect("mv");
+    let db = NativeDatabase::open(dir.path().to_str().expect("utf8")).expect("db");
+    db.create_table_sync("u", people(&[(9, 9)]), CreateOptions::default())
+        .expect("create");
+    assert_eq!(db.table_names_sync().expect("names"), vec!["t", "u"]);
+    let t = db.open_table_sync("t").expect("open the old folder");
+    t.add_sync(people(&[(2, 2)]), AddMode::Append).expect("add");
+    assert_eq!(by_id(&t), vec![(1, Some(1)), (2, Some(2))]);
+    assert!(!dir.path().join("t.lance").exists(), "written where it was");
+    let e = db
+        .create_table_sync("t", people(&[]), CreateOptions::default())
+        .expect_err("exists");
+    assert_eq!(e.code(), "TableAlreadyExists");
+    db.rename_table_sync("t", "v").expect("rename");
+    assert!(dir.path().join("v.lance/_versions").is_dir() && !dir.path().join("t").exists());
+    let v = db.open_table_sync("v").expect("renamed");
+    assert_eq!(by_id(&v), vec![(1, Some(1)), (2, Some(2))]);
+    std::fs::rename(dir.path().join("v.lance"), dir.path().join("v")).expect("mv");
+    db.drop_table_sync("v").expect("drop the old folder");
+    assert!(!dir.path().join("v").exists());
+    assert_eq!(db.table_names_sync().expect("names"), vec!["u"]);
+}
+
 #[test]
 fn versions_checkout_and_reopen() {
     let dir = tempfile::tempdir().expect("tmp");
@@ -140,7 +173,7 @@ fn memory_database_works_without_files() {
 fn data_files_are_plain_arrow_ipc() {
     let dir = tempfile::tempdir().expect("tmp");
     let (_db, _t) = crate::support::new_local_table(dir.path(), people(&[(1, 1), (2, 2)]));
-    let f = std::fs::read_dir(dir.path().join("t/data"))
+    let f = std::fs::read_dir(dir.path().join("t.lance/data"))
         .expect("ls")
         .next()
         .expect("one")
@@ -216,7 +249,7 @@ fn stats_report_sizes_and_fragments() {
     assert_eq!((f.lengths.min, f.lengths.max, f.lengths.p50), (1, 2, 1));
     let mut on_disk = 0;
     for sub in ["data", "_deletions"] {
-        for e in std::fs::read_dir(dir.path().join("t").join(sub)).expect("dir") {
+        for e in std::fs::read_dir(dir.path().join("t.lance").join(sub)).expect("dir") {
             on_disk += e.expect("entry").metadata().expect("meta").len();
         }
     }

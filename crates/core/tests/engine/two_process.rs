@@ -124,13 +124,13 @@ fn compaction_and_cleanup_racing_another_process_lose_nothing() {
     // Every kept version opens; a last cleanup, alone now, leaves exactly
     // the named files.
     let st: Arc<dyn Storage> = open_storage(&path);
-    for v in list_versions(st.as_ref(), "t").expect("versions") {
+    for v in list_versions(st.as_ref(), "t.lance").expect("versions") {
         t.checkout_sync(Some(v))
             .map(|o| dump(&o))
             .unwrap_or_else(|e| panic!("kept version {v}: {e}"));
     }
     t.cleanup_sync(Duration::ZERO, false).expect("last cleanup");
-    let kept = list_versions(st.as_ref(), "t").expect("versions");
+    let kept = list_versions(st.as_ref(), "t.lance").expect("versions");
     assert_eq!(named(st.as_ref(), &kept), on_disk(st.as_ref()));
     eprintln!(
         "two processes: {} rows, {compactions} fragments compacted, {starved} compactions out-raced, {removed} versions removed, {refused} writes refused",

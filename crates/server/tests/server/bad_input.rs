@@ -290,12 +290,6 @@ async fn regression_what_is_not_implemented_says_so() {
         ),
         (
             "/v1/table/t/query/",
-            r#"{"vector":[1.0,2.0],"k":10,"distance_type":"hamming"}"#,
-            400,
-            "hamming",
-        ),
-        (
-            "/v1/table/t/query/",
             r#"{"vector":[1.0,2.0],"k":10}"#,
             400,
             "no vector column of dimension 2",

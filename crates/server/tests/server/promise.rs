@@ -220,7 +220,7 @@ async fn a_server_error_never_names_the_servers_folders() {
     Client::new(&h.url()).create("t", &[(1, 1)]).await;
     h.close().await;
     // A data file that cannot be read (a folder where the file was).
-    let data = dir.path().join("t").join("data");
+    let data = dir.path().join("t.lance").join("data");
     for f in std::fs::read_dir(&data).expect("data").flatten() {
         std::fs::remove_file(f.path()).expect("rm");
         std::fs::create_dir(f.path()).expect("mkdir");
@@ -241,7 +241,7 @@ async fn a_server_error_never_names_the_servers_folders() {
     let root = dir.path().display().to_string();
     assert!(!b.contains(&root), "the body names the data folder: {b}");
     assert!(
-        b.contains("t/data/"),
+        b.contains("t.lance/data/"),
         "the body names the table's file: {b}"
     );
     h.close().await;

@@ -365,7 +365,9 @@ async fn regression_a_failing_flush_poisons_with_503() {
     let local = Arc::new(LocalStorage::new(dir.path()).expect("storage"));
     let mut cfg = config(dir.path());
     cfg.storage = Some(Arc::new(FaultyStorage::new(local, move |op, path| {
-        f.load(Ordering::SeqCst) && path.starts_with("t/") && matches!(op, Op::Put | Op::PutNew)
+        f.load(Ordering::SeqCst)
+            && path.starts_with("t.lance/")
+            && matches!(op, Op::Put | Op::PutNew)
     })));
     cfg.memwal.poison_after_failed_flushes = 2;
     cfg.memwal.flush_interval = Duration::from_millis(50);

@@ -67,14 +67,14 @@ async fn background_cleanup_bounds_the_history_of_a_streamed_table() {
     // Files: exactly what the kept versions name (no leftover data files).
     let st = memwal_core::storage::LocalStorage::new(dir.path()).expect("storage");
     let mut named = std::collections::BTreeSet::new();
-    for v in memwal_core::manifest::list_versions(&st, "t").expect("versions") {
-        let m = memwal_core::manifest::read_manifest(&st, "t", v)
+    for v in memwal_core::manifest::list_versions(&st, "t.lance").expect("versions") {
+        let m = memwal_core::manifest::read_manifest(&st, "t.lance", v)
             .expect("read")
             .expect("kept");
         named.extend(m.fragments.iter().map(|f| f.file.clone()));
     }
     let on_disk: std::collections::BTreeSet<String> =
-        std::fs::read_dir(dir.path().join("t").join("data"))
+        std::fs::read_dir(dir.path().join("t.lance").join("data"))
             .expect("data")
             .flatten()
             .map(|e| format!("data/{}", e.file_name().to_string_lossy()))
