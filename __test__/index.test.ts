@@ -4,7 +4,8 @@
  * against a brute-force oracle, rows written after the build found by the very next search (memWal rows
  * still in the memtable included), optimize folding them in, waitForIndex, drop, and every refusal.
  */
-import { connect, Index, IndexNotFoundError, InvalidInputError, NotSupportedError, type Table, TimeoutError } from "../lib";
+import { Field, FixedSizeList, Int32, Schema, Uint8 } from "apache-arrow";
+import { connect, Index, IndexNotFoundError, InvalidInputError, makeArrowTable, NotSupportedError, type Table, TimeoutError } from "../lib";
 import { tableKinds, tmpDir } from "./helpers";
 
 type Row = { id: number; kind: string; vector: number[] };
@@ -236,4 +237,41 @@ describe.each(kinds)("BTREE and BITMAP on a %s table", (kind, open) => {
     await t.dropIndex("id_idx");
     await same();
   }, 60_000);
+});
+
+describe.each(kinds)("binary vectors on a %s table", (kind, open) => {
+  test("hamming distance: flat, then IVF_FLAT (the default for uint8 vectors), equal to a popcount oracle", async () => {
+    const db = await open();
+    const r = rnd(7);
+    const bytes = (n: number) => Array.from({ length: n }, () => Math.floor(r() * 256));
+    const data = Array.from({ length: 400 }, (_, id) => ({ id, vec: bytes(8) }));
+    const schema = new Schema([
+      new Field("id", new Int32(), true),
+      new Field("vec", new FixedSizeList(8, new Field("item", new Uint8(), true)), true),
+    ]);
+    const t = await db.createTable(`bin_${kind.replace(/\W/g, "_")}`, makeArrowTable(data, { schema }));
+    const popcount = (x: number) => x.toString(2).replace(/0/g, "").length;
+    const hamming = (a: number[], b: number[]) => a.reduce((s, x, i) => s + popcount(x ^ b[i]), 0);
+    // Distances of the k nearest (ties at the last place may pick any tied row, so distances are compared).
+    const want = (q: number[], k: number) =>
+      data
+        .map((d) => hamming(d.vec, q))
+        .sort((a, b) => a - b)
+        .slice(0, k);
+    const got = async (q: number[], k: number, nprobes?: number) => {
+      const search = t.query().nearestTo(q).limit(k);
+      const rows = await (nprobes === undefined ? search : search.nprobes(nprobes)).toArray();
+      for (const row of rows) expect(Number(row._distance)).toBe(hamming(data[Number(row.id)].vec, q));
+      return dists(rows);
+    };
+    const queries = [bytes(8), bytes(8), data[5].vec];
+    for (const q of queries) expect(await got(q, 10)).toEqual(want(q, 10));
+    await expect(t.query().nearestTo(queries[0]).distanceType("l2").toArray()).rejects.toThrow("distance type hamming");
+    await expect(t.query().nearestTo([1, 2, 3, 4, 5, 6, 7, 300]).toArray()).rejects.toThrow("integers 0 to 255");
+    await t.createIndex("vec", { config: Index.ivfFlat({ numPartitions: 4, distanceType: "hamming" }) });
+    const [ix] = await t.listIndices();
+    expect([ix.indexType, ix.distanceType]).toEqual(["IvfFlat", "hamming"]);
+    for (const q of queries) expect(await got(q, 10, 4)).toEqual(want(q, 10));
+    await expect(t.createIndex("vec", { config: Index.ivfPq() })).rejects.toThrow("IVF_FLAT and hamming distance");
+  });
 });

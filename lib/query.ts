@@ -32,7 +32,7 @@ export {
 export type IntoVector = number[] | Float32Array | Float64Array;
 
 /** How `_distance` is measured (L2 is the squared distance). */
-export type DistanceType = "l2" | "cosine" | "dot";
+export type DistanceType = "l2" | "cosine" | "dot" | "hamming";
 
 function vectorOf(name: string, v: unknown): number[] {
   if (!(Array.isArray(v) || v instanceof Float32Array || v instanceof Float64Array)) {
@@ -357,11 +357,14 @@ export class VectorQuery extends QueryBase<VectorQuery> {
     this.opts.column = str("column(name)", name);
     return this;
   }
-  /** `"l2"` (default, squared), `"cosine"` (1 - cos) or `"dot"` (1 - x.y). */
+  /**
+   * `"l2"` (default, squared), `"cosine"` (1 - cos), `"dot"` (1 - x.y), or `"hamming"` (bits that differ: binary
+   * vectors, a fixed-size list of uint8, where it is the default and the only one).
+   */
   distanceType(type: DistanceType): this {
     const t = str("distanceType(type)", type);
-    if (!["l2", "cosine", "dot"].includes(t.toLowerCase())) {
-      throw invalid(`distanceType(type) must be "l2", "cosine" or "dot", got ${JSON.stringify(type)}`);
+    if (!["l2", "cosine", "dot", "hamming"].includes(t.toLowerCase())) {
+      throw invalid(`distanceType(type) must be "l2", "cosine", "dot" or "hamming", got ${JSON.stringify(type)}`);
     }
     this.opts.distanceType = t.toLowerCase();
     return this;

@@ -85,6 +85,9 @@ pub enum DistanceType {
     Cosine,
     /// `1 - x.y`.
     Dot,
+    /// Bits that differ, for binary vectors (a fixed-size list of uint8, 8 bits a byte). Computed as
+    /// the squared L2 distance of the vectors' bits as 0 / 1 values, which it equals exactly.
+    Hamming,
 }
 
 impl DistanceType {
@@ -94,6 +97,7 @@ impl DistanceType {
             DistanceType::L2 => "l2",
             DistanceType::Cosine => "cosine",
             DistanceType::Dot => "dot",
+            DistanceType::Hamming => "hamming",
         }
     }
 }
@@ -111,11 +115,9 @@ impl FromStr for DistanceType {
             "l2" | "euclidean" => Ok(DistanceType::L2),
             "cosine" => Ok(DistanceType::Cosine),
             "dot" => Ok(DistanceType::Dot),
-            "hamming" => Err(Error::not_supported(
-                "distance type \"hamming\" is not supported by memwal yet (l2, cosine and dot are)",
-            )),
+            "hamming" => Ok(DistanceType::Hamming),
             other => Err(Error::invalid(format!(
-                "unknown distance type \"{other}\" (expected l2, cosine or dot)"
+                "unknown distance type \"{other}\" (expected l2, cosine, dot or hamming)"
             ))),
         }
     }

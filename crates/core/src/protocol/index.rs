@@ -360,7 +360,7 @@ mod tests {
         assert!(bad(json!({"column": "v", "bogus": 1})).contains("bogus"));
         assert!(bad(json!({"column": "v", "index_type": "IVF_HNSW_PQ"})).contains("not supported"));
         assert!(bad(json!({"column": "v", "index_type": "WHAT"})).contains("unknown index type"));
-        assert!(bad(json!({"column": "v", "metric_type": "hamming"})).contains("hamming"));
+        assert!(bad(json!({"column": "v", "metric_type": "manhattan"})).contains("manhattan"));
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use arrow::array::{Array, AsArray};
-use arrow::datatypes::{Float16Type, Float32Type, Float64Type};
+use arrow::datatypes::{Float16Type, Float32Type, Float64Type, UInt8Type};
 use serde_json::json;
 
 use super::commit::Change;
@@ -23,7 +23,7 @@ use crate::index::{store, IndexInfo, IndexRequest, IndexType};
 use crate::manifest::IndexMeta;
 use crate::query::DistanceType;
 use crate::schema::column_list;
-use crate::vector::plan::{vector_type, Element};
+use crate::vector::plan::{unpack_bits, vector_type, width, Element};
 
 /// An index of a snapshot, loaded.
 #[derive(Debug, Clone)]
@@ -113,6 +113,12 @@ fn vectors_of(
                         .iter()
                         .map(|x| *x as f32),
                 ),
+                Some(Element::U8) => unpack_bits(
+                    vals.as_primitive::<UInt8Type>().values()[start..start + dim]
+                        .iter()
+                        .copied(),
+                    &mut out.data,
+                ),
                 None => return Err(Error::internal("not a vector column")),
             }
         }
@@ -140,7 +146,8 @@ fn vector_column(snap: &Snapshot, name: &str) -> Result<(usize, usize)> {
     let i = column_of(snap, name)?;
     let dt = snap.manifest.schema.field(i).data_type();
     match vector_type(dt) {
-        Some((_, dim)) => Ok((i, dim)),
+        // A binary vector is indexed as its bits.
+        Some((el, dim)) => Ok((i, width(el, dim))),
         None => Err(Error::invalid(format!(
             "cannot build a vector index on column '{name}' ({dt}): vector indexes (IVF_FLAT, IVF_PQ, IVF_HNSW_SQ) need a fixed-size-list float column; use BTREE for a scalar column"
         ))),
@@ -152,11 +159,12 @@ fn vector_column(snap: &Snapshot, name: &str) -> Result<(usize, usize)> {
 /// the column.
 fn index_type_for(snap: &Snapshot, col: usize, req: &IndexRequest) -> Result<IndexType> {
     let f = snap.manifest.schema.field(col);
-    let vector = vector_type(f.data_type()).is_some();
-    let t = req.index_type.unwrap_or(if vector {
-        IndexType::IvfPq
-    } else {
-        IndexType::BTree
+    let element = vector_type(f.data_type()).map(|(el, _)| el);
+    let vector = element.is_some();
+    let t = req.index_type.unwrap_or(match element {
+        Some(Element::U8) => IndexType::IvfFlat,
+        Some(_) => IndexType::IvfPq,
+        None => IndexType::BTree,
     });
     let (name, dt) = (f.name(), f.data_type());
     if t == IndexType::Fts {
@@ -165,7 +173,10 @@ fn index_type_for(snap: &Snapshot, col: usize, req: &IndexRequest) -> Result<Ind
             .map(|_| t);
     }
     match (t.is_vector(), vector) {
-        (true, _) => vector_column(snap, name).map(|_| t),
+        (true, _) => {
+            check_binary(element == Some(Element::U8), t, req, name)?;
+            vector_column(snap, name).map(|_| t)
+        }
         (false, true) => Err(Error::invalid(format!(
             "cannot build {t} on vector column '{name}' ({dt}); use IVF_PQ, IVF_FLAT or IVF_HNSW_SQ"
         ))),
@@ -174,6 +185,29 @@ fn index_type_for(snap: &Snapshot, col: usize, req: &IndexRequest) -> Result<Ind
             "{t} on column '{name}' of type {dt} is not supported by memwal yet (integers, floats, decimals, booleans, strings, binary, dates, times and timestamps are)"
         ))),
     }
+}
+
+/// Binary vectors (uint8) take IVF_FLAT with hamming distance (their default); hamming is refused
+/// on any other column.
+fn check_binary(binary: bool, t: IndexType, req: &IndexRequest, name: &str) -> Result<()> {
+    let hamming = req.distance_type == Some(DistanceType::Hamming);
+    if binary && t != IndexType::IvfFlat {
+        return Err(Error::invalid(format!(
+            "column '{name}' holds binary vectors (uint8): index it with IVF_FLAT and hamming distance, not {t}"
+        )));
+    }
+    if binary && req.distance_type.is_some() && !hamming {
+        return Err(Error::invalid(format!(
+            "column '{name}' holds binary vectors (uint8): index it with hamming distance, not {}",
+            req.distance_type.unwrap_or_default()
+        )));
+    }
+    if !binary && hamming {
+        return Err(Error::invalid(format!(
+            "hamming distance is only for binary vectors (a fixed-size list of uint8); column '{name}' is not one"
+        )));
+    }
+    Ok(())
 }
 
 /// The values of column `col` in the live rows of `snap`, with their row ids.
@@ -275,7 +309,14 @@ impl NativeTable {
                 let (meta, files) = self.build_fts(&snap, col, name, params)?;
                 Built { meta, files }
             }
-            t if t.is_vector() => self.build_vector(&snap, col, name, req)?,
+            t if t.is_vector() => {
+                // The type resolved for the column (a binary vector's default is IVF_FLAT).
+                let req = IndexRequest {
+                    index_type: Some(t),
+                    ..req.clone()
+                };
+                self.build_vector(&snap, col, name, &req)?
+            }
             t => self.build_btree(&snap, col, name, t)?,
         };
         let wanted = snap.manifest.schema.field(col).data_type().clone();
@@ -312,7 +353,12 @@ impl NativeTable {
         req: &IndexRequest,
     ) -> Result<Built> {
         let (_, dim) = vector_column(snap, &req.column)?;
-        let params = req.ivf_params(dim)?;
+        let mut params = req.ivf_params(dim)?;
+        let binary = vector_type(snap.manifest.schema.field(col).data_type())
+            .is_some_and(|(el, _)| el == Element::U8);
+        if binary {
+            params.distance = DistanceType::Hamming;
+        }
         let v = vectors_of(snap, col, params.distance, None)?;
         let ix = ivf::build(&v, dim, &params)?;
         let files = store::write(self.inner.storage.as_ref(), self.dir(), &ix)?;

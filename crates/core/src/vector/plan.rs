@@ -23,6 +23,25 @@ pub enum Element {
     F32,
     /// float64.
     F64,
+    /// uint8: a binary vector, 8 bits a byte, searched by hamming distance as its bits (0 / 1
+    /// values, 8 a byte: [`unpack_bits`]), so a plan's `dim` is 8 x the column's.
+    U8,
+}
+
+/// The bits of `bytes` as 0 / 1 values, 8 a byte (least significant first): the squared L2
+/// distance of two such expansions is the hamming distance of the bytes.
+pub fn unpack_bits(bytes: impl IntoIterator<Item = u8>, out: &mut Vec<f32>) {
+    for b in bytes {
+        out.extend((0..8).map(|i| f32::from((b >> i) & 1)));
+    }
+}
+
+/// What a plan's rows hold per value of the column: 8 bits a byte for binary vectors.
+pub fn width(element: Element, dim: usize) -> usize {
+    match element {
+        Element::U8 => dim * 8,
+        _ => dim,
+    }
 }
 
 /// A validated vector query.
@@ -30,11 +49,12 @@ pub enum Element {
 pub struct VectorPlan {
     /// Index of the vector column.
     pub column: usize,
-    /// Its dimension.
+    /// The width of a row as searched: the column's dimension, or 8 x it for binary vectors
+    /// ([`Element::U8`], searched as bits).
     pub dim: usize,
     /// Its element type.
     pub element: Element,
-    /// The query vectors, each `dim` long and finite.
+    /// The query vectors, each `dim` long and finite (a binary vector's as bits).
     pub vectors: Vec<Vec<f32>>,
     /// The distance.
     pub distance: DistanceType,
@@ -71,6 +91,7 @@ pub fn vector_type(dt: &DataType) -> Option<(Element, usize)> {
         DataType::Float16 => Element::F16,
         DataType::Float32 => Element::F32,
         DataType::Float64 => Element::F64,
+        DataType::UInt8 => Element::U8,
         _ => return None,
     };
     usize::try_from(*n).ok().filter(|n| *n > 0).map(|n| (el, n))
@@ -85,7 +106,7 @@ fn describe_vector_columns(schema: &Schema) -> String {
         })
         .collect();
     if v.is_empty() {
-        "the table has no vector column (a fixed-size list of float16, float32 or float64)".into()
+        "the table has no vector column (a fixed-size list of float16, float32 or float64, or of uint8 for binary vectors)".into()
     } else {
         format!("vector columns: {}", v.join(", "))
     }
@@ -104,7 +125,7 @@ fn find_column(schema: &Schema, name: Option<&str>, dim: usize) -> Result<(usize
         let dt = schema.field(i).data_type();
         let (el, d) = vector_type(dt).ok_or_else(|| {
             Error::invalid(format!(
-                "column '{name}' is {dt}, not a vector column (a fixed-size list of float16, float32 or float64)"
+                "column '{name}' is {dt}, not a vector column (a fixed-size list of float16, float32 or float64, or of uint8 for binary vectors)"
             ))
         })?;
         return Ok((i, el, d));
@@ -212,6 +233,7 @@ impl VectorPlan {
                 k.saturating_add(req.offset.unwrap_or(0))
             )));
         }
+        let (distance, vectors) = binary_or_float(schema, column, element, q)?;
         let filter = req
             .filter
             .as_deref()
@@ -223,10 +245,10 @@ impl VectorPlan {
         let output = output_schema(schema, &projection, req.with_row_id, q.vectors.len() > 1);
         Ok(Self {
             column,
-            dim,
+            dim: width(element, dim),
             element,
-            vectors: q.vectors.clone(),
-            distance: q.distance_type.unwrap_or_default(),
+            vectors,
+            distance,
             k,
             offset: req.offset.unwrap_or(0),
             filter,
@@ -245,6 +267,48 @@ impl VectorPlan {
     pub fn in_range(&self, d: f64) -> bool {
         self.lower.is_none_or(|l| d >= f64::from(l)) && self.upper.is_none_or(|u| d < f64::from(u))
     }
+}
+
+/// The distance and query vectors of a search of `column`: a binary vector column (uint8) is
+/// searched by hamming distance (the default; another is refused) with byte-valued query vectors,
+/// unpacked to bits; hamming on any other column is refused.
+fn binary_or_float(
+    schema: &Schema,
+    column: usize,
+    element: Element,
+    q: &VectorQuery,
+) -> Result<(DistanceType, Vec<Vec<f32>>)> {
+    let name = schema.field(column).name();
+    if element != Element::U8 {
+        if q.distance_type == Some(DistanceType::Hamming) {
+            return Err(Error::invalid(format!(
+                "hamming distance is only for binary vectors (a fixed-size list of uint8); column '{name}' is {}",
+                schema.field(column).data_type()
+            )));
+        }
+        return Ok((q.distance_type.unwrap_or_default(), q.vectors.clone()));
+    }
+    if let Some(d) = q.distance_type.filter(|d| *d != DistanceType::Hamming) {
+        return Err(Error::invalid(format!(
+            "column '{name}' holds binary vectors (uint8): search it with distance type hamming, not {d}"
+        )));
+    }
+    let mut out = Vec::with_capacity(q.vectors.len());
+    for (n, v) in q.vectors.iter().enumerate() {
+        let mut bits = Vec::with_capacity(v.len() * 8);
+        let mut bytes = Vec::with_capacity(v.len());
+        for (p, x) in v.iter().enumerate() {
+            if x.fract() != 0.0 || !(0.0..=255.0).contains(x) {
+                return Err(Error::invalid(format!(
+                    "query vector {n} has {x} at position {p}: a query of binary vector column '{name}' holds bytes (integers 0 to 255)"
+                )));
+            }
+            bytes.push(*x as u8);
+        }
+        unpack_bits(bytes, &mut bits);
+        out.push(bits);
+    }
+    Ok((DistanceType::Hamming, out))
 }
 
 /// The answer's schema, in Lance's order: `query_index` first for several

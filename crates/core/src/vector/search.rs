@@ -17,7 +17,7 @@ use arrow::array::{
 };
 use arrow::buffer::BooleanBuffer;
 use arrow::compute::{and, interleave};
-use arrow::datatypes::{Float16Type, Float32Type, Float64Type};
+use arrow::datatypes::{Float16Type, Float32Type, Float64Type, UInt8Type};
 
 use super::kernels::{self, Isa};
 use super::plan::{Element, VectorPlan};
@@ -485,6 +485,14 @@ impl<'a> Scanner<'a> {
                         .extend(s[off(i)..off(i) + dim].iter().map(|x| *x as f32));
                 }
             }
+            Element::U8 => {
+                // A binary vector: its dim / 8 bytes, as bits.
+                let s = vals.as_primitive::<UInt8Type>().values();
+                for &i in &self.picked {
+                    let bytes = &s[off(i)..off(i) + dim / 8];
+                    super::plan::unpack_bits(bytes.iter().copied(), &mut self.rows);
+                }
+            }
         }
     }
 
@@ -494,7 +502,8 @@ impl<'a> Scanner<'a> {
         let out = &mut self.out[..n];
         let (q, q_norm) = self.queries[self.current];
         match self.plan.distance {
-            DistanceType::L2 => kernels::l2_sq(self.isa, q, rows, out),
+            // Hamming: the rows and queries are bits, whose squared L2 distance it is.
+            DistanceType::L2 | DistanceType::Hamming => kernels::l2_sq(self.isa, q, rows, out),
             DistanceType::Dot => {
                 kernels::dot(self.isa, q, rows, out);
                 out.iter_mut().for_each(|d| *d = 1.0 - *d);
@@ -520,7 +529,7 @@ fn wide_distance(distance: DistanceType, q: &[f32], row: &[f32]) -> f64 {
         .zip(row)
         .map(|(a, b)| (f64::from(*a), f64::from(*b)));
     match distance {
-        DistanceType::L2 => pairs.map(|(a, b)| (a - b) * (a - b)).sum(),
+        DistanceType::L2 | DistanceType::Hamming => pairs.map(|(a, b)| (a - b) * (a - b)).sum(),
         DistanceType::Dot => 1.0 - pairs.map(|(a, b)| a * b).sum::<f64>(),
         DistanceType::Cosine => {
             let (mut ab, mut aa, mut bb) = (0f64, 0f64, 0f64);

@@ -4,6 +4,7 @@
 mod support;
 
 mod bad_input;
+mod binary;
 mod chaos;
 mod cleanup;
 mod crash;

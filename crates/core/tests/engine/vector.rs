@@ -141,6 +141,12 @@ fn distance(dt: DistanceType, q: &[f32], v: &[f32]) -> f32 {
             let n = |x: &[f32]| x.iter().map(|a| (*a as f64).powi(2)).sum::<f64>().sqrt();
             (1.0 - dot / (n(q) * n(v))) as f32
         }
+        // Bytes: bits that differ.
+        DistanceType::Hamming => q
+            .iter()
+            .zip(v)
+            .map(|(a, b)| ((*a as u8) ^ (*b as u8)).count_ones())
+            .sum::<u32>() as f32,
     }
 }
 
