@@ -5,9 +5,9 @@
 //! both). Talks to `params.rs` only.
 
 use lance_tokenizer::{
-    AsciiFoldingFilter, Language, LowerCaser, NgramTokenizer, RawTokenizer, RemoveLongFilter,
-    SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer, TextAnalyzerBuilder, TokenStream,
-    WhitespaceTokenizer,
+    AsciiFoldingFilter, IcuTokenizer, Language, LowerCaser, NgramTokenizer, RawTokenizer,
+    RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer, TextAnalyzerBuilder,
+    TokenStream, WhitespaceTokenizer,
 };
 
 use crate::error::{FtsError, Result};
@@ -58,8 +58,12 @@ impl Analyzer {
             builder = builder.filter_dynamic(Stemmer::new(language));
         }
         if params.remove_stop_words {
+            let icu = params.base_tokenizer.starts_with("icu");
             let filter = match &params.custom_stop_words {
                 Some(words) => StopWordFilter::remove(words.iter().cloned()),
+                // ICU segments text of any script: Lance drops the stop words of every language it
+                // has a list for (measured against @lancedb/lancedb 0.39's tokenize).
+                None if icu => StopWordFilter::all(),
                 None => StopWordFilter::new(language).ok_or_else(|| FtsError::InvalidParam {
                     param: "language",
                     reason: format!("no stop-word list for {}", params.language),
@@ -121,6 +125,10 @@ fn base(params: &FtsParams) -> Result<TextAnalyzerBuilder> {
         "simple" => TextAnalyzer::builder(SimpleTokenizer::default()).dynamic(),
         "whitespace" => TextAnalyzer::builder(WhitespaceTokenizer::default()).dynamic(),
         "raw" => TextAnalyzer::builder(RawTokenizer::default()).dynamic(),
+        "icu" => IcuTokenizer::default().analyzer_builder(),
+        "icu/split" => IcuTokenizer::default()
+            .with_simple_split()
+            .analyzer_builder(),
         "ngram" => {
             let (lo, hi) = (
                 params.min_ngram_length as usize,
@@ -201,6 +209,30 @@ mod tests {
         assert_eq!(texts(raw, "A b"), vec!["a b"]);
         let ngram = json!({"base_tokenizer": "ngram"});
         assert_eq!(texts(ngram, "abcd"), vec!["abc", "bcd"]);
+    }
+
+    /// LanceDB's own test (nodejs `tokenizes FTS queries by column or index name`): ICU words.
+    #[test]
+    fn icu_segments_words_without_spaces() {
+        let icu = json!({"base_tokenizer": "icu", "stem": false, "remove_stop_words": false});
+        let p = FtsParams::from_json(&icu).expect("params");
+        let a = Analyzer::new(&p).expect("analyzer");
+        let toks: Vec<(String, u32)> = a
+            .tokens("Hello, こんにちは世界!")
+            .expect("tokens")
+            .into_iter()
+            .map(|t| (t.text, t.position))
+            .collect();
+        let want = [("hello", 0), ("こんにちは", 1), ("世界", 2)];
+        assert_eq!(toks, want.map(|(t, p)| (t.to_string(), p)));
+        let split =
+            json!({"base_tokenizer": "icu/split", "stem": false, "remove_stop_words": false});
+        assert_eq!(texts(split, "foo_bar 世界"), vec!["foo", "bar", "世界"]);
+        // Every language's stop words go ("dog" is Danish, "the" English), as 0.39's tokenize says.
+        assert_eq!(
+            texts(json!({"base_tokenizer": "icu"}), "the cat dog bird"),
+            vec!["bird"]
+        );
     }
 
     #[test]

@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{FtsError, Result};
 
-/// The base tokenizers we implement, as Lance names them.
-pub const BASE_TOKENIZERS: &[&str] = &["simple", "whitespace", "raw", "ngram"];
+/// The base tokenizers we implement, as Lance names them (`icu`: ICU dictionary word segmentation,
+/// for text without spaces between words; `icu/split`: its segments split again like `simple`).
+pub const BASE_TOKENIZERS: &[&str] = &["simple", "whitespace", "raw", "ngram", "icu", "icu/split"];
 
 /// The languages the stemmer and stop-word lists of lance-tokenizer 12 know, as Lance names them.
 pub const LANGUAGES: &[&str] = &[
@@ -36,7 +37,8 @@ pub const LANGUAGES: &[&str] = &[
 /// Resolved FTS index parameters (Lance's defaults filled in, names checked).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FtsParams {
-    /// `simple` (split on non-alphanumerics, the default), `whitespace`, `raw` or `ngram`.
+    /// `simple` (split on non-alphanumerics, the default), `whitespace`, `raw`, `ngram`, `icu` or
+    /// `icu/split`.
     pub base_tokenizer: String,
     /// Stemmer and stop-word language, one of [`LANGUAGES`] (default `English`).
     pub language: String,
@@ -313,7 +315,10 @@ mod tests {
     fn unsupported_names_are_refused_by_name() {
         for (body, name) in [
             (json!({"base_tokenizer": "jieba/default"}), "base_tokenizer"),
-            (json!({"base_tokenizer": "icu"}), "base_tokenizer"),
+            (
+                json!({"base_tokenizer": "lindera/ipadic"}),
+                "base_tokenizer",
+            ),
             (json!({"language": "Klingon"}), "language"),
             (json!({"analyzer": "code"}), "analyzer"),
             (json!({"lance_tokenizer": "json"}), "lance_tokenizer"),
