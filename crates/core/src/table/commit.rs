@@ -112,6 +112,7 @@ impl NativeTable {
             }),
             fragments: Vec::new(),
             indices: Vec::new(),
+            text_cache: self.inner.text_cache.clone(),
         };
         let change = Change {
             new_rows: Some(rows),

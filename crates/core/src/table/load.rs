@@ -119,6 +119,7 @@ impl NativeTable {
             manifest: m.clone(),
             fragments,
             indices,
+            text_cache: self.inner.text_cache.clone(),
         })
     }
 

@@ -53,6 +53,8 @@ pub struct Snapshot {
     pub fragments: Vec<LoadedFragment>,
     /// The version's indexes.
     pub indices: Vec<indices::LoadedIndex>,
+    /// The table's cache of full-text segments over fragments no FTS index covers yet.
+    pub(crate) text_cache: Arc<text_search::TextCache>,
 }
 
 impl Snapshot {
@@ -113,6 +115,8 @@ pub(crate) struct Inner {
     /// This process's epoch as the table's one writer, when it holds one
     /// (see `fence`): (metadata key, epoch).
     pub fence: Mutex<Option<(String, u64)>>,
+    /// Full-text segments of fragments no FTS index covers yet (see `text_search`).
+    pub text_cache: Arc<text_search::TextCache>,
 }
 
 /// How often reads look in storage for versions that other processes (or
@@ -191,6 +195,7 @@ impl NativeTable {
             write_lock: Mutex::new(()),
             building: std::sync::atomic::AtomicUsize::new(0),
             fence: Mutex::new(None),
+            text_cache: Arc::default(),
         })
     }
 

@@ -1,22 +1,27 @@
 //! Full-text search over tiers (a native table's fragments; a served table's base fragments and
 //! memtable rows): every FTS-indexed column becomes a `memwal-fts` corpus of its index's segments
-//! plus the rows of the tiers the index does not cover (tokenized per query, so a row is found the
-//! moment it is written), with the rows the tiers' masks leave out (deleted, superseded) counted
-//! nowhere; the filter (`where`) only decides which rows may be answered. The answer is
+//! plus the rows of the tiers the index does not cover (so a row is found the moment it is
+//! written: a fragment's rows tokenized once into a segment the table keeps, [`TextCache`]; a served
+//! table's memtable rows per query), with the rows the tiers' masks leave out (deleted, superseded)
+//! counted nowhere; the filter (`where`) only decides which rows may be answered. The answer is
 //! `[selected..., _score Float32, _rowid UInt64 when asked]`, best first (LanceDB's layout).
 
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
 
 use arrow::array::{Array, ArrayRef, BooleanArray, Float32Array, RecordBatch, UInt64Array};
 use arrow::compute::interleave;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use memwal_fts::{ColumnInput, Corpus, FtsQuery, LiveRows, ScoredRow, UnindexedRow};
+use memwal_fts::{
+    ColumnInput, Corpus, FtsQuery, LiveRows, ScoredRow, Segment, SegmentBuilder, UnindexedRow,
+};
 use roaring::RoaringTreemap;
 
 use super::fts::texts_at;
-use super::Snapshot;
+use super::indices::cache_key;
+use super::{lock, Snapshot};
 use crate::error::{Error, Result};
+use crate::fragment::LoadedFragment;
 use crate::index::fts::TextIndex;
 use crate::query::QueryRequest;
 use crate::schema::projection;
@@ -44,6 +49,55 @@ struct Indexed<'s> {
     position: usize,
     text: &'s TextIndex,
     covered: &'s std::collections::HashSet<u64>,
+    /// The index's cache key (its files).
+    key: String,
+}
+
+/// A table's full-text segments over fragments no FTS index covers yet, by (index, data file):
+/// made by the first query that needs one and kept while its index and its file are in the version
+/// read last, so rows written since the build are tokenized once, not on every query. A segment holds
+/// every row of its fragment; rows deleted since are dead for the query, as in the index's own.
+#[derive(Debug, Default)]
+pub struct TextCache {
+    segments: Mutex<HashMap<(String, String), Arc<Segment>>>,
+}
+
+impl TextCache {
+    /// The segment of fragment `f` (data file `file`) for index `ix`, made if missing; entries of
+    /// files `snap` no longer names are dropped when one is added.
+    fn get(
+        &self,
+        snap: &Snapshot,
+        ix: &Indexed<'_>,
+        f: &LoadedFragment,
+        file: &str,
+    ) -> Result<Arc<Segment>> {
+        let key = (ix.key.clone(), file.to_string());
+        if let Some(s) = lock(&self.segments).get(&key) {
+            return Ok(s.clone());
+        }
+        let col = f.batch.column(ix.position);
+        let params = &ix.text.params;
+        let mut b = SegmentBuilder::new(&ix.text.analyzer, params.with_position);
+        for i in 0..col.len() {
+            if let Some(texts) = texts_at(col, i) {
+                b.add_texts((f.id << 32) | i as u64, texts)?;
+            }
+        }
+        let seg = Arc::new(b.finish()?);
+        seg.prepare_blocks(params.block_size as usize);
+        let files: HashSet<&str> = snap
+            .manifest
+            .fragments
+            .iter()
+            .map(|m| m.file.as_str())
+            .collect();
+        let indexes: HashSet<String> = snap.indices.iter().map(|i| cache_key(&i.meta)).collect();
+        let mut map = lock(&self.segments);
+        map.retain(|(index, file), _| files.contains(file.as_str()) && indexes.contains(index));
+        map.insert(key, seg.clone());
+        Ok(seg)
+    }
 }
 
 /// Runs `req.full_text` over `tiers` (masks: live rows) with `allowed` (masks: rows the filter
@@ -73,9 +127,14 @@ pub fn search(
     } else {
         LiveRows::Except(&dead)
     };
+    let cached = indexed
+        .iter()
+        .map(|ix| cached_segments(snap, ix, tiers, text.fast_search))
+        .collect::<Result<Vec<_>>>()?;
     let corpora = indexed
         .iter()
-        .map(|ix| Corpus::new(column_input(ix, tiers, text.fast_search), live))
+        .zip(&cached)
+        .map(|(ix, c)| Corpus::new(column_input(ix, tiers, c), live))
         .collect::<std::result::Result<Vec<_>, _>>()?;
     let keep = allowed.map(allowed_rows);
     let limit = req.limit.unwrap_or(DEFAULT_K);
@@ -127,6 +186,7 @@ fn indexed_columns(snap: &Snapshot) -> Result<Vec<Indexed<'_>>> {
             position,
             text,
             covered: &ix.fragments,
+            key: cache_key(&ix.meta),
         });
     }
     if out.is_empty() {
@@ -153,7 +213,8 @@ fn dead_rows(tiers: &[Tier], indexed: &[Indexed<'_>]) -> RoaringTreemap {
         };
         present.insert(id);
         if let Some(m) = &t.mask {
-            (0..m.len()).filter(|&i| !m.value(i)).for_each(|i| {
+            // The unset bits, a word at a time (most rows of a tier are live).
+            (!m.values()).set_indices().for_each(|i| {
                 dead.insert((id << 32) | i as u64);
             });
         }
@@ -173,13 +234,65 @@ fn dead_rows(tiers: &[Tier], indexed: &[Indexed<'_>]) -> RoaringTreemap {
     dead
 }
 
-/// The column's segments, plus (unless `fast_search`) the live rows of the tiers it does not cover.
-fn column_input<'a>(ix: &Indexed<'a>, tiers: &'a [Tier], fast_search: bool) -> ColumnInput<'a> {
+/// The segments (from the table's [`TextCache`]) of the fragments `ix` does not cover, and which
+/// fragments they are; none under `fast_search`. A fragment tier not of `snap` is left out (its rows
+/// go through [`column_input`] as unindexed ones).
+fn cached_segments(
+    snap: &Snapshot,
+    ix: &Indexed<'_>,
+    tiers: &[Tier],
+    fast_search: bool,
+) -> Result<Uncovered> {
+    let mut out = Uncovered::default();
+    if fast_search {
+        out.skip_unindexed = true;
+        return Ok(out);
+    }
+    for t in tiers.iter().filter(|t| !is_covered(t, ix.covered)) {
+        let RowIds::Fragment(id) = t.row_ids else {
+            continue;
+        };
+        let (Some(f), Some(meta)) = (
+            snap.fragment(id),
+            snap.manifest.fragments.iter().find(|m| m.id == id),
+        ) else {
+            continue;
+        };
+        if f.batch.num_rows() != t.batch.num_rows() {
+            continue;
+        }
+        out.segments
+            .push(snap.text_cache.get(snap, ix, f, &meta.file)?);
+        out.fragments.insert(id);
+    }
+    Ok(out)
+}
+
+/// What a column's query takes beside its index: cached segments of uncovered fragments.
+#[derive(Default)]
+struct Uncovered {
+    segments: Vec<Arc<Segment>>,
+    /// The fragments those segments hold.
+    fragments: HashSet<u64>,
+    /// `fast_search`: rows no index covers are left out.
+    skip_unindexed: bool,
+}
+
+/// The column's segments (its index's and the cached ones of `uncovered`), plus (unless
+/// `fast_search`) the live rows of the other tiers it does not cover, tokenized per query (a
+/// served table's memtable rows).
+fn column_input<'a>(
+    ix: &Indexed<'a>,
+    tiers: &'a [Tier],
+    uncovered: &'a Uncovered,
+) -> ColumnInput<'a> {
     let mut unindexed = Vec::new();
-    let uncovered = tiers
-        .iter()
-        .filter(|t| !fast_search && !is_covered(t, ix.covered));
-    for t in uncovered {
+    let rest = tiers.iter().filter(|t| {
+        !uncovered.skip_unindexed
+            && !is_covered(t, ix.covered)
+            && !matches!(t.row_ids, RowIds::Fragment(id) if uncovered.fragments.contains(&id))
+    });
+    for t in rest {
         let col = t.batch.column(ix.position);
         for i in 0..col.len() {
             if t.mask.as_ref().is_some_and(|m| !m.value(i)) {
@@ -197,7 +310,13 @@ fn column_input<'a>(ix: &Indexed<'a>, tiers: &'a [Tier], fast_search: bool) -> C
         name: ix.column.clone(),
         analyzer: &ix.text.analyzer,
         with_position: ix.text.params.with_position,
-        segments: ix.text.segments.iter().map(Arc::as_ref).collect(),
+        segments: ix
+            .text
+            .segments
+            .iter()
+            .chain(&uncovered.segments)
+            .map(Arc::as_ref)
+            .collect(),
         unindexed,
         block_size: ix.text.params.block_size as usize,
     }
