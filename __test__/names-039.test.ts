@@ -112,3 +112,28 @@ describe("0.39's module layout and FTS options", () => {
     for (const size of [128, 256] as const) expect(Index.fts({ blockSize: size })).toBeInstanceOf(Index);
   });
 });
+
+describe("VectorQuery nprobes bounds", () => {
+  test("0.39's checks and texts; nprobes then a bound keeps the other bound", async () => {
+    const db = await connect(tmpDir());
+    const rows = Array.from({ length: 300 }, (_, i) => ({ id: i, vector: [i % 17, (i * 7) % 13, i % 5, 1] }));
+    const t = await db.createTable("np", rows);
+    await t.createIndex("vector", { config: Index.ivfFlat({ numPartitions: 30 }) });
+    const q = [3, 4, 2, 1];
+    expect(() => t.query().nearestTo(q).minimumNprobes(0)).toThrow("Invalid input, minimum_nprobes must be greater than 0");
+    // The default minimum is 20.
+    expect(() => t.query().nearestTo(q).maximumNprobes(5)).toThrow(
+      "Invalid input, maximum_nprobes must be greater than or equal to minimum_nprobes",
+    );
+    expect(() => t.query().nearestTo(q).minimumNprobes(2).maximumNprobes(8).minimumNprobes(9)).toThrow(
+      "Invalid input, minimum_nprobes must be less than or equal to maximum_nprobes",
+    );
+    expect(() => t.query().nearestTo(q).nprobes(4).minimumNprobes(5)).toThrow("less than or equal to maximum_nprobes");
+    // 0: no maximum. Every partition probed (nprobes 30) answers as the exact search.
+    const exact = await t.query().nearestTo(q).limit(5).bypassVectorIndex().toArray();
+    const all = await t.query().nearestTo(q).limit(5).minimumNprobes(30).maximumNprobes(0).toArray();
+    expect(all.map((r) => r._distance)).toEqual(exact.map((r) => r._distance));
+    const split = await t.query().nearestTo(q).limit(5).nprobes(30).minimumNprobes(29).toArray();
+    expect(split.length).toBe(5);
+  });
+});

@@ -381,32 +381,55 @@ export class VectorQuery extends QueryBase<VectorQuery> {
     this.opts.vectors = [...(this.opts.vectors ?? []), v];
     return this;
   }
-  /** Skip any vector index (memwal searches exactly today either way). */
+  /** Skip any vector index: rank every row exactly. */
   bypassVectorIndex(): this {
     this.opts.bypassVectorIndex = true;
     return this;
   }
-  /** IVF partitions to probe (accepted; indexes are not implemented yet). */
+  /** IVF partitions to probe (20 by default): the minimum and the maximum at once, as 0.39's. */
   nprobes(n: number): this {
     this.opts.nprobes = count("nprobes(n)", n, 0xffffffff);
+    this.opts.minimumNprobes = undefined;
+    this.opts.maximumNprobes = undefined;
     return this;
   }
-  /** See `nprobes`. */
+  /** The fewest partitions every indexed search probes (20); more only up to `maximumNprobes`. 0.39's checks. */
   minimumNprobes(n: number): this {
-    this.opts.minimumNprobes = count("minimumNprobes(n)", n, 0xffffffff);
+    const v = count("minimumNprobes(n)", n, 0xffffffff);
+    if (v === 0) throw invalid("Invalid input, minimum_nprobes must be greater than 0");
+    this.splitNprobes();
+    const max = this.opts.maximumNprobes;
+    if (max !== undefined && max !== 0 && v > max) {
+      throw invalid("Invalid input, minimum_nprobes must be less than or equal to maximum_nprobes");
+    }
+    this.opts.minimumNprobes = v;
     return this;
   }
-  /** See `nprobes` (0: no maximum). */
+  /** The most partitions a search probes when the minimum found too few rows (0: no maximum). 0.39's checks. */
   maximumNprobes(n: number): this {
-    this.opts.maximumNprobes = count("maximumNprobes(n)", n, 0xffffffff);
+    const v = count("maximumNprobes(n)", n, 0xffffffff);
+    this.splitNprobes();
+    const min = this.opts.minimumNprobes ?? 20;
+    if (v !== 0 && v < min) {
+      throw invalid("Invalid input, maximum_nprobes must be greater than or equal to minimum_nprobes");
+    }
+    this.opts.maximumNprobes = v;
     return this;
   }
-  /** HNSW search width (accepted; indexes are not implemented yet). */
+  /** `nprobes(n)` then a minimum or a maximum: the other bound stays `n` (0.39 keeps both in one request). */
+  private splitNprobes(): void {
+    const n = this.opts.nprobes;
+    if (n === undefined) return;
+    this.opts.minimumNprobes ??= n;
+    this.opts.maximumNprobes ??= n;
+    this.opts.nprobes = undefined;
+  }
+  /** HNSW search width of an IVF_HNSW_SQ index (no effect on IVF_FLAT / IVF_PQ, as the README says). */
   ef(n: number): this {
     this.opts.ef = count("ef(n)", n, 0xffffffff);
     return this;
   }
-  /** Re-rank `k * factor` candidates exactly (accepted; search is exact today). */
+  /** Re-rank `k * factor` candidates of an IVF_PQ / IVF_HNSW_SQ index by their exact distance. */
   refineFactor(n: number): this {
     this.opts.refineFactor = count("refineFactor(n)", n, 0xffffffff);
     return this;

@@ -52,7 +52,7 @@ fn create_modes_names_and_drop() {
 #[test]
 fn table_folders_are_named_as_lances_and_older_ones_still_open() {
     let dir = tempfile::tempdir().expect("tmp");
-    let (db, _t) = new_table(dir.path(), people(&[(1, 1)]));
+    let (db, _t) = new_local_table(dir.path(), people(&[(1, 1)]));
     assert!(dir.path().join("t.lance/_versions").is_dir());
     assert!(!dir.path().join("t").exists());
     drop(db);
