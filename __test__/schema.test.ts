@@ -5,6 +5,7 @@
  * with the new name and schema; old versions stay readable; bad requests fail naming what is wrong and change
  * nothing.
  */
+import { Field as ArrowField, FixedSizeList, Float16, Float32, Float64, List } from "apache-arrow";
 import { InvalidInputError, NotSupportedError, type Table, TableAlreadyExistsError, TableNotFoundError } from "../lib";
 import { tableKinds } from "./helpers";
 
@@ -141,5 +142,27 @@ describe.each(kinds)("schema evolution on a %s table", (kind, open) => {
     await expect(t.alterColumns([{ path: "id", dataType: "string" }])).rejects.toThrow(/cannot change type/);
     await expect(t.addColumns({ computed: [{ name: "c", valueSql: "id" }] })).rejects.toThrow(NotSupportedError);
     expect(await t.version()).toBe(at);
+  });
+});
+
+describe.each(kinds)("vector and list casts on a %s table", (kind, open) => {
+  test("a float vector becomes a list of floats and back, values kept; narrowing through a list is refused", async () => {
+    const db = await open();
+    const t = await db.createTable(`vl_${kind.replace(/\W/g, "_")}`, [
+      { id: 1, vec: [2.5, 3.25] },
+      { id: 2, vec: [-1, 0.5] },
+    ]);
+    const list32 = new List(new ArrowField("item", new Float32(), true));
+    await t.alterColumns([{ path: "vec", dataType: list32 }]);
+    expect(String((await t.schema()).fields[1].type)).toBe("List<Float32>");
+    await expect(t.alterColumns([{ path: "vec", dataType: new List(new ArrowField("item", new Float16(), true)) }])).rejects.toThrow(
+      /cannot change type/,
+    );
+    await t.alterColumns([{ path: "vec", dataType: new FixedSizeList(2, new ArrowField("item", new Float64(), true)) }]);
+    const rows = await t.query().select(["id", "vec"]).toArray();
+    expect(rows.map((r) => [Number(r.id), Array.from(r.vec as Iterable<number>)])).toEqual([
+      [1, [2.5, 3.25]],
+      [2, [-1, 0.5]],
+    ]);
   });
 });

@@ -172,8 +172,8 @@ pub struct ColumnAlteration {
     /// A new nullability (a nullable column cannot become non-nullable).
     pub nullable: Option<bool>,
     /// A new type, within the column's kind (integers, floats, strings,
-    /// binaries, float vectors); a value that does not fit is an error
-    /// naming its row.
+    /// binaries, float vectors), or between float vectors and lists of floats
+    /// (never narrowing); a value that does not fit is an error naming its row.
     pub data_type: Option<DataType>,
 }
 

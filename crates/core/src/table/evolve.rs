@@ -331,12 +331,42 @@ fn check_cast(col: &str, from: &DataType, to: &DataType) -> Result<()> {
         (DataType::FixedSizeList(_, a), DataType::FixedSizeList(_, b)) => a == b,
         _ => true,
     };
-    match (kind(from), kind(to)) {
-        (Some(a), Some(b)) if a == b && same_len => Ok(()),
-        _ => Err(Error::invalid(format!(
-            "column '{col}' cannot change type from {from} to {to}: types change only within \
-             integers, floats, strings, binaries or float vectors of one dimension"
-        ))),
+    if let (Some(a), Some(b)) = (kind(from), kind(to)) {
+        if a == b && same_len {
+            return Ok(());
+        }
+    }
+    // A float vector to or from a list of floats (0.39 casts both ways). Never narrowing: the
+    // per-value check covers vectors only; a list of another length than the vector's makes the
+    // cast fail on its row.
+    if let (Some((a, fixed_a)), Some((b, fixed_b))) = (float_items(from), float_items(to)) {
+        if !(fixed_a && fixed_b) && float_bits(b) >= float_bits(a) {
+            return Ok(());
+        }
+    }
+    Err(Error::invalid(format!(
+        "column '{col}' cannot change type from {from} to {to}: types change only within \
+         integers, floats, strings, binaries or float vectors of one dimension, and between float \
+         vectors and lists of floats of no narrower a type"
+    )))
+}
+
+/// The item type of a vector or a list whose items are floats, and whether it is a vector.
+fn float_items(dt: &DataType) -> Option<(&DataType, bool)> {
+    let (item, fixed) = match dt {
+        DataType::FixedSizeList(f, _) => (f.data_type(), true),
+        DataType::List(f) | DataType::LargeList(f) => (f.data_type(), false),
+        _ => return None,
+    };
+    (kind(item) == Some("float")).then_some((item, fixed))
+}
+
+/// The width of a float type in bits.
+fn float_bits(dt: &DataType) -> u8 {
+    match dt {
+        DataType::Float16 => 16,
+        DataType::Float32 => 32,
+        _ => 64,
     }
 }
 

@@ -192,3 +192,84 @@ fn a_rename_swap_moves_each_index_with_its_column() {
     assert_eq!(again.count_rows_sync(Some("age = 4")).expect("count"), 1);
     assert_eq!(again.count_rows_sync(Some("id = 40")).expect("count"), 1);
 }
+
+/// A float vector becomes a list of floats and back (0.39's `alterColumns` casts both ways): values
+/// kept; a list of another length than the vector's is an error naming its row; narrowing through a
+/// list is refused (the per-value range check covers vectors only).
+#[test]
+fn float_vectors_and_lists_cast_both_ways() {
+    use arrow::array::{Array, FixedSizeListArray, Float32Array, RecordBatch};
+    use arrow::datatypes::Float64Type;
+    use arrow_schema::{Field, Schema};
+    use memwal_core::{CreateOptions, Data};
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = crate::support::open_db(dir.path().to_str().expect("p")).expect("db");
+    let item = |t: DataType| Arc::new(Field::new("item", t, true));
+    let fsl = |t: DataType| DataType::FixedSizeList(item(t), 2);
+    let sc = Arc::new(Schema::new(vec![Field::new(
+        "v",
+        fsl(DataType::Float32),
+        true,
+    )]));
+    let vals = Float32Array::from(vec![2.5f32, 3.25, -1.0, 0.5]);
+    let v =
+        FixedSizeListArray::try_new(item(DataType::Float32), 2, Arc::new(vals), None).expect("v");
+    let b = RecordBatch::try_new(sc.clone(), vec![Arc::new(v)]).expect("b");
+    let t = db
+        .create_table_sync("l", Data::new(sc, vec![b]), CreateOptions::default())
+        .expect("create");
+    let alter = |dt: DataType| {
+        t.alter_columns_sync(&[ColumnAlteration {
+            path: "v".into(),
+            rename: None,
+            nullable: None,
+            data_type: Some(dt),
+        }])
+    };
+    let list32 = DataType::List(item(DataType::Float32));
+    alter(list32.clone()).expect("vector to list");
+    assert_eq!(
+        t.schema_sync().expect("schema").field(0).data_type(),
+        &list32
+    );
+    alter(DataType::List(item(DataType::Float16))).expect_err("narrowing through a list");
+    alter(fsl(DataType::Float64)).expect("list to a wider vector");
+    let got: Vec<f64> = dump_f64(&t);
+    assert_eq!(got, vec![2.5, 3.25, -1.0, 0.5]);
+    alter(DataType::FixedSizeList(item(DataType::Float64), 3)).expect_err("another dimension");
+    // A list of floats with a row of another length cannot become a vector of 2: its row is named.
+    let lists =
+        arrow::array::ListArray::from_iter_primitive::<arrow::datatypes::Float32Type, _, _>(vec![
+            Some(vec![Some(1.0), Some(2.0)]),
+            Some(vec![Some(3.0)]),
+        ]);
+    let sc = Arc::new(Schema::new(vec![Field::new(
+        "v",
+        lists.data_type().clone(),
+        true,
+    )]));
+    let b = RecordBatch::try_new(sc.clone(), vec![Arc::new(lists)]).expect("b");
+    let u = db
+        .create_table_sync("u", Data::new(sc, vec![b]), CreateOptions::default())
+        .expect("create");
+    let e = u
+        .alter_columns_sync(&[ColumnAlteration {
+            path: "v".into(),
+            rename: None,
+            nullable: None,
+            data_type: Some(fsl(DataType::Float32)),
+        }])
+        .expect_err("a row of length 1");
+    assert!(e.to_string().contains("_rowid"), "{e}");
+    assert_eq!(u.count_rows_sync(None).expect("count"), 2);
+
+    fn dump_f64(t: &memwal_core::NativeTable) -> Vec<f64> {
+        let b = t.query_sync(&QueryRequest::default()).expect("rows");
+        b.iter()
+            .flat_map(|b| {
+                let l = b.column(0).as_fixed_size_list();
+                l.values().as_primitive::<Float64Type>().values().to_vec()
+            })
+            .collect()
+    }
+}
