@@ -80,6 +80,41 @@ impl BTreeIndex {
         Self::build(&values, mapped.into_iter().flatten().collect())
     }
 
+    /// This index and `other` (a delta: rows of other fragments) as one, by
+    /// merging the two sorted runs (linear; equal values keep `self`'s first).
+    pub fn merged(&self, other: &BTreeIndex) -> Result<Self> {
+        let cmp = make_comparator(
+            self.values.as_ref(),
+            other.values.as_ref(),
+            SortOptions::default(),
+        )?;
+        let (n, m) = (self.row_ids.len(), other.row_ids.len());
+        let mut order: Vec<(usize, usize)> = Vec::with_capacity(n + m);
+        let (mut i, mut j) = (0, 0);
+        while i < n || j < m {
+            if j == m || (i < n && cmp(i, j) != Ordering::Greater) {
+                order.push((0, i));
+                i += 1;
+            } else {
+                order.push((1, j));
+                j += 1;
+            }
+        }
+        let values =
+            arrow::compute::interleave(&[self.values.as_ref(), other.values.as_ref()], &order)?;
+        let row_ids = order
+            .iter()
+            .map(|&(run, k)| {
+                if run == 0 {
+                    self.row_ids[k]
+                } else {
+                    other.row_ids[k]
+                }
+            })
+            .collect();
+        Ok(Self { values, row_ids })
+    }
+
     /// An index from stored parts, checked: one row id per value, no
     /// null, values in order.
     pub fn from_parts(values: ArrayRef, row_ids: Vec<u64>) -> std::result::Result<Self, String> {

@@ -358,7 +358,21 @@ fn write_files(
     Ok(files)
 }
 
-/// Reads the BTREE index `meta` describes over a column of type `dt`.
+/// Writes the rows a fold adds to a BTREE (or BITMAP) index as one more file
+/// of it, a delta (the BTREE's columns, sorted), read back merged with it.
+pub fn write_btree_delta(
+    storage: &dyn Storage,
+    table: &str,
+    ix: &BTreeIndex,
+) -> Result<Vec<IndexFile>> {
+    let sc = btree_schema(ix.values.data_type());
+    let ids: ArrayRef = Arc::new(UInt64Array::from(ix.row_ids.clone()));
+    let batch = RecordBatch::try_new(sc, vec![ix.values.clone(), ids])?;
+    write_files(storage, table, &[(DELTA_SUFFIX, batch)])
+}
+
+/// Reads the BTREE index `meta` describes over a column of type `dt`: its
+/// file, merged with each delta file in the manifest's order.
 pub fn read_btree(
     storage: &dyn Storage,
     table: &str,
@@ -373,6 +387,21 @@ pub fn read_btree(
             path: table.to_string(),
             message: format!("index {:?}: no -btree.arrow file", meta.name),
         })?;
+    let mut ix = read_btree_file(storage, table, meta, f, dt)?;
+    for d in meta.files.iter().filter(|f| f.is_delta()) {
+        ix = ix.merged(&read_btree_file(storage, table, meta, d, dt)?)?;
+    }
+    Ok(ix)
+}
+
+/// One file of a BTREE index, checked.
+fn read_btree_file(
+    storage: &dyn Storage,
+    table: &str,
+    meta: &IndexMeta,
+    f: &IndexFile,
+    dt: &DataType,
+) -> Result<BTreeIndex> {
     let path = format!("{table}/{}", f.path);
     let b = read_data_file(storage, &path, &btree_schema(dt), Some(f.crc32c))?;
     let ids = b.column(1).as_primitive::<UInt64Type>().values().to_vec();

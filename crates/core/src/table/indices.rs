@@ -211,10 +211,17 @@ fn check_binary(binary: bool, t: IndexType, req: &IndexRequest, name: &str) -> R
 }
 
 /// The values of column `col` in the live rows of `snap`, with their row ids.
-fn scalar_rows(snap: &Snapshot, col: usize) -> Result<(arrow::array::ArrayRef, Vec<u64>)> {
+fn scalar_rows(
+    snap: &Snapshot,
+    col: usize,
+    fragments: Option<&HashSet<u64>>,
+) -> Result<(arrow::array::ArrayRef, Vec<u64>)> {
     let mut parts = Vec::with_capacity(snap.fragments.len());
     let mut ids = Vec::new();
     for f in &snap.fragments {
+        if fragments.is_some_and(|s| !s.contains(&f.id)) {
+            continue;
+        }
         let c = f.batch.column(col);
         match f.live_mask() {
             Some(m) => {
@@ -374,7 +381,7 @@ impl NativeTable {
         name: String,
         kind: IndexType,
     ) -> Result<Built> {
-        let (values, ids) = scalar_rows(snap, col)?;
+        let (values, ids) = scalar_rows(snap, col, None)?;
         let ix = BTreeIndex::build(&values, ids)?;
         let files = store::write_btree(self.inner.storage.as_ref(), self.dir(), &ix)?;
         let meta = IndexMeta {
@@ -582,9 +589,12 @@ impl NativeTable {
 impl NativeTable {
     /// Writes `ix` again with the rows of `fresh` fragments added and rows
     /// deleted since forgotten: a vector index folds them in with its
-    /// trained model; a BTREE is sorted again from the live rows; an FTS
-    /// index gets one more segment. Returns every file, those written, and
-    /// an index written whole, in memory (a delta or an FTS segment: none).
+    /// trained model (a delta file of the new rows while it can); a BTREE
+    /// (or BITMAP) writes the new rows sorted as a delta file (merged in
+    /// memory), or is sorted again from the live rows once rows are gone or
+    /// [`MAX_INDEX_DELTAS`] deltas exist; an FTS index gets one more segment.
+    /// Returns every file, those written, and the index in memory when this
+    /// wrote it whole or merged it (an IVF delta or an FTS segment: none).
     fn refresh_index(
         &self,
         snap: &Snapshot,
@@ -620,9 +630,20 @@ impl NativeTable {
                 let files = store::write(storage, self.dir(), &folded)?;
                 (files, IndexData::Vector(Arc::new(folded)))
             }
-            IndexData::Scalar(_) => {
+            IndexData::Scalar(base) => {
                 let col = column_of(snap, &ix.meta.columns[0])?;
-                let (values, ids) = scalar_rows(snap, col)?;
+                let deltas = ix.meta.files.iter().filter(|f| f.is_delta()).count();
+                if !stale && deltas < MAX_INDEX_DELTAS {
+                    // Only the new rows, sorted, as one more file; in memory, merged.
+                    let (values, ids) = scalar_rows(snap, col, Some(fresh))?;
+                    let d = BTreeIndex::build(&values, ids)?;
+                    let new = store::write_btree_delta(storage, self.dir(), &d)?;
+                    let merged = IndexData::Scalar(Arc::new(base.merged(&d)?));
+                    let mut all = ix.meta.files.clone();
+                    all.extend(new.iter().cloned());
+                    return Ok((all, new, Some(merged)));
+                }
+                let (values, ids) = scalar_rows(snap, col, None)?;
                 let b = BTreeIndex::build(&values, ids)?;
                 let files = store::write_btree(storage, self.dir(), &b)?;
                 (files, IndexData::Scalar(Arc::new(b)))
@@ -633,8 +654,8 @@ impl NativeTable {
     }
 }
 
-/// Most delta files an IVF index gathers before a fold rewrites it whole
-/// (merging them, and dropping deleted rows' entries).
+/// Most delta files an IVF or BTREE index gathers before a fold rewrites it
+/// whole (merging them, and dropping deleted rows' entries).
 pub const MAX_INDEX_DELTAS: usize = 8;
 
 /// Whether a fold of `ix` writes a delta (the new rows alone) rather than
