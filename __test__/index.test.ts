@@ -273,5 +273,10 @@ describe.each(kinds)("binary vectors on a %s table", (kind, open) => {
     expect([ix.indexType, ix.distanceType]).toEqual(["IvfFlat", "hamming"]);
     for (const q of queries) expect(await got(q, 10, 4)).toEqual(want(q, 10));
     await expect(t.createIndex("vec", { config: Index.ivfPq() })).rejects.toThrow("IVF_FLAT and hamming distance");
+    // No config: a binary column's default index, on every kind of table (a served one through our client).
+    await t.dropIndex("vec_idx");
+    await t.createIndex("vec");
+    const [def] = await t.listIndices();
+    expect([def.indexType, def.distanceType]).toEqual(["IvfFlat", "hamming"]);
   });
 });

@@ -91,12 +91,16 @@ impl NativeDatabase {
     }
 
     /// The folder of table `name` when it exists: `{name}.lance`, else the `{name}` of a table an
-    /// earlier memwal created.
+    /// earlier memwal created. A name ending in `.lance` has no such fallback: its `{name}` folder is
+    /// the `.lance` folder of another table, which must not answer to a second name.
     fn folder_of(&self, name: &str) -> Result<Option<String>> {
         let st = self.storage.as_ref();
         let new = format!("{name}{TABLE_SUFFIX}");
         if latest_version(st, &new, 0)?.is_some() {
             return Ok(Some(new));
+        }
+        if name.ends_with(TABLE_SUFFIX) {
+            return Ok(None);
         }
         Ok(latest_version(st, name, 0)?.map(|_| name.to_string()))
     }

@@ -722,16 +722,22 @@ impl Table for RemoteTable {
         let mut request = request;
         if request.index_type.is_none() {
             // The column's default, as the official clients pick it: IVF_PQ
-            // for a vector column, BTREE otherwise.
+            // for a vector column (IVF_FLAT for binary vectors), BTREE otherwise.
+            use memwal_core::vector::plan::{vector_type, Element};
             let schema = self.schema().await?;
-            let vector = schema
+            let element = schema
                 .field_with_name(&request.column)
-                .is_ok_and(|f| memwal_core::vector::plan::vector_type(f.data_type()).is_some());
-            request.index_type = Some(if vector {
-                IndexType::IvfPq
-            } else {
-                IndexType::BTree
+                .ok()
+                .and_then(|f| vector_type(f.data_type()))
+                .map(|(el, _)| el);
+            request.index_type = Some(match element {
+                Some(Element::U8) => IndexType::IvfFlat,
+                Some(_) => IndexType::IvfPq,
+                None => IndexType::BTree,
             });
+            if element == Some(Element::U8) && request.distance_type.is_none() {
+                request.distance_type = Some(memwal_core::DistanceType::Hamming);
+            }
         }
         let body = protocol::create_index_body(&request);
         self.post_json("create_index/", body).await?;

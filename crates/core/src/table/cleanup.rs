@@ -170,7 +170,11 @@ impl NativeTable {
                     files.push(rel);
                     continue;
                 }
-                let inside = st.list(&format!("{}/{rel}", self.dir()))?;
+                // Not a folder after all (a file named without an extension): a file.
+                let Ok(inside) = st.list(&format!("{}/{rel}", self.dir())) else {
+                    files.push(rel);
+                    continue;
+                };
                 folders.push((rel.clone(), inside.is_empty()));
                 files.extend(inside.into_iter().map(|f| format!("{rel}/{f}")));
             }

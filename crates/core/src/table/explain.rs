@@ -117,7 +117,7 @@ fn vector_lines(s: &mut String, snap: &Snapshot, req: &QueryRequest, verbose: bo
     let _ = writeln!(
         s,
         "  vector search: column '{col}' (dimension {}), {} query vector(s), k {}, distance {}",
-        plan.dim,
+        plan.dim / crate::vector::plan::width(plan.element, 1),
         plan.vectors.len(),
         plan.k,
         plan.distance.as_str()

@@ -130,13 +130,18 @@ fn find_column(schema: &Schema, name: Option<&str>, dim: usize) -> Result<(usize
         })?;
         return Ok((i, el, d));
     }
-    let found: Vec<(usize, Element, usize)> = schema
+    let mut found: Vec<(usize, Element, usize)> = schema
         .fields()
         .iter()
         .enumerate()
         .filter_map(|(i, f)| vector_type(f.data_type()).map(|(el, d)| (i, el, d)))
         .filter(|(_, _, d)| *d == dim)
         .collect();
+    // Float vectors first: a binary (uint8) column of the same length is the one searched only when
+    // no float column is (so a table that gains a binary column keeps its searches as they were).
+    if found.iter().any(|(_, el, _)| *el != Element::U8) {
+        found.retain(|(_, el, _)| *el != Element::U8);
+    }
     match found.as_slice() {
         [one] => Ok(*one),
         [] => Err(Error::invalid(format!(

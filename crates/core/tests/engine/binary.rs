@@ -203,3 +203,48 @@ fn binary_refusals_name_what_is_wrong() {
         "{e}"
     );
 }
+
+/// A table with a float vector column and a binary one of the same length: a query naming no column
+/// searches the float one, as before binary columns were vector columns; naming the binary one
+/// searches it by hamming.
+#[test]
+fn a_float_column_of_the_same_length_is_searched_first() {
+    let item = |t: DataType| Arc::new(Field::new("item", t, true));
+    let sc = Arc::new(Schema::new(vec![
+        Field::new(
+            "f",
+            DataType::FixedSizeList(item(DataType::Float32), 4),
+            true,
+        ),
+        Field::new("b", DataType::FixedSizeList(item(DataType::UInt8), 4), true),
+    ]));
+    let fv = arrow::array::Float32Array::from(vec![0.0f32, 0.0, 0.0, 2.0, 3.0, 3.0, 3.0, 3.0]);
+    let bv = UInt8Array::from(vec![255u8, 255, 255, 255, 0, 0, 0, 1]);
+    let f = FixedSizeListArray::try_new(item(DataType::Float32), 4, Arc::new(fv), None).expect("f");
+    let b = FixedSizeListArray::try_new(item(DataType::UInt8), 4, Arc::new(bv), None).expect("b");
+    let batch = RecordBatch::try_new(sc.clone(), vec![Arc::new(f), Arc::new(b)]).expect("batch");
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = crate::support::open_db(dir.path().to_str().expect("p")).expect("db");
+    let t = db
+        .create_table_sync("t", Data::new(sc, vec![batch]), CreateOptions::default())
+        .expect("create");
+    let nearest = |column: Option<&str>| {
+        let mut q = VectorQuery::new(vec![0.0, 0.0, 0.0, 0.0]);
+        q.column = column.map(str::to_string);
+        let req = QueryRequest {
+            limit: Some(1),
+            nearest: Some(q),
+            ..Default::default()
+        };
+        let out = t.query_sync(&req).expect("search");
+        let d = out[0].column_by_name("_distance").expect("_distance");
+        d.as_primitive::<Float32Type>().value(0)
+    };
+    // Float: row 0 at squared L2 4. Binary: row 1 (0, 0, 0, 1) at hamming 1, row 0 at 32.
+    assert_eq!(nearest(None), 4.0);
+    assert_eq!(nearest(Some("b")), 1.0);
+    let mut q = VectorQuery::new(vec![0.0, 0.0, 0.0, 0.0]);
+    q.column = Some("b".into());
+    q.distance_type = Some(DistanceType::L2);
+    assert!(err(&t, q).contains("distance type hamming"));
+}

@@ -78,6 +78,25 @@ fn table_folders_are_named_as_lances_and_older_ones_still_open() {
     db.drop_table_sync("v").expect("drop the old folder");
     assert!(!dir.path().join("v").exists());
     assert_eq!(db.table_names_sync().expect("names"), vec!["u"]);
+    // "u.lance" is another table, not a second name of u (its folder is u.lance.lance).
+    for e in [
+        db.open_table_sync("u.lance").map(|_| ()),
+        db.drop_table_sync("u.lance"),
+        db.rename_table_sync("u.lance", "w"),
+    ] {
+        assert_eq!(e.expect_err("no such table").code(), "TableNotFound");
+    }
+    let over = CreateOptions {
+        mode: CreateMode::Overwrite,
+        exist_ok: false,
+    };
+    db.create_table_sync("u.lance", people(&[(5, 5)]), over)
+        .expect("a table of its own");
+    assert_eq!(
+        by_id(&db.open_table_sync("u").expect("u")),
+        vec![(9, Some(9))]
+    );
+    assert_eq!(db.table_names_sync().expect("names"), vec!["u", "u.lance"]);
 }
 
 #[test]
