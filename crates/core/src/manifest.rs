@@ -254,11 +254,18 @@ fn check_manifest(m: &Manifest, version: u64) -> std::result::Result<(), String>
     Ok(())
 }
 
-/// Publishes `m` as its version; `Ok(false)` if that version exists already
+/// Publishes `m` as its version once the files `pending` (written deferred,
+/// named by `m`) are durable; `Ok(false)` if that version exists already
 /// (another writer won the race).
-pub fn publish_manifest(storage: &dyn Storage, table: &str, m: &Manifest) -> Result<bool> {
+pub fn publish_manifest(
+    storage: &dyn Storage,
+    table: &str,
+    m: &Manifest,
+    pending: &[String],
+) -> Result<bool> {
     let bytes = serde_json::to_vec(m).map_err(|e| Error::internal(e.to_string()))?;
-    Ok(storage.put_new(&manifest_path(table, m.version), &bytes)? == PutNew::Created)
+    let path = manifest_path(table, m.version);
+    Ok(storage.put_new_after(&path, &bytes, pending)? == PutNew::Created)
 }
 
 /// All versions with a manifest, ascending.

@@ -1,8 +1,10 @@
 //! [`LocalStorage`]: a folder on local disk. Every file is fsynced before a
 //! call returns, a new file's folder entry too; `put_new` publishes with a
 //! hard link, which fails when the name exists, so two writers can never both
-//! publish the same version. Data files are read mapped (`get_mapped`), so a
-//! table's rows take page cache, not heap.
+//! publish the same version. A commit's files written deferred are synced
+//! together with its manifest's (`put_new_after`), and their folders only
+//! where the file system needs it ([`super::durability`]). Data files are read
+//! mapped (`get_mapped`), so a table's rows take page cache, not heap.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Write};
@@ -10,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 
+use super::durability::{file_sync_keeps_entry, sync_files};
 use super::{PutNew, Storage};
 use crate::error::{Error, Result};
 
@@ -17,6 +20,9 @@ use crate::error::{Error, Result};
 #[derive(Debug)]
 pub struct LocalStorage {
     root: PathBuf,
+    /// Whether a file's fsync makes its folder entry durable here, so that
+    /// [`Storage::persist`] need not sync the folders.
+    entry_with_file: bool,
 }
 
 impl LocalStorage {
@@ -24,7 +30,26 @@ impl LocalStorage {
     pub fn new(root: impl Into<PathBuf>) -> Result<Self> {
         let root = root.into();
         fs::create_dir_all(&root).map_err(|e| Error::io(root.display().to_string(), e))?;
-        Ok(Self { root })
+        let entry_with_file = file_sync_keeps_entry(&root);
+        Ok(Self {
+            root,
+            entry_with_file,
+        })
+    }
+
+    /// As [`LocalStorage::new`], syncing the folders of persisted files
+    /// whatever the file system (as POSIX asks).
+    pub fn syncing_folders(root: impl Into<PathBuf>) -> Result<Self> {
+        Ok(Self {
+            entry_with_file: false,
+            ..Self::new(root)?
+        })
+    }
+
+    /// Whether persisting files leaves their folders unsynced (see
+    /// [`super::durability`]).
+    pub fn folder_syncs_skipped(&self) -> bool {
+        self.entry_with_file
     }
 
     fn full(&self, path: &str) -> PathBuf {
@@ -54,6 +79,59 @@ impl LocalStorage {
         }
     }
 
+    /// Hard-links the durable file `tmp` as `full` and removes `tmp`:
+    /// link(2) fails if the target exists, so two writers can never both
+    /// publish the same name and no reader sees a partial file. The folder
+    /// is synced: a link is not a new file's creation, which
+    /// [`super::durability`] covers.
+    fn link_into_place(&self, tmp: &Path, full: &Path) -> Result<PutNew> {
+        let linked = fs::hard_link(tmp, full);
+        let _ = fs::remove_file(tmp);
+        match linked {
+            Ok(()) => {
+                if let Some(parent) = full.parent() {
+                    sync_dir(parent).map_err(|e| self.relabel(e))?;
+                }
+                Ok(PutNew::Created)
+            }
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(PutNew::AlreadyExists),
+            Err(e) => Err(Error::io(self.shown(full), e)),
+        }
+    }
+
+    /// Streams `write`'s bytes into the file `full`, not synced yet.
+    fn write_streamed(
+        &self,
+        full: &Path,
+        write: &mut dyn FnMut(&mut dyn std::io::Write) -> Result<()>,
+    ) -> Result<File> {
+        self.ensure_parent(full)?;
+        let io = |e| Error::io(self.shown(full), e);
+        let f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(full)
+            .map_err(io)?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+        write(&mut w)?;
+        w.into_inner().map_err(|e| io(e.into_error()))
+    }
+
+    /// Syncs each folder holding one of `files`, unless a file's sync
+    /// already made its entry durable here.
+    fn sync_folders_of(&self, files: &[PathBuf]) -> Result<()> {
+        if self.entry_with_file {
+            return Ok(());
+        }
+        let folders: std::collections::BTreeSet<&Path> =
+            files.iter().filter_map(|f| f.parent()).collect();
+        for dir in folders {
+            sync_dir(dir).map_err(|e| self.relabel(e))?;
+        }
+        Ok(())
+    }
+
     fn ensure_parent(&self, full: &Path) -> Result<()> {
         let Some(parent) = full.parent() else {
             return Ok(());
@@ -75,6 +153,11 @@ impl LocalStorage {
     }
 }
 
+/// A private name beside `full` for a file about to be linked into place.
+fn tmp_name(full: &Path) -> PathBuf {
+    full.with_extension(format!("tmp-{}", uuid::Uuid::new_v4().simple()))
+}
+
 /// fsyncs a directory so that entries created in it survive a crash.
 pub fn sync_dir(dir: &Path) -> Result<()> {
     let f = File::open(dir).map_err(|e| Error::io(dir.display().to_string(), e))?;
@@ -83,6 +166,13 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
 }
 
 fn write_synced(path: &Path, data: &[u8]) -> Result<()> {
+    write_file(path, data)?
+        .sync_data()
+        .map_err(|e| Error::io(path.display().to_string(), e))
+}
+
+/// Writes `data` as the file `path`, not synced yet.
+fn write_file(path: &Path, data: &[u8]) -> Result<File> {
     let io = |e| Error::io(path.display().to_string(), e);
     let mut f = OpenOptions::new()
         .write(true)
@@ -91,7 +181,7 @@ fn write_synced(path: &Path, data: &[u8]) -> Result<()> {
         .open(path)
         .map_err(io)?;
     f.write_all(data).map_err(io)?;
-    f.sync_data().map_err(io)
+    Ok(f)
 }
 
 impl Storage for LocalStorage {
@@ -107,18 +197,52 @@ impl Storage for LocalStorage {
         write: &mut dyn FnMut(&mut dyn std::io::Write) -> Result<()>,
     ) -> Result<()> {
         let full = self.full(path);
+        let f = self.write_streamed(&full, write)?;
+        f.sync_data().map_err(|e| Error::io(self.shown(&full), e))
+    }
+
+    fn put_deferred(&self, path: &str, data: &[u8]) -> Result<()> {
+        let full = self.full(path);
         self.ensure_parent(&full)?;
-        let io = |e| Error::io(self.shown(&full), e);
-        let f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&full)
-            .map_err(io)?;
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-        write(&mut w)?;
-        let f = w.into_inner().map_err(|e| io(e.into_error()))?;
-        f.sync_data().map_err(io)
+        write_file(&full, data).map_err(|e| self.relabel(e))?;
+        Ok(())
+    }
+
+    fn put_with_deferred(
+        &self,
+        path: &str,
+        write: &mut dyn FnMut(&mut dyn std::io::Write) -> Result<()>,
+    ) -> Result<()> {
+        self.write_streamed(&self.full(path), write)?;
+        Ok(())
+    }
+
+    fn persist(&self, paths: &[String]) -> Result<()> {
+        let full: Vec<PathBuf> = paths.iter().map(|p| self.full(p)).collect();
+        sync_files(&full, &|p| self.shown(p))?;
+        self.sync_folders_of(&full)
+    }
+
+    fn put_new_after(&self, path: &str, data: &[u8], pending: &[String]) -> Result<PutNew> {
+        let full = self.full(path);
+        self.ensure_parent(&full)?;
+        if full.exists() {
+            return Ok(PutNew::AlreadyExists);
+        }
+        // The manifest's private copy and the files it names are synced
+        // together, then published as `put_new` publishes.
+        let tmp = tmp_name(&full);
+        write_file(&tmp, data).map_err(|e| self.relabel(e))?;
+        let mut files: Vec<PathBuf> = pending.iter().map(|p| self.full(p)).collect();
+        files.push(tmp.clone());
+        let synced = sync_files(&files, &|p| self.shown(p));
+        files.pop();
+        let synced = synced.and_then(|()| self.sync_folders_of(&files));
+        if let Err(e) = synced {
+            let _ = fs::remove_file(&tmp);
+            return Err(e);
+        }
+        self.link_into_place(&tmp, &full)
     }
 
     fn put_new(&self, path: &str, data: &[u8]) -> Result<PutNew> {
@@ -128,22 +252,10 @@ impl Storage for LocalStorage {
             return Ok(PutNew::AlreadyExists);
         }
         // Write a private temporary file, make it durable, then hard-link it
-        // into place: link(2) fails if the target exists, so two writers can
-        // never both publish the same name and no reader sees a partial file.
-        let tmp = full.with_extension(format!("tmp-{}", uuid::Uuid::new_v4().simple()));
+        // into place.
+        let tmp = tmp_name(&full);
         write_synced(&tmp, data).map_err(|e| self.relabel(e))?;
-        let linked = fs::hard_link(&tmp, &full);
-        let _ = fs::remove_file(&tmp);
-        match linked {
-            Ok(()) => {
-                if let Some(parent) = full.parent() {
-                    sync_dir(parent).map_err(|e| self.relabel(e))?;
-                }
-                Ok(PutNew::Created)
-            }
-            Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(PutNew::AlreadyExists),
-            Err(e) => Err(Error::io(self.shown(&full), e)),
-        }
+        self.link_into_place(&tmp, &full)
     }
 
     fn get(&self, path: &str) -> Result<Option<Bytes>> {

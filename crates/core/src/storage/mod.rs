@@ -13,6 +13,7 @@ use bytes::Bytes;
 
 use crate::error::Result;
 
+mod durability;
 mod faulty;
 mod local;
 mod memory;
@@ -55,6 +56,37 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     /// Publishes a file atomically with create-new semantics: readers see
     /// either no file or all of it, and an existing file is never replaced.
     fn put_new(&self, path: &str, data: &[u8]) -> Result<PutNew>;
+    /// Writes an immutable file like [`Storage::put`] whose durability may
+    /// wait for [`Storage::put_new_after`] (or [`Storage::persist`]) to name
+    /// it, so that the files of one commit are made durable together (the
+    /// default is durable at once).
+    fn put_deferred(&self, path: &str, data: &[u8]) -> Result<()> {
+        self.put(path, data)
+    }
+    /// [`Storage::put_with`] with the durability of
+    /// [`Storage::put_deferred`].
+    fn put_with_deferred(
+        &self,
+        path: &str,
+        write: &mut dyn FnMut(&mut dyn std::io::Write) -> Result<()>,
+    ) -> Result<()> {
+        self.put_with(path, write)
+    }
+    /// Makes files written by the deferred puts durable, with their entries
+    /// in their folders.
+    fn persist(&self, _paths: &[String]) -> Result<()> {
+        Ok(())
+    }
+    /// [`Storage::put_new`] of a file that names `pending` (files written by
+    /// the deferred puts): they are durable before it is published. When the
+    /// name exists, `pending` stays as it is (the caller removes it).
+    fn put_new_after(&self, path: &str, data: &[u8], pending: &[String]) -> Result<PutNew> {
+        if self.exists(path)? {
+            return Ok(PutNew::AlreadyExists);
+        }
+        self.persist(pending)?;
+        self.put_new(path, data)
+    }
     /// Reads a whole file; `Ok(None)` if it does not exist.
     fn get(&self, path: &str) -> Result<Option<Bytes>>;
     /// Reads a whole file like [`Storage::get`], mapped into memory where
@@ -139,12 +171,72 @@ mod tests {
         assert!(!s.exists("t/_versions/1").expect("exists"));
         s.delete_dir("u").expect("rm");
         assert!(!s.exists("u/_versions/1").expect("exists"));
+        exercise_deferred(s);
+    }
+
+    /// Files written deferred, then a file naming them published after them.
+    fn exercise_deferred(s: &dyn Storage) {
+        s.put_deferred("d/_deletions/1.bin", b"del").expect("put");
+        s.put_with_deferred("d/data/a.arrow", &mut |w| {
+            w.write_all(b"rows")
+                .map_err(|e| crate::error::Error::io("a.arrow", e))
+        })
+        .expect("put_with");
+        let pending = ["d/_deletions/1.bin".to_string(), "d/data/a.arrow".into()];
+        assert_eq!(
+            s.put_new_after("d/_versions/1", b"m1", &pending)
+                .expect("publish"),
+            PutNew::Created
+        );
+        assert_eq!(
+            s.get("d/data/a.arrow").expect("get").as_deref(),
+            Some(&b"rows"[..])
+        );
+        assert_eq!(
+            s.get("d/_deletions/1.bin").expect("get").as_deref(),
+            Some(&b"del"[..])
+        );
+        // The name taken: nothing replaced, the other files left to the caller.
+        s.put_deferred("d/data/b.arrow", b"late").expect("put");
+        let late = ["d/data/b.arrow".to_string()];
+        assert_eq!(
+            s.put_new_after("d/_versions/1", b"m2", &late)
+                .expect("publish"),
+            PutNew::AlreadyExists
+        );
+        assert_eq!(
+            s.get("d/_versions/1").expect("get").as_deref(),
+            Some(&b"m1"[..])
+        );
+        assert!(s.exists("d/data/b.arrow").expect("exists"));
+        s.persist(&late).expect("persist");
+        assert_eq!(s.list("d/_versions").expect("list"), vec!["1"]);
+        s.delete_dir("d").expect("rm");
+    }
+
+    #[test]
+    fn a_local_publish_whose_files_cannot_be_synced_publishes_nothing() {
+        let dir = tempfile::tempdir().expect("tmp");
+        for s in [
+            LocalStorage::new(dir.path()).expect("local"),
+            LocalStorage::syncing_folders(dir.path()).expect("local"),
+        ] {
+            let gone = ["t/data/never-written.arrow".to_string()];
+            let e = s
+                .put_new_after("t/_versions/1", b"m", &gone)
+                .expect_err("unsynced");
+            assert!(e.to_string().contains("never-written"), "{e}");
+            assert!(!s.exists("t/_versions/1").expect("exists"));
+            // No private copy of the manifest is left either.
+            assert_eq!(s.list("t/_versions").expect("list"), Vec::<String>::new());
+        }
     }
 
     #[test]
     fn local_memory_and_object_storage_behave_alike() {
         let dir = tempfile::tempdir().expect("tmp");
         exercise(&LocalStorage::new(dir.path()).expect("local"));
+        exercise(&LocalStorage::syncing_folders(dir.path()).expect("local"));
         exercise(&MemoryStorage::default());
         let store = std::sync::Arc::new(object_store::memory::InMemory::new());
         exercise(&ObjectStorage::new(store, "db/x".into(), "mem://db/x"));

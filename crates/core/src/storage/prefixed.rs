@@ -51,6 +51,24 @@ impl Storage for Prefixed {
     fn put_new(&self, path: &str, data: &[u8]) -> Result<PutNew> {
         self.inner.put_new(&self.at(path), data)
     }
+    fn put_deferred(&self, path: &str, data: &[u8]) -> Result<()> {
+        self.inner.put_deferred(&self.at(path), data)
+    }
+    fn put_with_deferred(
+        &self,
+        path: &str,
+        write: &mut dyn FnMut(&mut dyn std::io::Write) -> Result<()>,
+    ) -> Result<()> {
+        self.inner.put_with_deferred(&self.at(path), write)
+    }
+    fn persist(&self, paths: &[String]) -> Result<()> {
+        let paths: Vec<String> = paths.iter().map(|p| self.at(p)).collect();
+        self.inner.persist(&paths)
+    }
+    fn put_new_after(&self, path: &str, data: &[u8], pending: &[String]) -> Result<PutNew> {
+        let pending: Vec<String> = pending.iter().map(|p| self.at(p)).collect();
+        self.inner.put_new_after(&self.at(path), data, &pending)
+    }
     fn get(&self, path: &str) -> Result<Option<Bytes>> {
         self.inner.get(&self.at(path))
     }

@@ -138,7 +138,15 @@ impl NativeTable {
         if let Some(old) = &change.restore {
             let fragments = old.fragments.clone();
             let schema = Arc::new(old.schema.clone());
-            return self.publish(base, change, fragments, &schema, m.next_fragment_id, vec![]);
+            return self.publish(
+                base,
+                change,
+                fragments,
+                &schema,
+                m.next_fragment_id,
+                vec![],
+                &[],
+            );
         }
         let schema = change
             .schema
@@ -149,15 +157,17 @@ impl NativeTable {
         let mut next_id = m.next_fragment_id;
         let new_fragments =
             self.write_fragments(&schema, change, &mut next_id, &mut fragments, written)?;
-        // The new files' folder entries must be durable before the
-        // manifest that references them is.
-        for sub in ["data", "_deletions"] {
-            let prefix = format!("{}/{sub}/", self.dir());
-            if written.iter().any(|p| p.starts_with(&prefix)) {
-                self.inner.storage.sync(&format!("{}/{sub}", self.dir()))?;
-            }
-        }
-        self.publish(base, change, fragments, &schema, next_id, new_fragments)
+        // The new files were written deferred: the publish makes them (and
+        // their folder entries) durable before the manifest naming them.
+        self.publish(
+            base,
+            change,
+            fragments,
+            &schema,
+            next_id,
+            new_fragments,
+            written,
+        )
     }
 
     /// The base's fragments that stay, with `change`'s deletions applied
@@ -202,7 +212,7 @@ impl NativeTable {
         }
         if !del_bytes.is_empty() {
             let path = format!("{}/{del_rel}", self.dir());
-            self.inner.storage.put(&path, &del_bytes)?;
+            self.inner.storage.put_deferred(&path, &del_bytes)?;
             written.push(path);
         }
         Ok(fragments)
@@ -245,7 +255,7 @@ impl NativeTable {
         let rel = format!("data/{}.arrow", uuid::Uuid::new_v4().simple());
         let path = format!("{}/{rel}", self.dir());
         let mut crc = 0;
-        self.inner.storage.put_with(&path, &mut |w| {
+        self.inner.storage.put_with_deferred(&path, &mut |w| {
             let mut w = crate::fragment::CrcWriter::new(w);
             crate::ipc::write_file(&mut w, schema, std::slice::from_ref(rows))?;
             crc = w.crc;
@@ -282,8 +292,10 @@ impl NativeTable {
         Ok(new_fragments)
     }
 
-    /// Publishes version `base + 1` with these fragments and schema;
-    /// `Ok(None)` when another writer published it first.
+    /// Publishes version `base + 1` with these fragments and schema, once
+    /// the files `written` deferred are durable; `Ok(None)` when another
+    /// writer published it first.
+    #[allow(clippy::too_many_arguments)]
     fn publish(
         &self,
         base: &Snapshot,
@@ -292,6 +304,7 @@ impl NativeTable {
         schema: &SchemaRef,
         next_fragment_id: u64,
         new_fragments: Vec<(u64, RecordBatch)>,
+        written: &[String],
     ) -> Result<Option<Committed>> {
         let m = &base.manifest;
         let default_indices = match &change.restore {
@@ -315,7 +328,7 @@ impl NativeTable {
             metadata,
             indices,
         };
-        if !publish_manifest(self.inner.storage.as_ref(), self.dir(), &manifest)? {
+        if !publish_manifest(self.inner.storage.as_ref(), self.dir(), &manifest, written)? {
             return Ok(None);
         }
         Ok(Some(Committed {
