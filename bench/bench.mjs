@@ -11,6 +11,8 @@ const runs = [
   ["lancedb", "A"],
   ["memwal", "B"],
   ["lancedb", "B"],
+  ["memwal", "Bn"],
+  ["lancedb", "Bn"],
   ["memwal", "C"],
   ["lancedb", "C"],
   ["memwal-server", "D1"],
@@ -262,6 +264,13 @@ const rows = [
     `${f2(g("lancedb:B", "p50_ms") / g("memwal:B", "p50_ms"))}x faster`,
   ],
   ["B: p99 ms", f2(g("memwal:B", "p99_ms")), f2(g("lancedb:B", "p99_ms")), ""],
+  [
+    "Bn: 200-row upserts of narrow rows (no vector) into 100k, p50 ms",
+    f2(g("memwal:Bn", "p50_ms")),
+    f2(g("lancedb:Bn", "p50_ms")),
+    `${f2(g("lancedb:Bn", "p50_ms") / g("memwal:Bn", "p50_ms"))}x faster`,
+  ],
+  ["Bn: p99 ms", f2(g("memwal:Bn", "p99_ms")), f2(g("lancedb:Bn", "p99_ms")), ""],
   [
     "C: 200-row upserts into 1M, p50 ms",
     f2(g("memwal:C", "p50_ms")),

@@ -1,6 +1,6 @@
 // One measurement in a fresh process (so peak RSS is its own):
 //   node worker.mjs <engine> <workload>
-// engine: memwal | lancedb | fsync | bw ; workload: A | B | C | D1 | D8 | Ddirect | Dlsm | fsync | E100k | E1m | F | G100k | G1m | H | S | bw
+// engine: memwal | lancedb | fsync | bw ; workload: A | B | Bn | C | D1 | D8 | Ddirect | Dlsm | fsync | E100k | E1m | F | G100k | G1m | H | S | bw
 //   | Klocal | Ks3 | KDlocal | KDs3 | KDs3wal (K: moto S3 at MEMWAL_TEST_S3_ENDPOINT, started by bench.mjs)
 //   | I100k | I1m (full-text search, fts.mjs; engines memwal | memwal-server | lancedb | tantivy)
 // Prints one JSON line. Data generation and IPC encoding are outside the timed part.
@@ -23,6 +23,8 @@ const { rnd, table: rowsTable } = rowMaker(arrow, DIM);
 
 // Round-trip once so schema and batches agree exactly (the peer checks).
 const rows = (ids) => tableFromIPC(tableToIPC(rowsTable(ids), "stream"));
+/** The same rows without the vector (id, a, s: Bn's narrow rows). */
+const narrowRows = (ids) => tableFromIPC(tableToIPC(rowsTable(ids).select(["id", "a", "s"]), "stream"));
 
 const range = (a, b) => Array.from({ length: b - a }, (_, i) => a + i);
 
@@ -55,14 +57,14 @@ function input(t) {
   return engine.startsWith("memwal") ? tableToIPC(t, "stream") : t;
 }
 
-async function openEngine(initial) {
+async function openEngine(initial, make = rows) {
   if (engine === "memwal") {
     const { db } = await memwalDb(path.join(dir, "db"));
-    return { tbl: await db.createTable("t", input(rows(range(0, initial)))) };
+    return { tbl: await db.createTable("t", input(make(range(0, initial)))) };
   }
   const lancedb = require("@lancedb/lancedb");
   const db = await lancedb.connect(path.join(dir, "db"));
-  const base = rows(range(0, initial));
+  const base = make(range(0, initial));
   return { tbl: await db.createTable("t", base) };
 }
 
@@ -72,10 +74,10 @@ async function upsert(tbl, data, memWal) {
   return b.execute(data);
 }
 
-async function sequential(tbl, count, size, existing, memWal = false) {
-  const data = batches(count, size, existing, 10_000_000).map((ids) => input(rows(ids)));
+async function sequential(tbl, count, size, existing, memWal = false, make = rows) {
+  const data = batches(count, size, existing, 10_000_000).map((ids) => input(make(ids)));
   // Warm-up (not timed, adds no row): the first call builds the key index / opens the table.
-  await upsert(tbl, input(rows([0])), memWal);
+  await upsert(tbl, input(make([0])), memWal);
   const lat = [];
   let inserted = 0,
     updated = 0;
@@ -800,6 +802,9 @@ async function main() {
     const initial = workload === "B" ? 100_000 : 1_000_000;
     const { tbl } = await openEngine(initial);
     result = await sequential(tbl, workload === "B" ? 500 : 300, 200, initial);
+  } else if (workload === "Bn") {
+    const { tbl } = await openEngine(100_000, narrowRows);
+    result = await sequential(tbl, 500, 200, 100_000, false, narrowRows);
   } else if (workload.startsWith("D")) {
     if (workload === "Dlsm") {
       const lancedb = require("@lancedb/lancedb");
