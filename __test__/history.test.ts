@@ -235,3 +235,33 @@ describe.each(kinds)("optimize({ targetRowsPerFragment, materializeDeletionsThre
     expect(await fragments()).toBe(2);
   });
 });
+
+describe.each(kinds)("updateConfig / config on a %s table", (kind, open) => {
+  test("lance.auto_cleanup.* clean every interval-th version, keep tagged ones, and are checked", async () => {
+    const db = await open();
+    const t = await db.createTable(`cfg_${kind.replace(/\W/g, "_")}`, [{ id: 1, v: 1 }]);
+    await (await t.tags()).create("first", 1);
+    await t.updateConfig({ "lance.auto_cleanup.interval": "2", "lance.auto_cleanup.older_than": "0s", mine: "x" });
+    expect(await t.config()).toMatchObject({ "lance.auto_cleanup.interval": "2", mine: "x" });
+    const tick = () => new Promise((r) => setTimeout(r, 5));
+    await tick();
+    await t.add([{ id: 2, v: 2 }]); // version 3: not due
+    await tick();
+    await t.add([{ id: 3, v: 3 }]); // version 4: due, 2 and 3 go
+    expect((await t.listVersions()).map((v) => v.version)).toEqual([1, 4]);
+    expect(await t.countRows()).toBe(3);
+    await t.checkout("first");
+    expect(await t.countRows()).toBe(1);
+    await t.checkoutLatest();
+    await t.updateConfig({}, ["lance.auto_cleanup.interval"]);
+    expect(Object.keys(await t.config())).not.toContain("lance.auto_cleanup.interval");
+    await t.add([{ id: 4, v: 4 }]);
+    await t.add([{ id: 5, v: 5 }]);
+    expect((await t.listVersions()).map((v) => v.version)).toEqual([1, 4, 5, 6, 7]);
+    await expect(t.updateConfig({ "lance.auto_cleanup.older_than": "soon" })).rejects.toThrow(/older_than.*'soon'/);
+    await expect(t.updateConfig({ "memwal.flushed_seq": "1" })).rejects.toThrow(/belong to memwal/);
+    await expect(t.updateConfig({ mine: 5 } as never)).rejects.toThrow(/updateConfig\(upsertValues\)\.mine must be a string/);
+    await expect(t.updateConfig({}, "mine" as never)).rejects.toThrow(/deleteKeys/);
+    expect(await t.version()).toBe(7);
+  });
+});

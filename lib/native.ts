@@ -148,6 +148,8 @@ export interface NativeTable {
   setUnenforcedPrimaryKey(columns: string[]): Promise<void>;
   setLsmWriteSpec(specJson: string | null): Promise<void>;
   lsmWriteSpec(): Promise<string | null>;
+  updateConfig(upsert: Record<string, string>, deleteKeys: string[]): Promise<void>;
+  config(): Promise<Record<string, string>>;
   tagsList(): Promise<Record<string, { version: number; manifestSize: number }>>;
   tagSet(tag: string, version: number, replace: boolean): Promise<void>;
   tagDelete(tag: string): Promise<void>;

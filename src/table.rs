@@ -666,6 +666,27 @@ impl Table {
         .transpose()
     }
 
+    /// Sets `upsert`'s entries of the table's config and removes the
+    /// `delete_keys`, in one version (Lance's `update_config`).
+    #[napi(catch_unwind)]
+    pub async fn update_config(
+        &self,
+        upsert: HashMap<String, String>,
+        delete_keys: Vec<String>,
+    ) -> napi::Result<()> {
+        self.inner
+            .update_config(upsert.into_iter().collect(), delete_keys)
+            .await
+            .map_err(error::core)
+    }
+
+    /// The table's config (Lance's `config()`).
+    #[napi(catch_unwind)]
+    pub async fn config(&self) -> napi::Result<HashMap<String, String>> {
+        let c = self.inner.config().await.map_err(error::core)?;
+        Ok(c.into_iter().collect())
+    }
+
     /// Merges every buffered MemWAL row into the table.
     #[napi(catch_unwind)]
     pub async fn flush_lsm(&self) -> napi::Result<()> {

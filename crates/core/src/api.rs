@@ -288,6 +288,17 @@ pub trait Table: Send + Sync + std::fmt::Debug {
     async fn set_lsm_write_spec(&self, spec: Option<crate::lsm::LsmWriteSpec>) -> Result<()>;
     /// The recorded LSM write spec, if any.
     async fn lsm_write_spec(&self) -> Result<Option<crate::lsm::LsmWriteSpec>>;
+    /// Sets `upsert`'s entries of the table's config and removes the
+    /// `delete` keys in one version, as Lance's `update_config` (see
+    /// [`crate::table::config`]: `lance.auto_cleanup.*` ask for automatic
+    /// cleanup).
+    async fn update_config(
+        &self,
+        upsert: std::collections::BTreeMap<String, String>,
+        delete: Vec<String>,
+    ) -> Result<()>;
+    /// The table's config, as Lance's `config()`.
+    async fn config(&self) -> Result<std::collections::BTreeMap<String, String>>;
 }
 
 /// A database: a namespace of tables.

@@ -895,6 +895,26 @@ impl Table for RemoteTable {
             v.get("lsm_write_spec").cloned().unwrap_or(Value::Null),
         )?)
     }
+    /// `update_config/` `{"upsert", "delete"}`: memwal's server route
+    /// (LanceDB Cloud has none).
+    async fn update_config(
+        &self,
+        upsert: std::collections::BTreeMap<String, String>,
+        delete: Vec<String>,
+    ) -> memwal_core::Result<()> {
+        self.ensure_writable()?;
+        self.post_json(
+            "update_config/",
+            json!({ "upsert": upsert, "delete": delete }),
+        )
+        .await?;
+        Ok(())
+    }
+    /// `config/`: memwal's server route, answering `{"config": {...}}`.
+    async fn config(&self) -> memwal_core::Result<std::collections::BTreeMap<String, String>> {
+        let v = self.post_json("config/", json!({})).await?;
+        Ok(answer(v.get("config").cloned().unwrap_or(Value::Null))?)
+    }
     async fn drop_index(&self, name: &str) -> memwal_core::Result<()> {
         self.ensure_writable()?;
         let op = format!("index/{}/drop/", crate::client::urlencode(name));

@@ -70,6 +70,8 @@ pub fn router(state: Arc<AppState>) -> Router {
             post(set_primary_key),
         )
         .route("/v1/table/{name}/set_lsm_write_spec/", post(set_lsm_spec))
+        .route("/v1/table/{name}/update_config/", post(update_config))
+        .route("/v1/table/{name}/config/", post(table_config))
         .route(
             "/v1/table/{name}/unset_lsm_write_spec/",
             post(unset_lsm_spec),
@@ -805,6 +807,35 @@ async fn set_primary_key(
     let b: PrimaryKeyBody = json_body(&body)?;
     Table::set_unenforced_primary_key(&state.table(&name)?, b.columns).await?;
     Ok(Json(json!({})))
+}
+
+/// The body of `update_config/` (memwal's route, as Lance's
+/// `update_config`: entries to set, keys to remove).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UpdateConfigBody {
+    #[serde(default)]
+    upsert: std::collections::BTreeMap<String, String>,
+    #[serde(default)]
+    delete: Vec<String>,
+}
+
+async fn update_config(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Json<Value>> {
+    let b: UpdateConfigBody = json_body(&body)?;
+    Table::update_config(&state.table(&name)?, b.upsert, b.delete).await?;
+    Ok(Json(json!({})))
+}
+
+async fn table_config(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+) -> Result<Json<Value>> {
+    let config = Table::config(&state.table(&name)?).await?;
+    Ok(Json(json!({ "config": config })))
 }
 
 /// `{"sharding": {"mode", ...}, "maintained_indexes", "writer_config_defaults"}`

@@ -367,6 +367,27 @@ impl Table for ServedTable {
     async fn lsm_write_spec(&self) -> memwal_core::Result<Option<memwal_core::LsmWriteSpec>> {
         self.mem.base().lsm_spec_sync()
     }
+    async fn update_config(
+        &self,
+        upsert: std::collections::BTreeMap<String, String>,
+        delete: Vec<String>,
+    ) -> memwal_core::Result<()> {
+        // A metadata-only version, committed in the writer's turn like the
+        // other table-wide changes.
+        self.mem
+            .direct(Turn::Drain, move |c| {
+                Ok(c.base.update_config_sync(upsert, delete)?)
+            })
+            .await
+            .map(|_| ())
+            .map_err(core)
+    }
+    async fn config(&self) -> memwal_core::Result<std::collections::BTreeMap<String, String>> {
+        let base = self.mem.base().clone();
+        blocking(move || Ok(base.config_sync()?))
+            .await
+            .map_err(core)
+    }
     async fn drop_index(&self, name: &str) -> memwal_core::Result<()> {
         let base = self.mem.base().clone();
         let n = name.to_string();

@@ -311,8 +311,16 @@ impl NativeTable {
             Some(old) => &old.indices,
             None => &m.indices,
         };
+        // An empty value removes its key (an unset LSM spec, a removed
+        // config entry).
         let mut metadata = m.metadata.clone();
-        metadata.extend(change.metadata.clone());
+        for (k, v) in &change.metadata {
+            if v.is_empty() {
+                metadata.remove(k);
+            } else {
+                metadata.insert(k.clone(), v.clone());
+            }
+        }
         let indices = change
             .indices
             .clone()
@@ -372,12 +380,31 @@ impl NativeTable {
     /// Plans against the latest version and commits, re-planning on every
     /// lost race. `plan` returns `None` when there is nothing to write.
     /// Returns the committed version (if any) and the number of attempts.
+    /// The automatic cleanup the new version's config asks for runs after
+    /// the publish, once this writer's lock is released
+    /// ([`super::config`]).
     pub(crate) fn write_with_retry<T>(
+        &self,
+        deadline: Deadline,
+        plan: impl FnMut(&Snapshot) -> Result<(Option<Change>, T)>,
+        on_commit: impl FnMut(&mut Option<KeyIndex>, &Committed, &T),
+    ) -> Result<(Option<u64>, T, u32)> {
+        let (out, auto) = self.commit_with_retry(deadline, plan, on_commit)?;
+        if let (Some(version), Some(auto)) = (out.0, auto) {
+            self.auto_cleanup_after(version, auto);
+        }
+        Ok(out)
+    }
+
+    /// [`NativeTable::write_with_retry`] without the cleanup, which it
+    /// returns when the committed version's config asks for one.
+    #[allow(clippy::type_complexity)]
+    fn commit_with_retry<T>(
         &self,
         deadline: Deadline,
         mut plan: impl FnMut(&Snapshot) -> Result<(Option<Change>, T)>,
         mut on_commit: impl FnMut(&mut Option<KeyIndex>, &Committed, &T),
-    ) -> Result<(Option<u64>, T, u32)> {
+    ) -> Result<((Option<u64>, T, u32), Option<super::config::AutoCleanup>)> {
         self.ensure_writable()?;
         let _writer = lock(&self.inner.write_lock);
         let mut attempts = 0;
@@ -391,7 +418,7 @@ impl NativeTable {
             // Planning holds no lock on the table state (readers go on).
             let (change, out) = plan(&snap)?;
             let Some(change) = change else {
-                return Ok((None, out, attempts));
+                return Ok(((None, out, attempts), None));
             };
             deadline.check()?;
             match self.try_commit(&snap, &change)? {
@@ -414,7 +441,15 @@ impl NativeTable {
                     }
                     self.install(&mut st, &c);
                     drop(idx);
-                    return Ok((Some(c.manifest.version), out, attempts));
+                    // A config this version cannot read only skips the
+                    // cleanup (it was checked when set; another tool may
+                    // have written it).
+                    let auto =
+                        super::config::auto_cleanup(&c.manifest.metadata).unwrap_or_else(|e| {
+                            log::warn!("table {}: no automatic cleanup: {e}", self.inner.name);
+                            None
+                        });
+                    return Ok(((Some(c.manifest.version), out, attempts), auto));
                 }
                 None if attempts >= MAX_COMMIT_ATTEMPTS => {
                     return Err(Error::CommitConflict {

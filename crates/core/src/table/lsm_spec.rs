@@ -1,8 +1,11 @@
 //! A native table's record of LanceDB 0.39's LSM settings (the rules are
 //! in [`crate::lsm`]): the unenforced primary key, committed as Lance's
 //! field metadata in a schema-only version, and the LSM write spec,
-//! committed as a metadata-only version. No row moves in either.
+//! committed as a metadata-only version; and the table's config (Lance's
+//! `update_config`, checked by [`super::config`]), a metadata-only version
+//! too. No row moves in any of them.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::commit::Change;
@@ -68,6 +71,42 @@ impl NativeTable {
             keep_key_index,
         )?;
         version.ok_or_else(|| Error::internal("recording an LSM write spec committed nothing"))
+    }
+
+    /// Sets the `upsert` entries of the table's config and removes the
+    /// `delete` keys, as one new version (returned).
+    pub fn update_config_sync(
+        &self,
+        upsert: BTreeMap<String, String>,
+        delete: Vec<String>,
+    ) -> Result<u64> {
+        for (k, v) in &upsert {
+            super::config::check_entry(k, Some(v))?;
+        }
+        for k in &delete {
+            super::config::check_entry(k, None)?;
+            if upsert.contains_key(k) {
+                return Err(Error::invalid(format!(
+                    "update_config: '{k}' is both set and removed"
+                )));
+            }
+        }
+        // A removal is recorded as an empty value, which the commit drops.
+        let mut metadata = upsert;
+        metadata.extend(delete.into_iter().map(|k| (k, String::new())));
+        let (version, (), _) = self.write_with_retry(
+            Deadline::new(None),
+            |_| {
+                let change = Change {
+                    operation: "update_config",
+                    metadata: metadata.clone(),
+                    ..Default::default()
+                };
+                Ok((Some(change), ()))
+            },
+            |_, _, _| {},
+        )?;
+        version.ok_or_else(|| Error::internal("update_config committed nothing"))
     }
 
     /// The LSM write spec this handle's version records.

@@ -9,6 +9,7 @@ mod admin;
 pub mod cleanup;
 pub(crate) mod commit;
 pub mod compact;
+pub mod config;
 pub mod evolve;
 pub mod explain;
 pub mod fence;
@@ -23,7 +24,7 @@ pub mod scan;
 pub mod tags;
 pub mod text_search;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use arrow::array::RecordBatch;
@@ -597,5 +598,16 @@ impl Table for NativeTable {
     }
     async fn lsm_write_spec(&self) -> Result<Option<crate::lsm::LsmWriteSpec>> {
         self.blocking(|t| t.lsm_spec_sync()).await
+    }
+    async fn update_config(
+        &self,
+        upsert: BTreeMap<String, String>,
+        delete: Vec<String>,
+    ) -> Result<()> {
+        self.blocking(move |t| t.update_config_sync(upsert, delete).map(|_| ()))
+            .await
+    }
+    async fn config(&self) -> Result<BTreeMap<String, String>> {
+        self.blocking(|t| t.config_sync()).await
     }
 }

@@ -7,6 +7,7 @@ mod bad_input;
 mod binary;
 mod chaos;
 mod cleanup;
+mod config;
 mod crash;
 mod evolve;
 mod fence;

@@ -149,13 +149,18 @@ fn compact(shared: &Shared) {
 }
 
 /// When idle, at most every `cleanup_every`: removes the base's versions
-/// older than the retention and the files only they name (beside the
-/// writer: upserts are never queued behind it; a flush's commit waits at
-/// most for the removals). A failure is logged, counted and tried again at
-/// the next turn; it never poisons the table.
+/// older than the retention (the table's `lance.auto_cleanup.older_than`
+/// when its config sets one, else the server's) and the files only they
+/// name (beside the writer: upserts are never queued behind it; a flush's
+/// commit waits at most for the removals). A failure is logged, counted and
+/// tried again at the next turn; it never poisons the table.
 fn cleanup(shared: &Shared) {
     let started = Instant::now();
-    match shared.base.cleanup_sync(shared.cfg.retention, false) {
+    let retention = shared
+        .base
+        .configured_retention()
+        .map(|r| r.unwrap_or(shared.cfg.retention));
+    match retention.and_then(|r| shared.base.cleanup_sync(r, false)) {
         Ok(s) => {
             shared
                 .cfg

@@ -28,6 +28,8 @@ fn route() -> impl Strategy<Value = String> {
         "stats/",
         "get_lsm_stats/",
         "flush_lsm/",
+        "update_config/",
+        "config/",
         "tags/create/",
         "tags/list/",
         "add_columns/",
@@ -110,6 +112,8 @@ fn json_value() -> impl Strategy<Value = serde_json::Value> {
                         "ef",
                         "refine_factor",
                         "fast_search",
+                        "upsert",
+                        "delete",
                         "zzz",
                     ]),
                     inner

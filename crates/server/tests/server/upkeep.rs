@@ -121,3 +121,97 @@ async fn background_cleanup_bounds_the_history_of_a_streamed_table() {
     );
     h.close().await;
 }
+
+/// The number of versions `table` lists.
+async fn version_count(c: &Client, table: &str) -> usize {
+    let (s, b) = c
+        .post(
+            &format!("/v1/table/{table}/version/list/"),
+            "application/json",
+            b"{}".to_vec(),
+            &[],
+        )
+        .await;
+    assert_eq!(s, 200, "{b}");
+    let v: serde_json::Value = serde_json::from_str(&b).expect("json");
+    v["versions"].as_array().map_or(0, Vec::len)
+}
+
+/// A table's `lance.auto_cleanup.older_than` (set through `update_config/`)
+/// is its retention for the background cleanup, under a server retention
+/// that would keep everything; a table without it keeps its history.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tables_own_retention_overrides_the_servers() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut cfg = config(dir.path());
+    cfg.memwal.flush_rows = 5;
+    cfg.memwal.max_frozen = 10_000;
+    cfg.memwal.flush_interval = Duration::from_millis(20);
+    cfg.memwal.retention = Duration::from_secs(7 * 86_400);
+    cfg.memwal.cleanup_every = Duration::from_millis(200);
+    let h = memwal_server::start(cfg).await.expect("start");
+    let c = Client::new(&h.url());
+    for t in ["own", "other"] {
+        c.create(t, &[(0, 0)]).await;
+    }
+    let body = br#"{"upsert": {"lance.auto_cleanup.older_than": "0s"}}"#.to_vec();
+    let (s, b) = c
+        .post(
+            "/v1/table/own/update_config/",
+            "application/json",
+            body,
+            &[],
+        )
+        .await;
+    assert_eq!(s, 200, "{b}");
+    let bad = br#"{"upsert": {"lance.auto_cleanup.older_than": "later"}}"#.to_vec();
+    let (s, b) = c
+        .post("/v1/table/own/update_config/", "application/json", bad, &[])
+        .await;
+    assert_eq!(s, 400, "{b}");
+    assert!(b.contains("older_than"), "{b}");
+    for round in 0..12i64 {
+        for t in ["own", "other"] {
+            let rows: Vec<(i64, i64)> = (0..6).map(|i| (round * 6 + i, round)).collect();
+            c.upsert(t, &rows, true).await;
+        }
+        tokio::time::sleep(Duration::from_millis(60)).await;
+    }
+    for t in ["own", "other"] {
+        let (s, b) = c
+            .post(
+                &format!("/v1/table/{t}/flush_lsm/"),
+                "application/json",
+                b"{}".to_vec(),
+                &[],
+            )
+            .await;
+        assert!(s < 300, "{s} {b}");
+    }
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let (own, other) = (
+        version_count(&c, "own").await,
+        version_count(&c, "other").await,
+    );
+    assert!(
+        (1..=3).contains(&own),
+        "own retention not applied: {own} versions"
+    );
+    assert!(
+        other > 8,
+        "the server's 7 days keep the other table's history: {other}"
+    );
+    for t in ["own", "other"] {
+        assert_eq!(c.rows(t, None).await.len(), 72, "{t}: a row was lost");
+    }
+    let (s, b) = c
+        .post(
+            "/v1/table/own/config/",
+            "application/json",
+            b"{}".to_vec(),
+            &[],
+        )
+        .await;
+    assert_eq!(s, 200, "{b}");
+    assert!(b.contains(r#""lance.auto_cleanup.older_than":"0s""#), "{b}");
+}
