@@ -13,7 +13,7 @@
 // Env: SOAK_SECONDS (600), SOAK_RETENTION_SECS (30), SOAK_CLEANUP_EVERY_SECS (10), SOAK_CLIENTS (4),
 // SOAK_SEED_ROWS (10000), SOAK_SAMPLE_SECS (5), SOAK_CALL_TIMEOUT_SECS (120), SOAK_RETRIES (0: a failed request
 // is a failed call, not retried by the client), SOAK_RATE (upserts/s over all clients; 0, the default: no cap),
-// SOAK_INDEX (none, the default: searches are flat over every row; ivf_pq: an IVF_PQ index built on the seed
+// SOAK_SEARCH_EVERY_SECS (1; 0: no searches), SOAK_INDEX (none, the default: searches are flat over every row; ivf_pq: an IVF_PQ index built on the seed
 // rows, that the server's upkeep keeps folding the stream into, searched with its defaults),
 // MEMWAL_SERVER_BIN (default: release/memwal-server under $CARGO_TARGET_DIR, ../target or
 // ~/.cache/memwal-target), MEMWAL_LOG (the server's log level, default info).
@@ -49,6 +49,8 @@ const CALL_TIMEOUT_MS = envNum("SOAK_CALL_TIMEOUT_SECS", 120, 1) * 1000;
 const RETRIES = envNum("SOAK_RETRIES", 0, 0);
 const RATE = envNum("SOAK_RATE", 0, 0); // upserts/s over all clients; 0: as fast as the closed loops go
 const INDEX = process.env.SOAK_INDEX || "none";
+// Seconds between the reader's searches; 0: no searches (to see the writes' tail without the searches' CPU).
+const SEARCH_EVERY_MS = envNum("SOAK_SEARCH_EVERY_SECS", 1, 0) * 1000;
 if (!["none", "ivf_pq"].includes(INDEX)) throw new Error(`SOAK_INDEX=${INDEX}: expected none or ivf_pq`);
 const DIM = 128;
 const BATCH = 200;
@@ -405,7 +407,7 @@ async function run(tmp, dataDir, logFile, setServer) {
   }
 
   async function reader() {
-    while (!stopping) {
+    while (!stopping && SEARCH_EVERY_MS > 0) {
       const q = Array.from({ length: DIM }, rnd);
       const t0 = now();
       try {
@@ -415,7 +417,7 @@ async function run(tmp, dataDir, logFile, setServer) {
       } catch (e) {
         fail("search", e);
       }
-      await sleep(Math.max(0, 1000 - (now() - t0)));
+      await sleep(Math.max(0, SEARCH_EVERY_MS - (now() - t0)));
     }
   }
 

@@ -33,6 +33,13 @@ export function strList(name: string, v: unknown): string[] {
   return v.map((x, i) => str(`${name}[${i}]`, x));
 }
 
+/** A plain object of strings (not a Map, an array or a class instance), copied with its own keys as given. */
+export function strRecord(name: string, v: unknown): Record<string, string> {
+  const proto = typeof v === "object" && v !== null ? Object.getPrototypeOf(v) : undefined;
+  if (proto !== Object.prototype && proto !== null) throw invalid(`${name} must be a plain object of strings, got ${show(v)}`);
+  return Object.fromEntries(Object.entries(v as object).map(([k, x]) => [k, str(`${name}.${k}`, x)]));
+}
+
 /** A whole number in 0..=max (counts, offsets, versions, milliseconds). */
 export function count(name: string, v: unknown, max = Number.MAX_SAFE_INTEGER): number {
   if (typeof v !== "number" || !Number.isInteger(v) || v < 0 || v > max) {

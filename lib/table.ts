@@ -2,7 +2,7 @@
  * `Table` and its `Query`: the user-facing face of a native or remote table.
  */
 import { Table as ArrowTable, DataType, Field, Schema } from "apache-arrow";
-import { checkOptions, count, optStr, str, strList } from "./args";
+import { checkOptions, count, optStr, str, strList, strRecord } from "./args";
 import { type Data, fromBuffer, schemaFromBuffer, toBuffer } from "./arrow";
 import { type Known, TableEmbeddings } from "./embedding/apply";
 import {
@@ -616,25 +616,22 @@ export class Table {
     return new Branches();
   }
 
-  /** Names for versions, as @lancedb/lancedb 0.39's `tags()`. */
   /**
    * As Lance's `update_config`: sets `upsertValues`' entries of the table's config and removes `deleteKeys`, in
    * one new version. Two keys ask for automatic cleanup, with Lance's names and meaning:
    * `lance.auto_cleanup.interval` (every how many versions) and `lance.auto_cleanup.older_than` (a duration
    * such as `"7days"`, `"3600s"`, `"1ms"`); with both set, each commit of a version that is a multiple of the
-   * interval then removes the versions older than that (never the latest or a tagged one), on local and served
-   * tables alike, and a server's background cleanup takes `older_than` as this table's retention. Values are
-   * checked (a bad one is refused naming its key); keys memwal owns (`memwal.*`, the LSM write spec) are refused.
+   * interval then removes the versions older than that (never the latest or a tagged one; files no version
+   * names stay 7 days, as Lance keeps them, so another process's commit in flight keeps its files). A served
+   * table runs no cleanup in its writes: the server's background cleanup takes `older_than` as this table's
+   * retention instead. Values are checked (a bad one is refused naming its key); keys memwal owns (`memwal.*`,
+   * the LSM write spec) are refused.
    */
   async updateConfig(upsertValues: Record<string, string>, deleteKeys: string[] = []): Promise<void> {
-    const { upsert, del } = await call(async () => {
-      if (typeof upsertValues !== "object" || upsertValues === null || Array.isArray(upsertValues)) {
-        throw invalid(`updateConfig(upsertValues) must be an object of strings, got ${String(upsertValues)}`);
-      }
-      const upsert: Record<string, string> = {};
-      for (const [k, v] of Object.entries(upsertValues)) upsert[k] = str(`updateConfig(upsertValues).${k}`, v);
-      return { upsert, del: strList("updateConfig(deleteKeys)", deleteKeys) };
-    });
+    const { upsert, del } = await call(async () => ({
+      upsert: strRecord("updateConfig(upsertValues)", upsertValues),
+      del: strList("updateConfig(deleteKeys)", deleteKeys),
+    }));
     this.checkOpen();
     await call(() => this.inner.updateConfig(upsert, del));
   }
@@ -645,6 +642,7 @@ export class Table {
     return call(() => this.inner.config());
   }
 
+  /** Names for versions, as @lancedb/lancedb 0.39's `tags()`. */
   async tags(): Promise<Tags> {
     return new Tags(this.inner);
   }

@@ -21,88 +21,81 @@ use crate::error::{Error, Result};
 const ENTRY_WITH_FILE: [&str; 3] = ["ext4", "ext3", "xfs"];
 
 /// Whether an fsync of a file created under `dir` also makes its folder
-/// entry durable (see the module's doc), read from `/proc/self/mountinfo`.
+/// entry durable (see the module's doc): the type of the file system whose
+/// device holds `dir`, read from `/proc/self/mountinfo`.
 pub fn file_sync_keeps_entry(dir: &Path) -> bool {
-    let Ok(dir) = dir.canonicalize() else {
+    let Ok(meta) = std::fs::metadata(dir) else {
         return false;
     };
     let Ok(table) = std::fs::read_to_string("/proc/self/mountinfo") else {
         return false;
     };
-    mount_type(&table, &dir).is_some_and(|t| ENTRY_WITH_FILE.contains(&t.as_str()))
+    let (major, minor) = dev_numbers(std::os::unix::fs::MetadataExt::dev(&meta));
+    mount_type(&table, major, minor).is_some_and(|t| ENTRY_WITH_FILE.contains(&t.as_str()))
 }
 
-/// The file system type of the mount holding `path` in a mountinfo table:
-/// the one with the longest mount point that contains it (the last listed
-/// wins a tie, as a later mount hides an earlier one).
-fn mount_type(table: &str, path: &Path) -> Option<String> {
-    let mut best: Option<(usize, String)> = None;
-    for line in table.lines() {
+/// The major and minor numbers of a Linux `st_dev` (glibc's encoding).
+pub fn dev_numbers(dev: u64) -> (u64, u64) {
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & 0xffff_f000);
+    let minor = (dev & 0xff) | ((dev >> 12) & 0xffff_ff00);
+    (major, minor)
+}
+
+/// The file system type mounted from device `major:minor` in a mountinfo
+/// table (every mount of one device is the same file system; a device no
+/// line names, such as a btrfs subvolume's, has none).
+fn mount_type(table: &str, major: u64, minor: u64) -> Option<String> {
+    let want = format!("{major}:{minor}");
+    table.lines().find_map(|line| {
         let fields: Vec<&str> = line.split(' ').collect();
-        let Some(sep) = fields.iter().position(|f| *f == "-") else {
-            continue;
-        };
-        let (Some(point), Some(fs_type)) = (fields.get(4), fields.get(sep + 1)) else {
-            continue;
-        };
-        let point = PathBuf::from(unescape(point));
-        if !path.starts_with(&point) {
-            continue;
-        }
-        let depth = point.components().count();
-        if best.as_ref().is_none_or(|(d, _)| depth >= *d) {
-            best = Some((depth, (*fs_type).to_string()));
-        }
-    }
-    best.map(|(_, t)| t)
+        let sep = fields.iter().position(|f| *f == "-")?;
+        (fields.get(2) == Some(&want.as_str()))
+            .then(|| fields.get(sep + 1).map(|t| (*t).to_string()))
+            .flatten()
+    })
 }
 
-/// A mountinfo field with its octal escapes (`\040` for a space) decoded.
-fn unescape(field: &str) -> String {
-    let bytes = field.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let octal = bytes.get(i + 1..i + 4).and_then(|d| {
-            std::str::from_utf8(d)
-                .ok()
-                .and_then(|d| u8::from_str_radix(d, 8).ok())
-        });
-        match (bytes[i], octal) {
-            (b'\\', Some(b)) => {
-                out.push(b);
-                i += 4;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
+/// Most files [`sync_files`] syncs at once.
+const SYNC_THREADS: usize = 8;
 
-/// fdatasyncs `paths`, each on a thread of its own beyond the first, and
+/// fdatasyncs `paths`, up to [`SYNC_THREADS`] at once (each on a thread of
+/// its own beyond the first; inline when a thread cannot be had), and
 /// returns the first failure (naming its file through `shown`).
 pub fn sync_files(paths: &[PathBuf], shown: &(dyn Fn(&Path) -> String + Sync)) -> Result<()> {
     let sync = |p: &PathBuf| -> Result<()> {
         let f = File::open(p).map_err(|e| Error::io(shown(p), e))?;
         f.sync_data().map_err(|e| Error::io(shown(p), e))
     };
-    let Some((first, rest)) = paths.split_first() else {
-        return Ok(());
-    };
-    std::thread::scope(|s| {
-        let others: Vec<_> = rest.iter().map(|p| s.spawn(move || sync(p))).collect();
-        let mut out = sync(first);
-        for h in others {
-            let r = h
-                .join()
-                .unwrap_or_else(|_| Err(Error::internal("a file sync thread panicked")));
-            out = out.and(r);
-        }
-        out
-    })
+    let mut out = Ok(());
+    for group in paths.chunks(SYNC_THREADS) {
+        let Some((first, rest)) = group.split_first() else {
+            continue;
+        };
+        let r = std::thread::scope(|s| {
+            let others: Vec<_> = rest
+                .iter()
+                .map(|p| {
+                    std::thread::Builder::new()
+                        .name("memwal-sync".into())
+                        .spawn_scoped(s, move || sync(p))
+                        .map_err(|_| p)
+                })
+                .collect();
+            let mut r = sync(first);
+            for h in others {
+                let done = match h {
+                    Ok(h) => h
+                        .join()
+                        .unwrap_or_else(|_| Err(Error::internal("a file sync thread panicked"))),
+                    Err(p) => sync(p),
+                };
+                r = r.and(done);
+            }
+            r
+        });
+        out = out.and(r);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -112,25 +105,22 @@ mod tests {
     const TABLE: &str = "\
 22 27 0:21 / /proc rw,relatime - proc proc rw
 27 1 254:0 / / rw,relatime - ext4 /dev/vda rw,discard
-28 27 0:25 / /mnt/my\\040disk rw - xfs /dev/vdb rw
+28 27 254:16 / /mnt/my\\040disk rw - xfs /dev/vdb rw
 29 27 0:26 / /mnt/my\\040disk/tmp rw - tmpfs tmpfs rw
-30 27 0:27 / /srv rw - btrfs /dev/vdc rw
-31 27 0:28 / /srv rw - ext4 /dev/vdd rw
+30 27 254:0 /srv /srv rw - ext4 /dev/vda rw
 ";
 
     #[test]
-    fn the_deepest_mount_holding_a_path_names_its_type() {
-        let t = |p: &str| mount_type(TABLE, Path::new(p));
-        assert_eq!(t("/home/x").as_deref(), Some("ext4"));
-        assert_eq!(t("/mnt/my disk/db").as_deref(), Some("xfs"));
-        assert_eq!(t("/mnt/my disk/tmp/db").as_deref(), Some("tmpfs"));
-        assert_eq!(t("/mnt/my diskette").as_deref(), Some("ext4"));
-        assert_eq!(
-            t("/srv/db").as_deref(),
-            Some("ext4"),
-            "the later mount hides the earlier"
-        );
-        assert_eq!(mount_type("garbage\n\n1 2", Path::new("/")), None);
+    fn a_device_names_its_file_system_type() {
+        assert_eq!(mount_type(TABLE, 254, 0).as_deref(), Some("ext4"));
+        assert_eq!(mount_type(TABLE, 254, 16).as_deref(), Some("xfs"));
+        assert_eq!(mount_type(TABLE, 0, 26).as_deref(), Some("tmpfs"));
+        assert_eq!(mount_type(TABLE, 0, 99), None, "a device no line names");
+        assert_eq!(mount_type("garbage\n\n1 2 3:4", 3, 4), None);
+        // glibc's st_dev encoding: 254:0, and a large minor.
+        assert_eq!(dev_numbers(0xfe00), (254, 0));
+        let dev = 0x34 | (259 << 8) | (0x1200 << 12);
+        assert_eq!(dev_numbers(dev), (259, 0x1234));
     }
 
     #[test]

@@ -8,6 +8,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Write};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
@@ -23,6 +24,9 @@ pub struct LocalStorage {
     /// Whether a file's fsync makes its folder entry durable here, so that
     /// [`Storage::persist`] need not sync the folders.
     entry_with_file: bool,
+    /// The device `root` is on: a folder on another one (a mount or a
+    /// symlink under the root) is synced whatever `entry_with_file` says.
+    root_dev: Option<u64>,
 }
 
 impl LocalStorage {
@@ -31,9 +35,11 @@ impl LocalStorage {
         let root = root.into();
         fs::create_dir_all(&root).map_err(|e| Error::io(root.display().to_string(), e))?;
         let entry_with_file = file_sync_keeps_entry(&root);
+        let root_dev = fs::metadata(&root).ok().map(|m| m.dev());
         Ok(Self {
             root,
             entry_with_file,
+            root_dev,
         })
     }
 
@@ -119,15 +125,18 @@ impl LocalStorage {
     }
 
     /// Syncs each folder holding one of `files`, unless a file's sync
-    /// already made its entry durable here.
+    /// already made its entry durable there (the root's file system says so
+    /// and the folder is on the root's device).
     fn sync_folders_of(&self, files: &[PathBuf]) -> Result<()> {
-        if self.entry_with_file {
-            return Ok(());
-        }
         let folders: std::collections::BTreeSet<&Path> =
             files.iter().filter_map(|f| f.parent()).collect();
         for dir in folders {
-            sync_dir(dir).map_err(|e| self.relabel(e))?;
+            let same_device = self
+                .root_dev
+                .is_some_and(|r| fs::metadata(dir).is_ok_and(|m| m.dev() == r));
+            if !(self.entry_with_file && same_device) {
+                sync_dir(dir).map_err(|e| self.relabel(e))?;
+            }
         }
         Ok(())
     }
@@ -232,7 +241,10 @@ impl Storage for LocalStorage {
         // The manifest's private copy and the files it names are synced
         // together, then published as `put_new` publishes.
         let tmp = tmp_name(&full);
-        write_file(&tmp, data).map_err(|e| self.relabel(e))?;
+        if let Err(e) = write_file(&tmp, data) {
+            let _ = fs::remove_file(&tmp);
+            return Err(self.relabel(e));
+        }
         let mut files: Vec<PathBuf> = pending.iter().map(|p| self.full(p)).collect();
         files.push(tmp.clone());
         let synced = sync_files(&files, &|p| self.shown(p));
@@ -254,7 +266,10 @@ impl Storage for LocalStorage {
         // Write a private temporary file, make it durable, then hard-link it
         // into place.
         let tmp = tmp_name(&full);
-        write_synced(&tmp, data).map_err(|e| self.relabel(e))?;
+        if let Err(e) = write_synced(&tmp, data) {
+            let _ = fs::remove_file(&tmp);
+            return Err(self.relabel(e));
+        }
         self.link_into_place(&tmp, &full)
     }
 

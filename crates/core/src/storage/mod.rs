@@ -81,9 +81,6 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     /// the deferred puts): they are durable before it is published. When the
     /// name exists, `pending` stays as it is (the caller removes it).
     fn put_new_after(&self, path: &str, data: &[u8], pending: &[String]) -> Result<PutNew> {
-        if self.exists(path)? {
-            return Ok(PutNew::AlreadyExists);
-        }
         self.persist(pending)?;
         self.put_new(path, data)
     }

@@ -56,6 +56,23 @@ impl NativeTable {
         self.cleanup_before_sync(cutoff_ms, delete_unverified)
     }
 
+    /// [`NativeTable::cleanup_sync`] for cleanups no one asked for by call
+    /// (a table's automatic cleanup, a server's upkeep under a table's own
+    /// retention): a file no version names stays until it is also
+    /// `unverified_age` old, as Lance keeps unverified files for 7 days
+    /// whatever the cutoff, so that a commit another process has in flight
+    /// never loses its files to a short retention.
+    pub fn cleanup_guarded_sync(
+        &self,
+        older_than: Duration,
+        unverified_age: Duration,
+    ) -> Result<PruneStats> {
+        let now = now_ms();
+        let cutoff_ms = now.saturating_sub(older_than.as_millis() as u64);
+        let unverified_ms = now.saturating_sub(older_than.max(unverified_age).as_millis() as u64);
+        self.cleanup_run(cutoff_ms, unverified_ms, false)
+    }
+
     /// [`NativeTable::cleanup_sync`] with the cutoff as a commit time (ms
     /// since the Unix epoch): versions committed before it go.
     pub fn cleanup_before_sync(
@@ -63,11 +80,23 @@ impl NativeTable {
         cutoff_ms: u64,
         delete_unverified: bool,
     ) -> Result<PruneStats> {
+        self.cleanup_run(cutoff_ms, cutoff_ms, delete_unverified)
+    }
+
+    /// Removes the versions committed before `cutoff_ms` and the files only
+    /// they named; files no version names go when written before
+    /// `unverified_ms` (or with `delete_unverified`).
+    fn cleanup_run(
+        &self,
+        cutoff_ms: u64,
+        unverified_ms: u64,
+        delete_unverified: bool,
+    ) -> Result<PruneStats> {
         self.ensure_writable()?;
         // This process's writers wait: none publishes a file this run could
         // take for an orphan (other processes: see `delete_unverified`).
         let _writers = super::lock(&self.inner.write_lock);
-        let cutoff = SystemTime::UNIX_EPOCH + Duration::from_millis(cutoff_ms);
+        let unverified_before = SystemTime::UNIX_EPOCH + Duration::from_millis(unverified_ms);
         let st = self.storage();
         let versions = list_versions(st, self.dir())?;
         let Some(&latest) = versions.last() else {
@@ -94,8 +123,13 @@ impl NativeTable {
             st.delete(&path)?;
             stats.old_versions_removed += 1;
         }
-        stats.bytes_removed +=
-            self.remove_unnamed(&kept_files, &named_files, cutoff, delete_unverified)?;
+        stats.bytes_removed += self.remove_unnamed(
+            &kept_files,
+            &named_files,
+            unverified_before,
+            delete_unverified,
+        )?;
+        stats.bytes_removed += self.remove_stale_temps(unverified_before)?;
         if !doomed.is_empty() {
             st.sync(&format!("{}/_versions", self.dir()))?;
         }
@@ -104,7 +138,8 @@ impl NativeTable {
 
     /// Removes the files of the table's file folders that no kept version
     /// names: those some version named (verified) always, the others only
-    /// when older than `cutoff` or with `delete_unverified`. Returns bytes.
+    /// when written before `cutoff` or with `delete_unverified`. Returns
+    /// bytes.
     fn remove_unnamed(
         &self,
         kept: &HashSet<String>,
@@ -151,6 +186,25 @@ impl NativeTable {
             };
             if go {
                 st.delete_dir(&path)?;
+            }
+        }
+        Ok(bytes)
+    }
+
+    /// Removes the private copies of manifests (`_versions/*.tmp-*`) a
+    /// publish cut short by a crash left, once written before `cutoff` (a
+    /// publish in flight still needs its copy). Returns bytes.
+    fn remove_stale_temps(&self, cutoff: SystemTime) -> Result<u64> {
+        let st = self.storage();
+        let mut bytes = 0;
+        for name in st.list(&format!("{}/_versions", self.dir()))? {
+            if !name.contains(".tmp-") {
+                continue;
+            }
+            let path = format!("{}/_versions/{name}", self.dir());
+            if st.modified(&path)?.is_some_and(|t| t < cutoff) {
+                bytes += st.size(&path)?.unwrap_or(0);
+                st.delete(&path)?;
             }
         }
         Ok(bytes)

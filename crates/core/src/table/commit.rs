@@ -79,8 +79,21 @@ impl NativeTable {
     pub(crate) fn try_commit(&self, base: &Snapshot, change: &Change) -> Result<Option<Committed>> {
         let mut written: Vec<String> = Vec::new();
         let result = self.write_and_publish(base, change, &mut written);
-        if !matches!(result, Ok(Some(_))) {
-            // Lost the race or failed mid-way: our files are unreferenced.
+        let lost_race = matches!(result, Ok(None));
+        // Failed after the manifest was linked (its folder's sync failed, say),
+        // the version is visible and may name our files: they stay (if it is
+        // another writer's, they are orphans a cleanup removes).
+        let published = result.is_err()
+            && self
+                .inner
+                .storage
+                .exists(&crate::manifest::manifest_path(
+                    self.dir(),
+                    base.manifest.version + 1,
+                ))
+                .unwrap_or(true);
+        if lost_race || (result.is_err() && !published) {
+            // Lost the race or failed before publishing: our files are unreferenced.
             for p in &written {
                 let _ = self.inner.storage.delete(p);
             }

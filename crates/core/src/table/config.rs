@@ -6,9 +6,11 @@
 //! `lance.auto_cleanup.older_than` (a duration such as `7days`, `3600s` or
 //! `1ms`); with both set, every commit whose version is a multiple of the
 //! interval removes the versions older than that (never the latest or a
-//! tagged one) once it is published, as [`NativeTable::cleanup_sync`] does.
-//! The server's background cleanup takes the table's `older_than` as its
-//! retention when it is set.
+//! tagged one) once it is published, as [`NativeTable::cleanup_sync`] does,
+//! except that a file no version names stays until it is
+//! [`UNVERIFIED_MIN_AGE`] old (Lance's rule, which keeps another process's
+//! commit in flight whole). A server serves its tables without that hook:
+//! its background cleanup takes the table's `older_than` as the retention.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -20,6 +22,11 @@ use crate::error::{Error, Result};
 pub const AUTO_CLEANUP_INTERVAL: &str = "lance.auto_cleanup.interval";
 /// How old a version must be for automatic cleanup to remove it (Lance's key).
 pub const AUTO_CLEANUP_OLDER_THAN: &str = "lance.auto_cleanup.older_than";
+
+/// How old a file no version names must be before a cleanup that follows a
+/// table's config removes it (Lance keeps such "unverified" files 7 days
+/// whatever the cutoff): another process's commit in flight keeps its files.
+pub const UNVERIFIED_MIN_AGE: Duration = Duration::from_secs(7 * 86_400);
 
 /// Keys that other parts of memwal own: `update_config` refuses them.
 const RESERVED: [&str; 3] = ["memwal.", crate::lsm::SPEC_KEY, "lance-schema:"];
@@ -100,6 +107,15 @@ impl NativeTable {
         Ok(self.read_manifest()?.metadata.clone())
     }
 
+    /// Whether commits of this table run the automatic cleanup its config
+    /// asks for (the default). A server turns it off for the tables it
+    /// serves: their upkeep does it off the writer's path.
+    pub fn set_auto_cleanup(&self, on: bool) {
+        self.inner
+            .auto_cleanup
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// The retention the latest version's config sets, if any.
     pub fn configured_retention(&self) -> Result<Option<Duration>> {
         retention(&self.read_manifest()?.metadata)
@@ -112,7 +128,14 @@ impl NativeTable {
         if !version.is_multiple_of(auto.interval) {
             return;
         }
-        if let Err(e) = self.cleanup_sync(auto.older_than, false) {
+        if !self
+            .inner
+            .auto_cleanup
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return;
+        }
+        if let Err(e) = self.cleanup_guarded_sync(auto.older_than, UNVERIFIED_MIN_AGE) {
             log::warn!(
                 "table {}: automatic cleanup after version {version} failed (tried again at the next due version): {e}",
                 self.inner.name

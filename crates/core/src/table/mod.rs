@@ -111,6 +111,9 @@ pub(crate) struct Inner {
     /// to publish them: while any runs, cleanup leaves files no version
     /// names alone (they may be theirs).
     pub building: std::sync::atomic::AtomicUsize,
+    /// Whether commits run the automatic cleanup the table's config asks
+    /// for ([`config`]; a server turns it off for the tables it serves).
+    pub auto_cleanup: std::sync::atomic::AtomicBool,
     /// How often reads look for versions other processes committed.
     pub consistency: ReadConsistency,
     /// This process's epoch as the table's one writer, when it holds one
@@ -195,6 +198,7 @@ impl NativeTable {
             index: RwLock::new(None),
             write_lock: Mutex::new(()),
             building: std::sync::atomic::AtomicUsize::new(0),
+            auto_cleanup: std::sync::atomic::AtomicBool::new(true),
             fence: Mutex::new(None),
             text_cache: Arc::default(),
         })

@@ -235,3 +235,97 @@ fn a_creator_that_loses_the_race_leaves_no_file_and_says_so() {
         assert_eq!(data, 1, "only the winner's data file remains");
     }
 }
+
+/// A publish that links the manifest and then fails (its folder's sync
+/// failed, say) leaves a visible version: the commit reports the failure but
+/// keeps the files that version names, so the table still reads whole.
+#[test]
+fn a_publish_that_fails_after_the_link_keeps_the_versions_files() {
+    #[derive(Debug)]
+    struct FailAfterLink(LocalStorage);
+    impl Storage for FailAfterLink {
+        fn put(&self, p: &str, d: &[u8]) -> memwal_core::Result<()> {
+            self.0.put(p, d)
+        }
+        fn put_new(&self, p: &str, d: &[u8]) -> memwal_core::Result<memwal_core::storage::PutNew> {
+            self.0.put_new(p, d)?;
+            Err(memwal_core::Error::io(
+                p,
+                std::io::Error::other("folder sync failed"),
+            ))
+        }
+        fn get(&self, p: &str) -> memwal_core::Result<Option<bytes::Bytes>> {
+            self.0.get(p)
+        }
+        fn exists(&self, p: &str) -> memwal_core::Result<bool> {
+            self.0.exists(p)
+        }
+        fn list(&self, d: &str) -> memwal_core::Result<Vec<String>> {
+            self.0.list(d)
+        }
+        fn delete(&self, p: &str) -> memwal_core::Result<()> {
+            self.0.delete(p)
+        }
+        fn delete_dir(&self, d: &str) -> memwal_core::Result<()> {
+            self.0.delete_dir(d)
+        }
+        fn rename_dir(&self, f: &str, t: &str) -> memwal_core::Result<()> {
+            self.0.rename_dir(f, t)
+        }
+        fn local_path(&self, d: &str) -> Option<std::path::PathBuf> {
+            self.0.local_path(d)
+        }
+    }
+    let dir = tempfile::tempdir().expect("tmp");
+    let (_db, _t) = new_local_table(dir.path(), people(&[(1, 10)]));
+    let failing = NativeDatabase::with_storage(
+        "x",
+        Arc::new(FailAfterLink(LocalStorage::new(dir.path()).expect("l"))),
+    );
+    let t = failing.open_table_sync("t").expect("open");
+    t.merge_insert_sync(&checked(&upsert()), people(&[(1, 11), (2, 2)]))
+        .expect_err("the publish failed");
+    let again = NativeDatabase::open(dir.path().to_str().expect("p"))
+        .expect("db")
+        .open_table_sync("t")
+        .expect("open");
+    assert_eq!(
+        again.version_sync().expect("v"),
+        2,
+        "the link made version 2 visible"
+    );
+    assert_eq!(
+        ages(&again),
+        vec![(1, Some(11)), (2, Some(2))],
+        "its files are there"
+    );
+}
+
+/// The private copy of a manifest a crash left in `_versions` goes with a
+/// cleanup once it is older than the cutoff; a fresh one (a publish in
+/// flight) stays.
+#[test]
+fn cleanup_removes_stale_manifest_copies() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let (_db, t) = new_local_table(dir.path(), people(&[(1, 10)]));
+    let versions = dir.path().join("t.lance/_versions");
+    let stale = versions.join("00000000000000000002.tmp-stale");
+    let fresh = versions.join("00000000000000000002.tmp-fresh");
+    for p in [&stale, &fresh] {
+        std::fs::write(p, b"{").expect("write");
+    }
+    let two_hours_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+    std::fs::File::options()
+        .write(true)
+        .open(&stale)
+        .expect("open")
+        .set_modified(two_hours_ago)
+        .expect("mtime");
+    let s = t
+        .cleanup_sync(std::time::Duration::from_secs(3600), false)
+        .expect("cleanup");
+    assert!(!stale.exists(), "the stale copy goes");
+    assert!(fresh.exists(), "a fresh copy stays");
+    assert_eq!(s.bytes_removed, 1);
+    assert_eq!(ages(&t), vec![(1, Some(10))]);
+}

@@ -150,17 +150,26 @@ fn compact(shared: &Shared) {
 
 /// When idle, at most every `cleanup_every`: removes the base's versions
 /// older than the retention (the table's `lance.auto_cleanup.older_than`
-/// when its config sets one, else the server's) and the files only they
-/// name (beside the writer: upserts are never queued behind it; a flush's
+/// when its config sets one, files no version names then kept 7 days; else
+/// the server's) and the files only they name (beside the writer: upserts are never queued behind it; a flush's
 /// commit waits at most for the removals). A failure is logged, counted and
 /// tried again at the next turn; it never poisons the table.
 fn cleanup(shared: &Shared) {
     let started = Instant::now();
-    let retention = shared
-        .base
-        .configured_retention()
-        .map(|r| r.unwrap_or(shared.cfg.retention));
-    match retention.and_then(|r| shared.base.cleanup_sync(r, false)) {
+    // The table's own retention keeps files no version names for Lance's
+    // 7 days (another process's commit may be in flight); the server's is
+    // the operator's word. An unreadable one falls back to the server's.
+    let own = shared.base.configured_retention().unwrap_or_else(|e| {
+        tracing::warn!(table = %shared.name, error = %e, "the table's retention is unreadable; the server's applies");
+        None
+    });
+    let run = match own {
+        Some(r) => shared
+            .base
+            .cleanup_guarded_sync(r, memwal_core::table::config::UNVERIFIED_MIN_AGE),
+        None => shared.base.cleanup_sync(shared.cfg.retention, false),
+    };
+    match run {
         Ok(s) => {
             shared
                 .cfg

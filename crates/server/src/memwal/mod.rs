@@ -331,6 +331,10 @@ impl MemWalTable {
         wal: log::Wal,
         cfg: MemWalConfig,
     ) -> Result<Arc<Self>> {
+        // Upkeep cleans up (`flusher::cleanup`), under the table's own
+        // retention when its config sets one, off the writer's path: its
+        // commits run no cleanup of their own.
+        base.set_auto_cleanup(false);
         replay::open(name, base, wal, cfg)
     }
 
