@@ -346,7 +346,7 @@ pub fn text_search_snapshot(snap: &Snapshot, req: &QueryRequest) -> Result<Recor
             row_ids: RowIds::Fragment(f.id),
         })
         .collect();
-    text_search_tiers(snap, req, &tiers)
+    text_search_tiers(snap, req, &tiers, None)
 }
 
 /// Full-text search over `tiers` (live rows in their masks), the filter (BTREE-narrowed where
@@ -355,6 +355,7 @@ pub fn text_search_tiers(
     snap: &Snapshot,
     req: &QueryRequest,
     tiers: &[Tier],
+    memo: Option<&super::text_search::TierSegments>,
 ) -> Result<RecordBatch> {
     let filter = RowFilter::new(snap, req.filter.as_deref())?;
     let allowed = match &filter {
@@ -366,7 +367,7 @@ pub fn text_search_tiers(
         ),
         None => None,
     };
-    super::text_search::search(snap, req, tiers, allowed.as_deref())
+    super::text_search::search(snap, req, tiers, allowed.as_deref(), memo)
 }
 
 /// Vector search over `tiers` (a snapshot's fragments, perhaps masked,

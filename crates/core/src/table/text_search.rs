@@ -100,6 +100,39 @@ impl TextCache {
     }
 }
 
+/// Segments of the tiers that are not fragments (a served table's memtable rows), each made
+/// once: whoever holds one keeps it with one fixed set of tiers (their row ids and masks hold
+/// only for it), so every query of that set after the first finds the rows tokenized.
+#[derive(Debug, Default)]
+pub struct TierSegments {
+    segments: Mutex<HashMap<(String, usize), Arc<Segment>>>,
+}
+
+impl TierSegments {
+    /// The segment of the live rows of tier `at` (`t`) for index `ix`, made if missing.
+    fn get(&self, ix: &Indexed<'_>, at: usize, t: &Tier) -> Result<Arc<Segment>> {
+        let key = (ix.key.clone(), at);
+        if let Some(s) = lock(&self.segments).get(&key) {
+            return Ok(s.clone());
+        }
+        let col = t.batch.column(ix.position);
+        let params = &ix.text.params;
+        let mut b = SegmentBuilder::new(&ix.text.analyzer, params.with_position);
+        for i in 0..col.len() {
+            if t.mask.as_ref().is_some_and(|m| !m.value(i)) {
+                continue;
+            }
+            if let Some(texts) = texts_at(col, i) {
+                b.add_texts(t.row_ids.get(i), texts)?;
+            }
+        }
+        let seg = Arc::new(b.finish()?);
+        seg.prepare_blocks(params.block_size as usize);
+        lock(&self.segments).insert(key, seg.clone());
+        Ok(seg)
+    }
+}
+
 /// Runs `req.full_text` over `tiers` (masks: live rows) with `allowed` (masks: rows the filter
 /// passes, `None` without a filter). A prefilter decides which rows may be answered; a postfilter
 /// keeps what passes of the best `offset + limit` rows, then pages (LanceDB's order). Under
@@ -109,6 +142,7 @@ pub fn search(
     req: &QueryRequest,
     tiers: &[Tier],
     allowed: Option<&[Tier]>,
+    memo: Option<&TierSegments>,
 ) -> Result<RecordBatch> {
     let text = req
         .full_text
@@ -129,7 +163,7 @@ pub fn search(
     };
     let cached = indexed
         .iter()
-        .map(|ix| cached_segments(snap, ix, tiers, text.fast_search))
+        .map(|ix| cached_segments(snap, ix, tiers, text.fast_search, memo))
         .collect::<Result<Vec<_>>>()?;
     let corpora = indexed
         .iter()
@@ -242,14 +276,23 @@ fn cached_segments(
     ix: &Indexed<'_>,
     tiers: &[Tier],
     fast_search: bool,
+    memo: Option<&TierSegments>,
 ) -> Result<Uncovered> {
     let mut out = Uncovered::default();
     if fast_search {
         out.skip_unindexed = true;
         return Ok(out);
     }
-    for t in tiers.iter().filter(|t| !is_covered(t, ix.covered)) {
+    for (at, t) in tiers
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| !is_covered(t, ix.covered))
+    {
         let RowIds::Fragment(id) = t.row_ids else {
+            if let Some(m) = memo {
+                out.segments.push(m.get(ix, at, t)?);
+                out.tiers.insert(at);
+            }
             continue;
         };
         let (Some(f), Some(meta)) = (
@@ -274,6 +317,8 @@ struct Uncovered {
     segments: Vec<Arc<Segment>>,
     /// The fragments those segments hold.
     fragments: HashSet<u64>,
+    /// The other tiers they hold (by position, from a [`TierSegments`]).
+    tiers: HashSet<usize>,
     /// `fast_search`: rows no index covers are left out.
     skip_unindexed: bool,
 }
@@ -287,10 +332,12 @@ fn column_input<'a>(
     uncovered: &'a Uncovered,
 ) -> ColumnInput<'a> {
     let mut unindexed = Vec::new();
-    let rest = tiers.iter().filter(|t| {
-        !uncovered.skip_unindexed
+    let rest = tiers.iter().enumerate().filter_map(|(at, t)| {
+        (!uncovered.skip_unindexed
             && !is_covered(t, ix.covered)
-            && !matches!(t.row_ids, RowIds::Fragment(id) if uncovered.fragments.contains(&id))
+            && !uncovered.tiers.contains(&at)
+            && !matches!(t.row_ids, RowIds::Fragment(id) if uncovered.fragments.contains(&id)))
+        .then_some(t)
     });
     for t in rest {
         let col = t.batch.column(ix.position);

@@ -45,6 +45,9 @@ pub(crate) struct CachedView {
     key: ViewKey,
     view: View,
     tiers: OnceLock<Arc<Vec<Tier>>>,
+    /// The memtable tier's FTS segments, made by the first full-text
+    /// query of this view (its row ids and masks hold for it alone).
+    text: memwal_core::table::text_search::TierSegments,
 }
 
 impl CachedView {
@@ -90,6 +93,7 @@ impl MemWalTable {
             key,
             view,
             tiers: OnceLock::new(),
+            text: Default::default(),
         });
         *lock(&self.shared.views) = Some(c.clone());
         Ok(c)
@@ -210,9 +214,13 @@ impl MemWalTable {
         };
         let schema = v.snap.schema();
         if req.full_text.is_some() {
-            // Memtable rows are a tier no FTS index covers: tokenized per query, found at once.
+            // Memtable rows are a tier no FTS index covers: tokenized by the view's first
+            // full-text query, found at once.
             return Ok(vec![memwal_core::table::scan::text_search_tiers(
-                &v.snap, req, &tiers,
+                &v.snap,
+                req,
+                &tiers,
+                Some(&c.text),
             )?]);
         }
         if req.nearest.is_some() {

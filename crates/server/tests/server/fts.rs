@@ -335,3 +335,83 @@ async fn hostile_full_text_inputs_get_a_clear_error_or_a_correct_answer() {
     );
     h.close().await;
 }
+
+/// Buffered rows are tokenized by the first full-text query of a view and reused by the next
+/// ones: repeated queries answer the same rows and scores, another query of the same view sees
+/// the same rows, and the view after a write sees the new text and not the text it superseded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_views_buffered_rows_are_tokenized_once_and_never_outlive_it() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let (h, c) = served_with_index(dir.path(), &[(1, "red fox"), (2, "blue whale")]).await;
+    let merge = "/v1/table/t/merge_insert/?on=id&when_matched_update_all=true&when_not_matched_insert_all=true";
+    let buffered: Vec<(i64, String)> = (10..60)
+        .map(|i| {
+            (
+                i,
+                format!("red {} word{}", if i % 3 == 0 { "fox" } else { "hen" }, i),
+            )
+        })
+        .collect();
+    let upsert: Vec<(i64, &str)> = buffered.iter().map(|(i, t)| (*i, t.as_str())).collect();
+    let (s, b) = c.post(merge, STREAM, rows(&upsert), MEMWAL).await;
+    assert_eq!(s, 200, "{b}");
+    let first = scored(&c, match_body("fox", json!({"k": 100}))).await;
+    assert_eq!(first.len(), 1 + (10..60).filter(|i| i % 3 == 0).count());
+    for _ in 0..3 {
+        assert_eq!(
+            scored(&c, match_body("fox", json!({"k": 100}))).await,
+            first
+        );
+    }
+    let hens = scored(&c, match_body("hen", json!({"k": 100}))).await;
+    assert_eq!(hens.len(), (10..60).filter(|i| i % 3 != 0).count());
+    // Flushed, the same rows are fragments' rows: the same ids and scores (statistics are global).
+    let (s, b) = c
+        .post(
+            "/v1/table/t/flush_lsm/",
+            "application/json",
+            b"{}".to_vec(),
+            &[],
+        )
+        .await;
+    assert!(s < 300, "{s} {b}");
+    let by_id = |mut v: Vec<(i64, f32)>| {
+        v.sort_by_key(|r| r.0);
+        v
+    };
+    let flushed = by_id(scored(&c, match_body("fox", json!({"k": 100}))).await);
+    for ((a, x), (b, y)) in by_id(first.clone()).iter().zip(&flushed) {
+        assert_eq!(a, b);
+        assert!(
+            (x - y).abs() <= 1e-5 * x.abs().max(1.0),
+            "row {a}: {x} buffered, {y} flushed"
+        );
+    }
+    assert_eq!(flushed.len(), first.len());
+    let (s, b) = c
+        .post(
+            merge,
+            STREAM,
+            rows(&[(12, "grey heron"), (1, "grey goose")]),
+            MEMWAL,
+        )
+        .await;
+    assert_eq!(s, 200, "{b}");
+    let foxes: Vec<i64> = scored(&c, match_body("fox", json!({"k": 100})))
+        .await
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    assert!(
+        !foxes.contains(&12) && !foxes.contains(&1),
+        "superseded text found: {foxes:?}"
+    );
+    assert_eq!(foxes.len(), first.len() - 2);
+    let grey: Vec<i64> = scored(&c, match_body("grey", json!({"k": 100})))
+        .await
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(grey.len(), 2, "the new text is found: {grey:?}");
+    h.close().await;
+}
