@@ -97,7 +97,7 @@ pub fn read_data_file(
         path: path.to_string(),
         message,
     };
-    let batches = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| file_batches(bytes)))
+    let batches = crate::ipc::catch_quietly(|| file_batches(bytes))
         .unwrap_or_else(|p| Err(crate::ipc::panic_text(p.as_ref()).to_string()))
         .map_err(corrupt)?;
     let batch = match batches.as_slice() {

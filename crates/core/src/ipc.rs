@@ -15,12 +15,44 @@ use crate::error::{Error, Result};
 
 const FILE_MAGIC: &[u8] = b"ARROW1";
 
+thread_local! {
+    /// Set while this thread decodes foreign bytes under [`catch_quietly`].
+    static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Installs, once, a panic hook that stays silent for panics
+/// [`catch_quietly`] catches and hands every other panic to the hook it
+/// replaced.
+fn install_quiet_hook() {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !QUIET.with(std::cell::Cell::get) {
+                previous(info);
+            }
+        }));
+    });
+}
+
+/// `catch_unwind` for decoders of foreign or stored bytes (arrow-ipc
+/// panics on some damaged input): the panic becomes the `Err` and prints
+/// nothing, so hostile bodies cannot fill a server's log (or a user's
+/// terminal) with panic messages; any other panic is reported as before.
+pub(crate) fn catch_quietly<T>(f: impl FnOnce() -> T) -> std::thread::Result<T> {
+    install_quiet_hook();
+    let was = QUIET.with(|q| q.replace(true));
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    QUIET.with(|q| q.set(was));
+    out
+}
+
 /// Runs a decode of foreign bytes so that a panic inside arrow-ipc (a
 /// length field past the buffer, say) becomes InvalidInput instead of
 /// killing the server or the user's Node process; then refuses what no
 /// table can take (no columns, two columns of one name).
 fn guarded(f: impl FnOnce() -> Result<Data>) -> Result<Data> {
-    let data = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|p| {
+    let data = catch_quietly(f).unwrap_or_else(|p| {
         let why = panic_text(p.as_ref());
         Err(Error::invalid(format!("malformed Arrow IPC data: {why}")))
     })?;
@@ -338,6 +370,45 @@ mod tests {
     use super::*;
     use arrow::array::{Array, DictionaryArray, RecordBatch};
     use arrow::datatypes::Int32Type;
+
+    /// Run by [`a_caught_decoder_panic_prints_nothing_and_others_still_do`]
+    /// in a child process (its stderr is what the test reads).
+    #[test]
+    fn panics_for_the_quiet_hook_test() {
+        if std::env::var_os("MEMWAL_QUIET_HOOK_CHILD").is_none() {
+            return;
+        }
+        let quiet = catch_quietly(|| panic!("quiet-marker"));
+        assert!(quiet.is_err());
+        let nested = catch_quietly(|| catch_quietly(|| panic!("quiet-marker")).is_err());
+        assert_eq!(nested.ok(), Some(true));
+        let loud = std::panic::catch_unwind(|| panic!("loud-marker"));
+        assert!(loud.is_err());
+    }
+
+    #[test]
+    fn a_caught_decoder_panic_prints_nothing_and_others_still_do() {
+        let exe = std::env::current_exe().expect("test binary");
+        let out = std::process::Command::new(exe)
+            .args([
+                "--exact",
+                "ipc::tests::panics_for_the_quiet_hook_test",
+                "--nocapture",
+            ])
+            .env("MEMWAL_QUIET_HOOK_CHILD", "1")
+            .output()
+            .expect("child");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        assert!(
+            !err.contains("quiet-marker"),
+            "a caught decoder panic was printed: {err}"
+        );
+        assert!(
+            err.contains("loud-marker"),
+            "another panic must still be reported: {err}"
+        );
+    }
 
     #[test]
     fn batches_with_different_dictionaries_make_one_file() {
