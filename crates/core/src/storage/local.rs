@@ -258,19 +258,8 @@ impl Storage for LocalStorage {
     }
 
     fn put_new(&self, path: &str, data: &[u8]) -> Result<PutNew> {
-        let full = self.full(path);
-        self.ensure_parent(&full)?;
-        if full.exists() {
-            return Ok(PutNew::AlreadyExists);
-        }
-        // Write a private temporary file, make it durable, then hard-link it
-        // into place.
-        let tmp = tmp_name(&full);
-        if let Err(e) = write_synced(&tmp, data) {
-            let _ = fs::remove_file(&tmp);
-            return Err(self.relabel(e));
-        }
-        self.link_into_place(&tmp, &full)
+        // A private temporary file made durable, then hard-linked into place.
+        self.put_new_after(path, data, &[])
     }
 
     fn get(&self, path: &str) -> Result<Option<Bytes>> {
