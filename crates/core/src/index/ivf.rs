@@ -6,7 +6,7 @@
 //! first by the index's (approximate) distance; the caller re-ranks them
 //! exactly. Cosine indexes hold unit vectors (cosine is then L2 / 2).
 
-use super::hnsw::{self, Graph, HnswParams, Sq};
+use super::hnsw::{self, Graph, HnswParams, Space as _, Sq};
 use super::kmeans::{self, par_ranges, Rng};
 use super::pq::Pq;
 use crate::error::{Error, Result};
@@ -117,7 +117,8 @@ impl Delta {
     pub fn then(mut self, next: Delta) -> Result<Delta> {
         match (&mut self.payload, next.payload) {
             (Payload::Flat(a), Payload::Flat(b)) => a.extend(b),
-            (Payload::Pq { codes: a, .. }, Payload::Pq { codes: b, .. }) => a.extend(b),
+            (Payload::Pq { codes: a, .. }, Payload::Pq { codes: b, .. })
+            | (Payload::Hnsw { codes: a, .. }, Payload::Hnsw { codes: b, .. }) => a.extend(b),
             _ => return Err(Error::internal("deltas of different payloads")),
         }
         self.row_ids.extend(next.row_ids);
@@ -333,18 +334,9 @@ impl IvfIndex {
         self.merged(Some(keep), add, &parts, &new_payload)
     }
 
-    /// Whether rows can be added as a [`Delta`] (flat and PQ payloads: an
-    /// HNSW graph is relinked over its rows instead).
-    pub fn takes_deltas(&self) -> bool {
-        !matches!(self.payload, Payload::Hnsw { .. })
-    }
-
     /// `add` assigned and encoded as this index would hold it, for a delta
-    /// file (flat and PQ payloads only).
+    /// file (vectors, PQ codes, or SQ codes that no graph links yet).
     pub fn encode_delta(&self, add: &Vectors) -> Result<Delta> {
-        if !self.takes_deltas() {
-            return Err(Error::internal("an IVF_HNSW_SQ index takes no deltas"));
-        }
         let isa = kernels::isa();
         let nlist = self.num_partitions();
         let parts = kmeans::assign(isa, &add.data, self.dim, &self.centroids_packed, nlist)?.0;
@@ -357,13 +349,13 @@ impl IvfIndex {
     }
 
     /// The index with a delta's rows added as they are (nothing re-encoded);
-    /// its partitions must be in range (the reader checks them).
+    /// its partitions must be in range (the reader checks them). For
+    /// IVF_HNSW_SQ the graphs stay as they are: a partition's rows past its
+    /// graph's nodes (its tail) are searched by a scan of their codes until
+    /// a rewrite links them.
     pub fn with_delta(&self, d: &Delta) -> Result<IvfIndex> {
         let nlist = self.num_partitions() as u32;
-        if !self.takes_deltas()
-            || d.parts.len() != d.row_ids.len()
-            || d.parts.iter().any(|p| *p >= nlist)
-        {
+        if d.parts.len() != d.row_ids.len() || d.parts.iter().any(|p| *p >= nlist) {
             return Err(Error::internal("a delta that does not fit its index"));
         }
         let add = Vectors {
@@ -375,7 +367,9 @@ impl IvfIndex {
 
     /// The rows `keep` accepts (`None`: every row, copied a partition at a
     /// time) plus `add`'s, in partitions `parts`, with their payload
-    /// `new_payload` (graphs relinked for HNSW).
+    /// `new_payload`. HNSW graphs: relinked over every row when `keep` is
+    /// given; else kept (each partition's rows keep their places, the new
+    /// ones follow as its unlinked tail).
     fn merged(
         &self,
         keep: Option<&dyn Fn(u64) -> bool>,
@@ -430,6 +424,14 @@ impl IvfIndex {
                 pq: pq.clone(),
                 codes: bytes,
             },
+            Payload::Hnsw {
+                sq, params, graphs, ..
+            } if keep.is_none() => Payload::Hnsw {
+                graphs: graphs.clone(),
+                sq: sq.clone(),
+                codes: bytes,
+                params: *params,
+            },
             Payload::Hnsw { sq, params, .. } => {
                 let exact = self.graph_vectors(&by_part, add, &row_ids, keep.unwrap_or(&|_| true));
                 let isa = kernels::isa();
@@ -450,11 +452,12 @@ impl IvfIndex {
     }
 
     /// The same index with each row id mapped by `map` (`None`: the row is
-    /// gone), nothing re-encoded: when every row stays, the payload (graphs
-    /// included) is kept as it is; otherwise the rows that stay are copied
-    /// and, for IVF_HNSW_SQ, the graphs relinked over them.
+    /// gone), nothing re-encoded: when every row stays (and every row is in
+    /// its graph), the payload (graphs included) is kept as it is;
+    /// otherwise the rows that stay are copied and, for IVF_HNSW_SQ, the
+    /// graphs relinked over them (a whole index is written with full graphs).
     pub fn remapped(&self, map: &dyn Fn(u64) -> Option<u64>) -> Result<IvfIndex> {
-        let mut out = if self.row_ids.iter().all(|&id| map(id).is_some()) {
+        let mut out = if self.row_ids.iter().all(|&id| map(id).is_some()) && !self.has_tails() {
             self.clone()
         } else {
             let keep = |id: u64| map(id).is_some();
@@ -464,6 +467,18 @@ impl IvfIndex {
             *id = map(*id).ok_or_else(|| Error::internal("a dropped row stayed in the index"))?;
         }
         Ok(out)
+    }
+
+    /// Whether some IVF_HNSW_SQ partition holds rows its graph does not
+    /// link (added by a delta).
+    pub fn has_tails(&self) -> bool {
+        match &self.payload {
+            Payload::Hnsw { graphs, .. } => graphs
+                .iter()
+                .enumerate()
+                .any(|(p, g)| g.links.len() < self.offsets[p + 1] - self.offsets[p]),
+            _ => false,
+        }
     }
 
     /// The trained parts alone (no rows).
@@ -670,8 +685,23 @@ impl IvfIndex {
         let dot = self.distance == DistanceType::Dot;
         let codes = &codes[rows.start * self.dim..rows.end * self.dim];
         let space = hnsw::Quantised::new(codes, sq, q, dot, isa);
-        let (graph, len) = (&graphs[p], rows.len());
+        let (graph, len) = (&graphs[p], graphs[p].links.len().min(rows.len()));
         let id = |n: &hnsw::Near32| self.row_ids[rows.start + n.1 as usize];
+        // The tail (rows a delta added, no graph links yet): every row scanned.
+        for i in len..rows.len() {
+            let n = hnsw::Near32(space.dist(q, i as u32, &mut []), i as u32);
+            if top.worst().is_none_or(|w| f64::from(n.0) <= w) && keep(id(&n)) {
+                top.push(Hit {
+                    dist: f64::from(n.0),
+                    row_id: id(&n),
+                    tier: 0,
+                    row: 0,
+                });
+            }
+        }
+        if len == 0 {
+            return;
+        }
         let mut ef = (*ef).max(top.cap()).min(len);
         loop {
             let found = hnsw::search(graph, &space, q, ef, sc);

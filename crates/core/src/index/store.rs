@@ -199,7 +199,7 @@ fn delta_schema(kind: &str, dim: usize, w: usize) -> Result<SchemaRef> {
     let part = Field::new("part", DataType::UInt32, false);
     match kind {
         "IVF_FLAT" => Ok(schema(vec![id, part, fsl("vector", dim)?])),
-        "IVF_PQ" => Ok(schema(vec![id, part, fsb("code", w)?])),
+        "IVF_PQ" | "IVF_HNSW_SQ" => Ok(schema(vec![id, part, fsb("code", w)?])),
         other => Err(Error::invalid(format!("no delta files for type {other}"))),
     }
 }
@@ -218,6 +218,7 @@ pub fn write_delta(
             (ix.dim, vectors(sc.field(2), v.clone())?)
         }
         (Payload::Pq { pq, .. }, Payload::Pq { codes: c, .. }) => (pq.m, codes(pq.m, c)?),
+        (Payload::Hnsw { .. }, Payload::Hnsw { codes: c, .. }) => (ix.dim, codes(ix.dim, c)?),
         _ => {
             return Err(Error::internal(
                 "a delta of another payload than its index's",
@@ -279,8 +280,18 @@ fn apply_deltas(
                     codes: c,
                 }
             }
-            Payload::Hnsw { .. } => {
-                return Err(corrupt("an IVF_HNSW_SQ index with a delta file".into()))
+            Payload::Hnsw { sq, params, .. } => {
+                // Any byte is a scalar-quantiser code; only the size is checked.
+                let c = b.column(2).as_fixed_size_binary().value_data().to_vec();
+                if c.len() != row_ids.len() * ix.dim {
+                    return Err(corrupt("a delta's codes are not one per dimension".into()));
+                }
+                Payload::Hnsw {
+                    sq: sq.clone(),
+                    codes: c,
+                    graphs: Vec::new(),
+                    params: *params,
+                }
             }
         };
         let d = Delta {

@@ -594,7 +594,7 @@ impl NativeTable {
     /// memory), or is sorted again from the live rows once rows are gone or
     /// [`MAX_INDEX_DELTAS`] deltas exist; an FTS index gets one more segment.
     /// Returns every file, those written, and the index in memory when this
-    /// wrote it whole or merged it (an IVF delta or an FTS segment: none).
+    /// wrote it whole or merged it (an FTS segment: none).
     fn refresh_index(
         &self,
         snap: &Snapshot,
@@ -615,12 +615,22 @@ impl NativeTable {
             IndexData::Vector(v) => {
                 let (col, _) = vector_column(snap, &ix.meta.columns[0])?;
                 let add = vectors_of(snap, col, v.distance, Some(fresh))?;
-                if takes_delta(ix, v, stale) {
-                    // Only the new rows, as one more file of the index.
-                    let new = store::write_delta(storage, self.dir(), v, &v.encode_delta(&add)?)?;
+                if takes_delta(ix, stale) {
+                    // Only the new rows, as one more file of the index; in
+                    // memory, merged here (off the read path) so the next
+                    // search does not decode the whole index again.
+                    let delta = v.encode_delta(&add)?;
+                    let new = store::write_delta(storage, self.dir(), v, &delta)?;
+                    let merged = match v.with_delta(&delta) {
+                        Ok(m) => m,
+                        Err(e) => {
+                            store::remove(storage, self.dir(), &new);
+                            return Err(e);
+                        }
+                    };
                     let mut all = ix.meta.files.clone();
                     all.extend(new.iter().cloned());
-                    return Ok((all, new, None));
+                    return Ok((all, new, Some(IndexData::Vector(Arc::new(merged)))));
                 }
                 let keep = |id: u64| {
                     snap.fragment(id >> 32)
@@ -659,12 +669,12 @@ impl NativeTable {
 pub const MAX_INDEX_DELTAS: usize = 8;
 
 /// Whether a fold of `ix` writes a delta (the new rows alone) rather than
-/// the whole index: a flat or PQ index, no fragment of it gone from the
+/// the whole index (for IVF_HNSW_SQ: the graphs relinked): no fragment of it gone from the
 /// table (`stale`: its entries are dropped by a rewrite), and fewer than
 /// [`MAX_INDEX_DELTAS`] deltas so far.
-fn takes_delta(ix: &LoadedIndex, v: &IvfIndex, stale: bool) -> bool {
+fn takes_delta(ix: &LoadedIndex, stale: bool) -> bool {
     let deltas = ix.meta.files.iter().filter(|f| f.is_delta()).count();
-    v.takes_deltas() && !stale && deltas < MAX_INDEX_DELTAS
+    !stale && deltas < MAX_INDEX_DELTAS
 }
 
 /// The manifest entry of a new index built over `snap`.

@@ -1092,8 +1092,8 @@ fn a_compaction_remaps_indexes_and_every_answer_stays() {
 /// `MAX_INDEX_DELTAS` deltas the next fold rewrites the index whole. Every
 /// fold leaves no row unindexed, probing every partition answers what an
 /// exact search answers, and a fresh handle reads the deltas back to the
-/// same answers. IVF_HNSW_SQ relinks its graphs instead (no delta; its
-/// answers after a fold are `hnsw_graphs_search_persist_and_fold`'s).
+/// same answers. An IVF_HNSW_SQ delta's rows are a tail its graphs do not
+/// link, scanned whole until the rewrite relinks them.
 #[test]
 fn folds_write_deltas_and_every_answer_stays_exact() {
     use memwal_core::table::indices::MAX_INDEX_DELTAS;
@@ -1136,9 +1136,7 @@ fn folds_write_deltas_and_every_answer_stays_exact() {
                 .iter()
                 .filter(|f| f.path.ends_with("-delta.arrow"))
                 .collect();
-            let want = if kind == IndexType::IvfHnswSq {
-                0
-            } else if i <= MAX_INDEX_DELTAS {
+            let want = if i <= MAX_INDEX_DELTAS {
                 i
             } else {
                 i - MAX_INDEX_DELTAS - 1
@@ -1156,9 +1154,6 @@ fn folds_write_deltas_and_every_answer_stays_exact() {
             let info = &t.list_indices_sync().expect("list")[0];
             assert_eq!(info.num_unindexed_rows, 0, "{kind:?} fold {i}");
             assert_eq!(info.num_segments, 1 + want as u64);
-            if kind == IndexType::IvfHnswSq {
-                continue; // graph search is approximate: its fold is tested elsewhere
-            }
             // Each new row is found through the index (20 candidates, fewer
             // than the rows: no fallback to an exact scan) at distance 0.
             let through_index = |t: &NativeTable, v: &[f32]| {
@@ -1178,26 +1173,27 @@ fn folds_write_deltas_and_every_answer_stays_exact() {
             }
             let refine = (kind == IndexType::IvfPq).then_some(200);
             let exact = distances(&t, &q, 10, None);
-            assert_eq!(
-                distances(&t, &q, 10, Some(refine)),
-                exact,
-                "{kind:?} fold {i}"
-            );
+            let indexed = distances(&t, &q, 10, Some(refine));
+            if kind == IndexType::IvfHnswSq {
+                // A graph search is approximate: most of the exact top.
+                let found = exact.iter().filter(|d| indexed.contains(d)).count();
+                assert!(found >= 8, "{kind:?} fold {i}: {indexed:?} against {exact:?}");
+            } else {
+                assert_eq!(indexed, exact, "{kind:?} fold {i}");
+            }
             let fresh = crate::support::open_db(dir.path().to_str().expect("p"))
                 .expect("db")
                 .open_table_sync("t")
                 .expect("reopen");
+            // A fresh handle reads the deltas back to the same answers.
             assert_eq!(
                 distances(&fresh, &q, 10, Some(refine)),
-                exact,
+                indexed,
                 "{kind:?} fold {i}, reopened"
             );
             for v in added.iter().step_by(7) {
                 assert_eq!(through_index(&fresh, v), 0.0, "{kind:?} fold {i}, reopened");
             }
-        }
-        if kind == IndexType::IvfHnswSq {
-            continue;
         }
         // A damaged delta is a Corrupt error naming it, never a silently smaller index.
         let last = files(&t)
