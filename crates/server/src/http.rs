@@ -482,11 +482,13 @@ async fn count_rows(
     let b: PredicateBody = json_body(&body)?;
     let t = state.table(&name)?;
     Ok(Json(
-        blocking(move || match at_version(&t, b.version)? {
-            Some(old) => Ok(old.count_rows_sync(b.predicate.as_deref())?),
-            None => t.memwal().count_rows(b.predicate.as_deref()),
-        })
-        .await?,
+        state
+            .reads
+            .run(move || match at_version(&t, b.version)? {
+                Some(old) => Ok(old.count_rows_sync(b.predicate.as_deref())?),
+                None => t.memwal().count_rows(b.predicate.as_deref()),
+            })
+            .await?,
     ))
 }
 
@@ -605,20 +607,22 @@ async fn query(
     let b: QueryBody = json_body(&body)?;
     let req = b.to_request()?;
     let t = state.table(&name)?;
-    let (schema, batches) = blocking(move || {
-        let batches = match at_version(&t, b.version)? {
-            Some(old) => old.query_sync(&req)?,
-            // use_lsm=false: the base table only, as LanceDB reads it.
-            None if req.base_only => t.memwal().base().query_sync(&req)?,
-            None => t.memwal().query(&req)?,
-        };
-        let schema = match batches.first() {
-            Some(b) => b.schema(),
-            None => answer_schema(&*t.memwal().base().schema_sync()?, &req)?,
-        };
-        Ok((schema, batches))
-    })
-    .await?;
+    let (schema, batches) = state
+        .reads
+        .run(move || {
+            let batches = match at_version(&t, b.version)? {
+                Some(old) => old.query_sync(&req)?,
+                // use_lsm=false: the base table only, as LanceDB reads it.
+                None if req.base_only => t.memwal().base().query_sync(&req)?,
+                None => t.memwal().query(&req)?,
+            };
+            let schema = match batches.first() {
+                Some(b) => b.schema(),
+                None => answer_schema(&*t.memwal().base().schema_sync()?, &req)?,
+            };
+            Ok((schema, batches))
+        })
+        .await?;
     let bytes = ipc::encode_file(&schema, &batches)?;
     Ok(([("content-type", ARROW_FILE)], bytes).into_response())
 }

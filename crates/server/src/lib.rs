@@ -4,7 +4,9 @@
 //!
 //! Modules: [`http`] (endpoints), [`state`] (the tables and the data
 //! folder's layout), [`served`] (the served table: one type, one order of
-//! writes), [`memwal`] (WAL, memtables, flush, overlay reads), [`metrics`]
+//! writes), [`memwal`] (WAL, memtables, flush, overlay reads), [`reads`]
+//! (the threads queries run on), [`priority`] (theirs and the background
+//! work's, below the write path), [`metrics`]
 //! (what `GET /metrics` reports), [`error`] (the one HTTP mapping).
 
 pub mod error;
@@ -12,6 +14,8 @@ pub mod http;
 pub mod memwal;
 pub mod metrics;
 pub mod namespace;
+pub mod priority;
+pub mod reads;
 pub mod served;
 pub mod state;
 
@@ -22,6 +26,12 @@ use std::sync::Arc;
 pub use error::{Error, Result};
 pub use memwal::{MemWalConfig, RecoveryMode};
 pub use served::ServedTable;
+
+/// The default [`ServerConfig::read_nice`] and
+/// [`MemWalConfig::background_nice`]: under contention the write path gets
+/// ~90% of a core against a query or flusher thread (the scheduler's
+/// weights for nice 0 and 10); an idle core still goes to them.
+pub const DEFAULT_READ_NICE: i32 = 10;
 
 /// Server settings.
 #[derive(Debug, Clone)]
@@ -52,6 +62,10 @@ pub struct ServerConfig {
     /// of this machine and another server can take a table over. `data_dir`
     /// is then not used.
     pub wal_storage: Option<Arc<dyn memwal_core::storage::Storage>>,
+    /// How much lower than the write path queries run (a Linux nice
+    /// increment, 0-19; 0: the same): searches then take the cores only
+    /// when acknowledged upserts do not want them (see [`reads`]).
+    pub read_nice: i32,
 }
 
 impl ServerConfig {
@@ -68,6 +82,7 @@ impl ServerConfig {
             storage: None,
             data_uri: None,
             wal_storage: None,
+            read_nice: DEFAULT_READ_NICE,
         }
     }
 }

@@ -102,6 +102,17 @@ struct Args {
     /// table and keeps more deleted rows on disk).
     #[arg(long, env = "MEMWAL_COMPACTION_DELETIONS_THRESHOLD", default_value_t = BACKGROUND_DELETIONS_THRESHOLD)]
     compaction_deletions_threshold: f64,
+    /// How much lower queries run than the write path: a Linux nice increment for the query threads
+    /// (0-19; 0: the same priority). Under contention the scheduler gives the acknowledged upserts the
+    /// cores first; idle cores still go to queries.
+    #[arg(long, env = "MEMWAL_READ_NICE", default_value_t = memwal_server::DEFAULT_READ_NICE,
+          value_parser = clap::value_parser!(i32).range(0..=19))]
+    read_nice: i32,
+    /// The same for each table's background work (flushes into the table, compaction, index folds,
+    /// cleanup): a nice increment for its flusher thread (0-19; 0: the same priority).
+    #[arg(long, env = "MEMWAL_BACKGROUND_NICE", default_value_t = memwal_server::DEFAULT_READ_NICE,
+          value_parser = clap::value_parser!(i32).range(0..=19))]
+    background_nice: i32,
     /// On SIGTERM, time allowed to merge buffered rows before exiting, in ms.
     #[arg(long, env = "MEMWAL_SHUTDOWN_FLUSH_MS", default_value_t = 30_000)]
     shutdown_flush_ms: u64,
@@ -115,6 +126,11 @@ impl Args {
         cfg.api_key = self.api_key.clone();
         cfg.max_body_bytes = self.max_body_bytes;
         cfg.body_timeout = Duration::from_millis(self.body_timeout_ms);
+        cfg.read_nice = self.read_nice;
+        cfg.memwal.background_nice = self.background_nice;
+        if !memwal_server::priority::SUPPORTED && (self.read_nice > 0 || self.background_nice > 0) {
+            tracing::warn!("--read-nice and --background-nice are not applied: per-thread priorities are Linux only");
+        }
         cfg.memwal.flush_rows = self.flush_rows.max(1);
         cfg.memwal.flush_bytes = self.flush_bytes.max(1);
         cfg.memwal.flush_interval = Duration::from_millis(self.flush_interval_ms.max(1));

@@ -35,6 +35,8 @@ pub struct AppState {
     /// holds it alone, so either the creation lands before the drop (and is
     /// dropped with it) or after (and finds no namespace), never between.
     ns_gate: tokio::sync::RwLock<()>,
+    /// The threads queries run on, below the write path's priority.
+    pub reads: Arc<crate::reads::ReadPool>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -96,7 +98,10 @@ impl AppState {
             }
             .with_read_consistency(ReadConsistency::OwnWritesOnly),
         );
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let reads = crate::reads::ReadPool::new(cores, config.read_nice.clamp(0, 19))?;
         let mut state = Self {
+            reads,
             namespaces: Namespaces::new(
                 config.data_dir.clone(),
                 db.clone(),

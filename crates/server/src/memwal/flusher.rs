@@ -20,6 +20,8 @@ use crate::error::{Error, Result};
 const FOLD_EVERY: Duration = Duration::from_secs(1);
 
 pub(crate) fn flusher_loop(shared: Arc<Shared>) {
+    // Background work: below the write path when the cores are contended.
+    crate::priority::lower(shared.cfg.background_nice);
     let mut last_fold = Instant::now();
     let mut last_cleanup = Instant::now();
     loop {

@@ -89,6 +89,10 @@ pub struct MemWalConfig {
     /// Background compaction (at the cleanup's pace): how small a fragment
     /// must be, how many must qualify, when deleted rows force a rewrite.
     pub compaction: memwal_core::table::compact::CompactOptions,
+    /// How much lower than the write path each table's flusher thread
+    /// (flushes, compaction, index folds, cleanup) runs: a Linux nice
+    /// increment, 0-19 (see [`crate::priority`]).
+    pub background_nice: i32,
 }
 
 /// The deleted share past which background compaction rewrites a fragment.
@@ -118,6 +122,7 @@ impl Default for MemWalConfig {
                 max_bytes_per_run: BACKGROUND_RUN_BYTES,
                 ..Default::default()
             },
+            background_nice: crate::DEFAULT_READ_NICE,
         }
     }
 }

@@ -225,6 +225,81 @@ async fn sigterm_flushes_and_options_come_from_the_environment() {
     assert_eq!(t.count_rows_sync(None).expect("count"), 21);
 }
 
+/// The binary's query threads run `--read-nice` below the rest and each
+/// table's flusher `--background-nice` below (the threads answering HTTP
+/// and writing the WAL keep the process's priority); a value out of 0-19
+/// is refused by name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn query_and_background_threads_run_below_the_write_path() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_memwal-server"))
+        .args(["--data", dir.path().to_str().expect("p"), "--port", "0"])
+        .args(["--read-nice", "7", "--background-nice", "3"])
+        .env("MEMWAL_LOG", "warn")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn memwal-server");
+    let out = child.stdout.take().expect("stdout");
+    let mut line = String::new();
+    BufReader::new(out).read_line(&mut line).expect("line");
+    let url = line.trim().rsplit(' ').next().expect("url").to_string();
+    // A table and a MemWAL upsert, for its writer and flusher threads.
+    let c = Client::new(&url);
+    c.create("t", &[(0, 0)]).await;
+    c.upsert("t", &[(1, 1)], true).await;
+    // Each thread's name and nice value (the 19th field of its stat).
+    let mut threads = Vec::new();
+    for t in std::fs::read_dir(format!("/proc/{}/task", child.id())).expect("tasks") {
+        let stat = std::fs::read_to_string(t.expect("task").path().join("stat")).expect("stat");
+        let (head, rest) = stat.rsplit_once(')').expect("comm");
+        let name = head.split_once('(').expect("(").1.to_string();
+        let nice: i32 = rest
+            .split_whitespace()
+            .nth(16)
+            .expect("nice")
+            .parse()
+            .expect("int");
+        threads.push((name, nice));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let base = threads
+        .iter()
+        .find(|(n, _)| n == "memwal-server")
+        .expect("main")
+        .1;
+    let want = |name: &str| {
+        if name.starts_with("memwal-read") {
+            (base + 7).min(19)
+        } else if name.starts_with("memwal-flusher") {
+            (base + 3).min(19)
+        } else {
+            base
+        }
+    };
+    for kind in ["memwal-read", "memwal-flusher", "memwal-writer", "tokio"] {
+        assert!(
+            threads.iter().any(|(n, _)| n.starts_with(kind)),
+            "no {kind}: {threads:?}"
+        );
+    }
+    assert!(
+        threads.iter().all(|(n, nice)| *nice == want(n)),
+        "{threads:?}"
+    );
+    let bad = Command::new(env!("CARGO_BIN_EXE_memwal-server"))
+        .args([
+            "--data",
+            dir.path().to_str().expect("p"),
+            "--read-nice",
+            "20",
+        ])
+        .output()
+        .expect("run");
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--read-nice"));
+}
+
 /// What the binary refuses before it starts, each by name: an object store without a WAL
 /// location, a WAL at the tables' own location, a secret on the command line, an unknown option key.
 #[test]
