@@ -89,18 +89,7 @@ fn internal(m: &str) -> Error {
 mod tests {
     use super::*;
 
-    /// The calling thread's nice value, from `/proc/thread-self/stat` (the
-    /// 19th field; the command name before it may hold spaces).
-    fn nice_here() -> i32 {
-        let stat = std::fs::read_to_string("/proc/thread-self/stat").expect("stat");
-        let after = stat.rsplit_once(')').expect("comm").1;
-        after
-            .split_whitespace()
-            .nth(16)
-            .expect("nice")
-            .parse()
-            .expect("int")
-    }
+    use crate::priority::nice_here;
 
     /// A job's answer comes back; a panicking job is an error, and the
     /// pool goes on; the job runs niced, and so do the threads it starts

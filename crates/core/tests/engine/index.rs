@@ -1177,7 +1177,10 @@ fn folds_write_deltas_and_every_answer_stays_exact() {
             if kind == IndexType::IvfHnswSq {
                 // A graph search is approximate: most of the exact top.
                 let found = exact.iter().filter(|d| indexed.contains(d)).count();
-                assert!(found >= 8, "{kind:?} fold {i}: {indexed:?} against {exact:?}");
+                assert!(
+                    found >= 8,
+                    "{kind:?} fold {i}: {indexed:?} against {exact:?}"
+                );
             } else {
                 assert_eq!(indexed, exact, "{kind:?} fold {i}");
             }
