@@ -290,7 +290,7 @@ impl IvfIndex {
                     || graphs
                         .iter()
                         .enumerate()
-                        .any(|(p, g)| g.links.len() != offsets[p + 1] - offsets[p])
+                        .any(|(p, g)| g.links.len() > offsets[p + 1] - offsets[p])
                 {
                     return Err("the graphs do not match the partitions".into());
                 }
@@ -452,12 +452,12 @@ impl IvfIndex {
     }
 
     /// The same index with each row id mapped by `map` (`None`: the row is
-    /// gone), nothing re-encoded: when every row stays (and every row is in
-    /// its graph), the payload (graphs included) is kept as it is;
+    /// gone), nothing re-encoded: when every row stays, the payload (graphs
+    /// included, and the rows they do not link yet) is kept as it is;
     /// otherwise the rows that stay are copied and, for IVF_HNSW_SQ, the
-    /// graphs relinked over them (a whole index is written with full graphs).
+    /// graphs relinked over them.
     pub fn remapped(&self, map: &dyn Fn(u64) -> Option<u64>) -> Result<IvfIndex> {
-        let mut out = if self.row_ids.iter().all(|&id| map(id).is_some()) && !self.has_tails() {
+        let mut out = if self.row_ids.iter().all(|&id| map(id).is_some()) {
             self.clone()
         } else {
             let keep = |id: u64| map(id).is_some();
@@ -469,16 +469,48 @@ impl IvfIndex {
         Ok(out)
     }
 
-    /// Whether some IVF_HNSW_SQ partition holds rows its graph does not
-    /// link (added by a delta).
-    pub fn has_tails(&self) -> bool {
-        match &self.payload {
-            Payload::Hnsw { graphs, .. } => graphs
-                .iter()
-                .enumerate()
-                .any(|(p, g)| g.links.len() < self.offsets[p + 1] - self.offsets[p]),
-            _ => false,
+    /// The entries `to` moves (`Some(new id)`), under their new ids, in
+    /// their partitions, their payload copied (nothing re-encoded): a
+    /// compaction's delta. Their old entries stay, dead (their fragments
+    /// leave the table, and searches take only rows of the table's
+    /// fragments), until the index is written whole again.
+    pub fn relocated(&self, to: &dyn Fn(u64) -> Option<u64>) -> Delta {
+        let (mut row_ids, mut parts) = (Vec::new(), Vec::new());
+        let (mut floats, mut bytes) = (Vec::new(), Vec::new());
+        for p in 0..self.num_partitions() {
+            for r in self.offsets[p]..self.offsets[p + 1] {
+                if let Some(n) = to(self.row_ids[r]) {
+                    row_ids.push(n);
+                    parts.push(p as u32);
+                    self.copy_rows(r, r + 1, &mut floats, &mut bytes);
+                }
+            }
         }
+        let payload = match &self.payload {
+            Payload::Flat(_) => Payload::Flat(floats),
+            Payload::Pq { pq, .. } => Payload::Pq {
+                pq: pq.clone(),
+                codes: bytes,
+            },
+            Payload::Hnsw { sq, params, .. } => Payload::Hnsw {
+                sq: sq.clone(),
+                codes: bytes,
+                graphs: Vec::new(),
+                params: *params,
+            },
+        };
+        Delta {
+            row_ids,
+            parts,
+            payload,
+        }
+    }
+
+    /// Whether rows are found by scanning partitions (IVF_FLAT, IVF_PQ), so
+    /// dead entries cost a scan each; an IVF_HNSW_SQ graph full of dead
+    /// nodes would have to be walked whole.
+    pub fn scans_partitions(&self) -> bool {
+        !matches!(self.payload, Payload::Hnsw { .. })
     }
 
     /// The trained parts alone (no rows).
@@ -865,6 +897,45 @@ mod tests {
             Payload::Flat(vec![]),
         );
         assert!(flat.is_err());
+    }
+
+    /// A compaction's delta holds the moved entries alone, under their new
+    /// ids, in their partitions, with their codes; merged, the old entries
+    /// stay (dead) until a whole rewrite's map drops them.
+    #[test]
+    fn relocated_entries_keep_partition_and_payload() {
+        let ix = IvfIndex::from_parts(
+            DistanceType::L2,
+            2,
+            vec![0.0, 0.0, 5.0, 5.0],
+            vec![0, 2, 3],
+            vec![10, 11, 20],
+            Payload::Flat(vec![0.1, 0.2, 0.3, 0.4, 5.1, 5.2]),
+        )
+        .expect("index");
+        // Fragment 0's rows 10 and 20 move to 100 and 200; 11 stays.
+        let to = |id: u64| match id {
+            10 => Some(100),
+            20 => Some(200),
+            _ => None,
+        };
+        let d = ix.relocated(&to);
+        assert_eq!(
+            (d.row_ids.clone(), d.parts.clone()),
+            (vec![100, 200], vec![0, 1])
+        );
+        let Payload::Flat(v) = &d.payload else {
+            panic!("flat")
+        };
+        assert_eq!(v, &vec![0.1, 0.2, 5.1, 5.2]);
+        let merged = ix.with_delta(&d).expect("merge");
+        assert_eq!(merged.row_ids, vec![10, 11, 100, 20, 200]);
+        // A whole rewrite drops the dead entries (10, 20: gone from the table).
+        let live = |id: u64| (id == 11 || id >= 100).then_some(id);
+        assert_eq!(
+            merged.remapped(&live).expect("remap").row_ids,
+            vec![11, 100, 200]
+        );
     }
 
     #[test]

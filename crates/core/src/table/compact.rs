@@ -7,10 +7,16 @@
 //!
 //! One commit deletes every row of the compacted fragments (which drops
 //! them) and adds their live rows as new fragments, so readers see the same
-//! rows before and after. Row ids of the moved rows change; as Lance does,
-//! the same commit rewrites every index covering them with the ids remapped
-//! (no vector is re-encoded; an HNSW graph is relinked only when deleted
-//! rows leave it), so the moved rows stay indexed. Only fragments of one
+//! rows before and after. Row ids of the moved rows change, and the same
+//! commit keeps every index covering them valid, nothing re-encoded: a
+//! vector index gets one more delta file, the moved rows' entries under
+//! their new ids (their old entries stay, dead, until the index is next
+//! written whole: a fraction of the index per compaction, where a rewrite
+//! costs all of it each time and the retention keeps every rewrite); past
+//! `MAX_INDEX_DELTAS` deltas, and for IVF_HNSW_SQ (a graph of dead nodes
+//! would be walked whole), BTREE and FTS indexes, it is rewritten with the
+//! ids remapped, as Lance does (an HNSW graph relinked only when rows
+//! leave it). Only fragments of one
 //! index coverage are compacted together (an index covers all of them or
 //! none). The cached key index is updated with the rows' new addresses.
 
@@ -28,6 +34,7 @@ use crate::api::OptimizeStats;
 use crate::deadline::Deadline;
 use crate::error::Result;
 use crate::fragment::LoadedFragment;
+use crate::index::ivf::IvfIndex;
 use crate::index::store;
 use crate::keys::{KeyEncoder, KeyIndex, RowAddr};
 use crate::manifest::IndexMeta;
@@ -240,9 +247,16 @@ impl NativeTable {
             return Ok(None);
         }
         let moved = moves(snap, picked);
+        // Where a moved row goes (`None`: it stays, or it was deleted).
+        let to = |id: u64| {
+            let rows = moved.get(&(id >> 32))?;
+            rows.get((id & 0xffff_ffff) as usize).copied().flatten()
+        };
+        // A whole rewrite: moved rows remapped, entries of fragments no
+        // longer in the table (dead ones a compaction delta left) dropped.
         let map = |id: u64| match moved.get(&(id >> 32)) {
             Some(rows) => rows.get((id & 0xffff_ffff) as usize).copied().flatten(),
-            None => Some(id),
+            None => snap.fragment(id >> 32).is_some().then_some(id),
         };
         let storage = self.inner.storage.as_ref();
         let mut list = Vec::with_capacity(snap.indices.len());
@@ -251,6 +265,11 @@ impl NativeTable {
             let mut meta = ix.meta.as_ref().clone();
             if covered(ix) {
                 let (files, data) = match &ix.data {
+                    IndexData::Vector(v)
+                        if v.scans_partitions() && super::indices::takes_delta(ix, false) =>
+                    {
+                        relocate(storage, self.dir(), ix, v, &to)?
+                    }
                     IndexData::Vector(v) => {
                         let r = v.remapped(&map)?;
                         let files = store::write(storage, self.dir(), &r)?;
@@ -275,6 +294,35 @@ impl NativeTable {
         }
         Ok(Some((list, built)))
     }
+}
+
+/// A vector index after a compaction, as one more delta file: the moved
+/// rows' entries under their new ids (see [`IvfIndex::relocated`]; a
+/// fraction of the index, where a whole rewrite costs all of it, and the
+/// retention keeps each rewrite), merged in memory. With no row to move,
+/// the index stays as it is.
+fn relocate(
+    storage: &dyn crate::storage::Storage,
+    dir: &str,
+    ix: &LoadedIndex,
+    v: &IvfIndex,
+    to: &dyn Fn(u64) -> Option<u64>,
+) -> Result<(Vec<crate::manifest::IndexFile>, Option<IndexData>)> {
+    let d = v.relocated(to);
+    if d.row_ids.is_empty() {
+        return Ok((ix.meta.files.clone(), None));
+    }
+    let new = store::write_delta(storage, dir, v, &d)?;
+    let merged = match v.with_delta(&d) {
+        Ok(m) => m,
+        Err(e) => {
+            store::remove(storage, dir, &new);
+            return Err(e);
+        }
+    };
+    let mut files = ix.meta.files.clone();
+    files.extend(new);
+    Ok((files, Some(IndexData::Vector(Arc::new(merged)))))
 }
 
 /// Teaches the cached key index the moved rows' new addresses (or drops it

@@ -672,7 +672,7 @@ pub const MAX_INDEX_DELTAS: usize = 8;
 /// the whole index (for IVF_HNSW_SQ: the graphs relinked): no fragment of it gone from the
 /// table (`stale`: its entries are dropped by a rewrite), and fewer than
 /// [`MAX_INDEX_DELTAS`] deltas so far.
-fn takes_delta(ix: &LoadedIndex, stale: bool) -> bool {
+pub(crate) fn takes_delta(ix: &LoadedIndex, stale: bool) -> bool {
     let deltas = ix.meta.files.iter().filter(|f| f.is_delta()).count();
     !stale && deltas < MAX_INDEX_DELTAS
 }

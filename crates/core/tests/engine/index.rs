@@ -1025,8 +1025,9 @@ fn hits(t: &NativeTable, queries: &[Vec<f32>]) -> Vec<Vec<(i64, f32)>> {
     queries.iter().map(one).collect()
 }
 
-/// A compaction keeps the moved rows indexed (the same commit rewrites
-/// each index with their ids remapped; no vector is re-encoded): every
+/// A compaction keeps the moved rows indexed (the same commit writes an
+/// IVF_FLAT / IVF_PQ delta of their entries under their new ids, rewrites
+/// the others with their ids remapped; no vector is re-encoded): every
 /// index answers as before it (same ids, distances and order), reports no
 /// unindexed row, and the deleted rows it dropped are gone from it.
 #[test]
@@ -1065,6 +1066,12 @@ fn a_compaction_remaps_indexes_and_every_answer_stays() {
             ids
         };
         let (before, before_f) = (hits(&t, &queries), filtered(&t));
+        let vector_files = |t: &NativeTable| {
+            let m = t.manifest().expect("manifest");
+            let ix = m.indices.iter().find(|i| i.columns[0] == "v").expect("v");
+            ix.files.iter().map(|f| f.path.clone()).collect::<Vec<_>>()
+        };
+        let files_before = vector_files(&t);
         let s = t
             .compact_sync(&CompactOptions {
                 target_rows_per_fragment: 10_000,
@@ -1072,6 +1079,23 @@ fn a_compaction_remaps_indexes_and_every_answer_stays() {
             })
             .expect("compact");
         assert_eq!((s.fragments_removed, s.fragments_added), (3, 1), "{kind:?}");
+        // IVF_FLAT / IVF_PQ: one more (delta) file, the index's own kept;
+        // IVF_HNSW_SQ: written again, remapped.
+        let files_after = vector_files(&t);
+        if kind == IndexType::IvfHnswSq {
+            assert!(
+                files_after.iter().all(|f| !files_before.contains(f)),
+                "{kind:?}"
+            );
+        } else {
+            assert_eq!(
+                files_after[..files_before.len()],
+                files_before[..],
+                "{kind:?}"
+            );
+            assert_eq!(files_after.len(), files_before.len() + 1, "{kind:?}");
+            assert!(files_after[files_before.len()].ends_with("-delta.arrow"));
+        }
         for ix in t.list_indices_sync().expect("list") {
             assert_eq!(ix.num_unindexed_rows, 0, "{kind:?} {}", ix.name);
             assert_eq!(ix.num_indexed_rows, 1_200 - 172, "{kind:?} {}", ix.name);
