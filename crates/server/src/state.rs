@@ -98,8 +98,11 @@ impl AppState {
             }
             .with_read_consistency(ReadConsistency::OwnWritesOnly),
         );
+        // Twice the cores, at least 8: a query waiting on an object store holds its
+        // thread, and a cheap one (a count) should not queue behind a few long ones.
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let reads = crate::reads::ReadPool::new(cores, config.read_nice.clamp(0, 19))?;
+        let threads = (2 * cores).max(8);
+        let reads = crate::reads::ReadPool::new(threads, config.read_nice.clamp(0, 19))?;
         let mut state = Self {
             reads,
             namespaces: Namespaces::new(

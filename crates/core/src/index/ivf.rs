@@ -290,7 +290,7 @@ impl IvfIndex {
                     || graphs
                         .iter()
                         .enumerate()
-                        .any(|(p, g)| g.links.len() > offsets[p + 1] - offsets[p])
+                        .any(|(p, g)| g.links.len() != offsets[p + 1] - offsets[p])
                 {
                     return Err("the graphs do not match the partitions".into());
                 }
@@ -452,12 +452,12 @@ impl IvfIndex {
     }
 
     /// The same index with each row id mapped by `map` (`None`: the row is
-    /// gone), nothing re-encoded: when every row stays, the payload (graphs
-    /// included, and the rows they do not link yet) is kept as it is;
-    /// otherwise the rows that stay are copied and, for IVF_HNSW_SQ, the
-    /// graphs relinked over them.
+    /// gone), nothing re-encoded: when every row stays (and every graph
+    /// links all its partition's rows: a file holds no unlinked tail), the
+    /// payload (graphs included) is kept as it is; otherwise the rows that
+    /// stay are copied and, for IVF_HNSW_SQ, the graphs relinked over them.
     pub fn remapped(&self, map: &dyn Fn(u64) -> Option<u64>) -> Result<IvfIndex> {
-        let mut out = if self.row_ids.iter().all(|&id| map(id).is_some()) {
+        let mut out = if self.row_ids.iter().all(|&id| map(id).is_some()) && !self.has_tails() {
             self.clone()
         } else {
             let keep = |id: u64| map(id).is_some();
@@ -503,6 +503,18 @@ impl IvfIndex {
             row_ids,
             parts,
             payload,
+        }
+    }
+
+    /// Whether some IVF_HNSW_SQ partition holds rows its graph does not
+    /// link (a delta's), which a whole index file cannot hold.
+    pub fn has_tails(&self) -> bool {
+        match &self.payload {
+            Payload::Hnsw { graphs, .. } => graphs
+                .iter()
+                .enumerate()
+                .any(|(p, g)| g.links.len() < self.offsets[p + 1] - self.offsets[p]),
+            _ => false,
         }
     }
 

@@ -13,8 +13,10 @@
 //! _indices/{uuid}-links.arrow       IVF_HNSW_SQ: links: List<UInt32>, one row per node and
 //!                                   level 0..=level, node by node (neighbours within the partition)
 //! _indices/{uuid}-btree.arrow       BTREE: value (the column's type, no nulls, sorted), row_id: UInt64
-//! _indices/{uuid}-delta.arrow       IVF_FLAT / IVF_PQ rows added since the files above were written:
-//!                                   row_id: UInt64, part: UInt32, then vector or code as in -rows
+//! _indices/{uuid}-delta.arrow       IVF rows added since the files above were written (a fold's new rows,
+//!                                   a compaction's moved ones under their new ids; IVF_HNSW_SQ: rows
+//!                                   no graph links yet): row_id: UInt64, part: UInt32, then vector or
+//!                                   code as in -rows
 //!                                   (any number of them, applied in the manifest's order)
 //! ```
 //! Reading checks every length, offset, code and link count, so a damaged

@@ -15,8 +15,8 @@
 //! costs all of it each time and the retention keeps every rewrite); past
 //! `MAX_INDEX_DELTAS` deltas, and for IVF_HNSW_SQ (a graph of dead nodes
 //! would be walked whole), BTREE and FTS indexes, it is rewritten with the
-//! ids remapped, as Lance does (an HNSW graph relinked only when rows
-//! leave it). Only fragments of one
+//! ids remapped, as Lance does (an HNSW graph relinked when rows leave it
+//! or a delta's rows wait unlinked). Only fragments of one
 //! index coverage are compacted together (an index covers all of them or
 //! none). The cached key index is updated with the rows' new addresses.
 

@@ -1111,6 +1111,59 @@ fn a_compaction_remaps_indexes_and_every_answer_stays() {
     }
 }
 
+/// An IVF_HNSW_SQ index whose graphs do not link a delta's rows yet
+/// compacts (no deleted rows: every row stays) into a whole index with the
+/// graphs relinked over every row (a file holds no unlinked rows); the
+/// moved rows stay found, and a fresh handle reads it back.
+#[test]
+fn an_hnsw_index_with_unlinked_delta_rows_compacts() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let dim = 8;
+    let vecs = Gen(5).mixture(900, dim, 4);
+    let t = table(dir.path(), dim, &vecs[..300]);
+    t.create_index_sync(&request(IndexType::IvfHnswSq, DistanceType::L2, 4))
+        .expect("index");
+    for c in 1..3 {
+        let ids: Vec<i64> = (300 * c..300 * (c + 1)).collect();
+        let part = &vecs[300 * c as usize..300 * (c + 1) as usize];
+        t.add_sync(data(dim, &ids, part), AddMode::Append)
+            .expect("add");
+        t.optimize_indices_sync().expect("fold");
+    }
+    let deltas = |t: &NativeTable| {
+        let m = t.manifest().expect("manifest");
+        m.indices[0]
+            .files
+            .iter()
+            .filter(|f| f.path.ends_with("-delta.arrow"))
+            .count()
+    };
+    assert_eq!(deltas(&t), 2, "two folds, two deltas");
+    let s = t
+        .compact_sync(&CompactOptions {
+            target_rows_per_fragment: 10_000,
+            ..Default::default()
+        })
+        .expect("compact");
+    assert_eq!((s.fragments_removed, s.fragments_added), (3, 1));
+    assert_eq!(deltas(&t), 0, "rewritten whole, relinked");
+    let info = &t.list_indices_sync().expect("list")[0];
+    assert_eq!((info.num_indexed_rows, info.num_unindexed_rows), (900, 0));
+    let fresh = crate::support::open_db(dir.path().to_str().expect("p"))
+        .expect("db")
+        .open_table_sync("t")
+        .expect("reopen");
+    for v in vecs.iter().step_by(37) {
+        let out = probe_all(&fresh, v, 1, Some(20)).expect("search");
+        let d = out[0]
+            .column_by_name("_distance")
+            .expect("d")
+            .as_primitive::<Float32Type>()
+            .value(0);
+        assert_eq!(d, 0.0, "a moved row is not found through the index");
+    }
+}
+
 /// Folding rows into an IVF_FLAT or IVF_PQ index writes them alone, as a
 /// delta file (a fold's cost is the new rows, not the index); after
 /// `MAX_INDEX_DELTAS` deltas the next fold rewrites the index whole. Every
