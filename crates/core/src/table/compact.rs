@@ -312,17 +312,8 @@ fn relocate(
     if d.row_ids.is_empty() {
         return Ok((ix.meta.files.clone(), None));
     }
-    let new = store::write_delta(storage, dir, v, &d)?;
-    let merged = match v.with_delta(&d) {
-        Ok(m) => m,
-        Err(e) => {
-            store::remove(storage, dir, &new);
-            return Err(e);
-        }
-    };
-    let mut files = ix.meta.files.clone();
-    files.extend(new);
-    Ok((files, Some(IndexData::Vector(Arc::new(merged)))))
+    let (files, _, merged) = super::indices::add_vector_delta(storage, dir, ix, v, &d)?;
+    Ok((files, Some(merged)))
 }
 
 /// Teaches the cached key index the moved rows' new addresses (or drops it

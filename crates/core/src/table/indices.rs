@@ -616,21 +616,10 @@ impl NativeTable {
                 let (col, _) = vector_column(snap, &ix.meta.columns[0])?;
                 let add = vectors_of(snap, col, v.distance, Some(fresh))?;
                 if takes_delta(ix, stale) {
-                    // Only the new rows, as one more file of the index; in
-                    // memory, merged here (off the read path) so the next
-                    // search does not decode the whole index again.
+                    // Only the new rows, as one more file of the index.
                     let delta = v.encode_delta(&add)?;
-                    let new = store::write_delta(storage, self.dir(), v, &delta)?;
-                    let merged = match v.with_delta(&delta) {
-                        Ok(m) => m,
-                        Err(e) => {
-                            store::remove(storage, self.dir(), &new);
-                            return Err(e);
-                        }
-                    };
-                    let mut all = ix.meta.files.clone();
-                    all.extend(new.iter().cloned());
-                    return Ok((all, new, Some(IndexData::Vector(Arc::new(merged)))));
+                    let (all, new, merged) = add_vector_delta(storage, self.dir(), ix, v, &delta)?;
+                    return Ok((all, new, Some(merged)));
                 }
                 let keep = |id: u64| {
                     snap.fragment(id >> 32)
@@ -662,6 +651,34 @@ impl NativeTable {
         };
         Ok((files.0.clone(), files.0, Some(files.1)))
     }
+}
+
+/// Writes `d` as one more delta file of vector index `ix` (loaded as `v`)
+/// and merges it in memory here, off the read path, so the next search
+/// does not decode the whole index again: every file of the index, the one
+/// written, and the merged index (the file is removed if the merge fails).
+pub(crate) fn add_vector_delta(
+    storage: &dyn crate::storage::Storage,
+    dir: &str,
+    ix: &LoadedIndex,
+    v: &IvfIndex,
+    d: &crate::index::ivf::Delta,
+) -> Result<(
+    Vec<crate::manifest::IndexFile>,
+    Vec<crate::manifest::IndexFile>,
+    IndexData,
+)> {
+    let new = store::write_delta(storage, dir, v, d)?;
+    let merged = match v.with_delta(d) {
+        Ok(m) => m,
+        Err(e) => {
+            store::remove(storage, dir, &new);
+            return Err(e);
+        }
+    };
+    let mut all = ix.meta.files.clone();
+    all.extend(new.iter().cloned());
+    Ok((all, new, IndexData::Vector(Arc::new(merged))))
 }
 
 /// Most delta files an IVF or BTREE index gathers before a fold rewrites it

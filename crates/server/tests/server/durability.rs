@@ -46,12 +46,18 @@ pub fn spawn_at(dir: &std::path::Path, place: Place<'_>) -> (Child, String) {
         .stdout(Stdio::piped())
         .spawn()
         .expect("spawn memwal-server");
+    let url = url_of(&mut child);
+    (child, url)
+}
+
+/// The URL a started binary prints on its first line of stdout.
+fn url_of(child: &mut Child) -> String {
     let out = child.stdout.take().expect("stdout");
     let mut line = String::new();
     BufReader::new(out).read_line(&mut line).expect("line");
     let url = line.trim().rsplit(' ').next().expect("url").to_string();
     assert!(url.starts_with("http://127.0.0.1:"), "{line}");
-    (child, url)
+    url
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -189,10 +195,7 @@ async fn sigterm_flushes_and_options_come_from_the_environment() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn memwal-server");
-    let out = child.stdout.take().expect("stdout");
-    let mut line = String::new();
-    BufReader::new(out).read_line(&mut line).expect("line");
-    let url = line.trim().rsplit(' ').next().expect("url").to_string();
+    let url = url_of(&mut child);
     let c = Client::new(&url);
     c.create("t", &[(0, 0)]).await;
     for i in 1..=20 {
@@ -239,10 +242,7 @@ async fn query_and_background_threads_run_below_the_write_path() {
         .stdout(Stdio::piped())
         .spawn()
         .expect("spawn memwal-server");
-    let out = child.stdout.take().expect("stdout");
-    let mut line = String::new();
-    BufReader::new(out).read_line(&mut line).expect("line");
-    let url = line.trim().rsplit(' ').next().expect("url").to_string();
+    let url = url_of(&mut child);
     // A table and a MemWAL upsert, for its writer and flusher threads.
     let c = Client::new(&url);
     c.create("t", &[(0, 0)]).await;
