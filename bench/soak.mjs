@@ -200,7 +200,7 @@ function parseMetrics(text) {
 
 /** A quantile (upper bucket bound, ms) of the upserts observed between two samples' phase histograms. */
 /** The server's upsert phases (`memwal_upsert_phase_duration_seconds`), then the whole request (`http`). */
-const PHASES = ["queue", "wal", "lock", "apply", "http"];
+const PHASES = ["body", "prep", "queue", "wal", "lock", "apply", "reply", "http"];
 
 /** A bucket bound in ms, briefly. */
 const fmtBound = (ms) => (Number.isFinite(ms) ? (ms < 1 ? ms.toFixed(2) : ms.toFixed(0)) : "n/a");

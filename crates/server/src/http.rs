@@ -47,7 +47,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/table/{name}/describe/", post(describe))
         .route("/v1/table/{name}/count_rows/", post(count_rows))
         .route("/v1/table/{name}/insert/", post(insert))
-        .route("/v1/table/{name}/merge_insert/", post(merge_insert))
+        .route(MERGE_INSERT_ROUTE, post(merge_insert))
         .route("/v1/table/{name}/delete/", post(delete))
         .route("/v1/table/{name}/update/", post(update))
         .route("/v1/table/{name}/query/", post(query))
@@ -97,6 +97,9 @@ pub fn router(state: Arc<AppState>) -> Router {
         .layer(middleware::from_fn_with_state(state.clone(), track))
         .with_state(state)
 }
+
+/// The route of upserts (its body read is one of their `/metrics` phases).
+const MERGE_INSERT_ROUTE: &str = "/v1/table/{name}/merge_insert/";
 
 /// Counts every request (401s, 413s and unmatched routes included) by its
 /// route template, method and status, with its latency.
@@ -172,7 +175,17 @@ async fn read_body(State(state): State<Arc<AppState>>, req: Request, next: Next)
     }
     let (parts, body) = req.into_parts();
     let wait = state.config.body_timeout;
-    match tokio::time::timeout(wait, axum::body::to_bytes(body, limit)).await {
+    let started = Instant::now();
+    let read = tokio::time::timeout(wait, axum::body::to_bytes(body, limit)).await;
+    if parts
+        .extensions
+        .get::<MatchedPath>()
+        .is_some_and(|p| p.as_str() == MERGE_INSERT_ROUTE)
+    {
+        let m = &state.config.memwal.metrics;
+        m.upsert_phase(crate::metrics::Phase::Body, started.elapsed());
+    }
+    match read {
         Err(_) => (
             StatusCode::REQUEST_TIMEOUT,
             format!(

@@ -60,9 +60,15 @@ struct PhaseLabels {
     phase: &'static str,
 }
 
-/// Where a MemWAL upsert's time goes, once the request is decoded.
+/// Where a MemWAL upsert's time goes on the server, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
+    /// Reading the request body off the connection (every `merge_insert`
+    /// request: the route is known before the body is read).
+    Body,
+    /// From the handler's start until the upsert is queued: decoding the
+    /// body, aligning it to the schema, encoding and checking its keys.
+    Prep,
     /// In the writer's queue, behind other jobs (direct writes included).
     Queue,
     /// Appending its group to the WAL, the sync included.
@@ -73,15 +79,21 @@ pub enum Phase {
     /// Applying to the memtable: filling omitted columns, counting keys in
     /// the base (its key index, built when missing).
     Apply,
+    /// From the writer's answer until the request's task runs again (a
+    /// group's later upserts wait for the earlier ones' apply first).
+    Reply,
 }
 
 impl Phase {
     fn label(self) -> &'static str {
         match self {
+            Phase::Body => "body",
+            Phase::Prep => "prep",
             Phase::Queue => "queue",
             Phase::Wal => "wal",
             Phase::Lock => "lock",
             Phase::Apply => "apply",
+            Phase::Reply => "reply",
         }
     }
 }
@@ -186,7 +198,7 @@ impl Metrics {
         );
         r.register(
             "upsert_phase_duration_seconds",
-            "Where MemWAL upserts spend their time on the server: queue (behind other jobs in the writer), wal (the group's append and sync), lock (reading the base version, then waiting for the memtables' write lock), apply (the memtable update); observed per upsert, the group's wal time for each of its upserts",
+            "Where MemWAL upserts spend their time on the server: body (reading a merge_insert body), prep (decoding it, keys), queue (behind other jobs in the writer), wal (the group's append and sync), lock (reading the base version, then waiting for the memtables' write lock), apply (the memtable update), reply (the writer's answer until the request runs again); observed per upsert, the group's wal time for each of its upserts",
             self.phases.clone(),
         );
         r.register(

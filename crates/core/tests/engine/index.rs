@@ -626,8 +626,12 @@ enum Op {
     Optimize,
     /// Add unindexed rows to the indexes (a delta file for IVF_FLAT/IVF_PQ).
     Fold,
-    /// Compact the fragments under this many rows (indexes remapped).
+    /// Compact the fragments under this many rows (indexes remapped, or
+    /// given a delta of the moved rows).
     Compact(u64),
+    /// Restore the version a step ended on this many steps back (clamped
+    /// to the first): its rows and indexes, deltas included, come back.
+    Restore(usize),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -638,6 +642,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Optimize),
         2 => Just(Op::Fold),
         1 => (1u64..200).prop_map(Op::Compact),
+        1 => (1usize..6).prop_map(Op::Restore),
     ]
 }
 
@@ -653,7 +658,10 @@ proptest! {
         let dim = 6;
         let t = table(dir.path(), dim, &Gen(9).mixture(300, dim, 5).iter().map(|v| v.iter().map(|x| x.round()).collect()).collect::<Vec<_>>());
         let mut next = 1_000i64;
+        // Every version's ids, as it read when it was the latest.
+        let mut seen = std::collections::BTreeMap::new();
         for o in ops {
+            seen.insert(t.version_sync().expect("version"), all_ids(&t));
             match o {
                 Op::Add(rows) => {
                     let ids: Vec<i64> = (next..next + rows.len() as i64).collect();
@@ -673,6 +681,12 @@ proptest! {
                 Op::Optimize => { t.optimize_sync().expect("optimize"); t.optimize_indices_sync().expect("fold"); }
                 Op::Fold => { t.optimize_indices_sync().expect("fold"); }
                 Op::Compact(n) => { t.compact_sync(&CompactOptions { target_rows_per_fragment: n, ..Default::default() }).expect("compact"); }
+                Op::Restore(back) => {
+                    // A version some step ended on (an optimize commits two).
+                    let v = *seen.keys().rev().nth(back).unwrap_or(&1);
+                    t.restore_sync(Some(v)).expect("restore");
+                    prop_assert_eq!(&all_ids(&t), &seen[&v], "restored version {}", v);
+                }
             }
         }
         let q: Vec<f32> = q.iter().map(|x| f32::from(*x)).collect();
@@ -684,6 +698,30 @@ proptest! {
         let refine = pq.then_some(40);
         prop_assert_eq!(distances(&t, &q, 7, None), distances(&t, &q, 7, Some(refine)));
     }
+}
+
+/// Every live row's id, sorted.
+fn all_ids(t: &NativeTable) -> Vec<i64> {
+    let req = QueryRequest {
+        columns: Some(vec!["id".into()]),
+        limit: Some(1_000_000),
+        ..Default::default()
+    };
+    let mut ids: Vec<i64> = t
+        .query_sync(&req)
+        .expect("scan")
+        .iter()
+        .flat_map(|b| {
+            b.column(0)
+                .as_any()
+                .downcast_ref::<arrow::array::Int64Array>()
+                .expect("ids")
+                .values()
+                .to_vec()
+        })
+        .collect();
+    ids.sort_unstable();
+    ids
 }
 
 /// Distances of the top `k`: exact (`refine` `None`: bypassing any

@@ -46,6 +46,7 @@ use tokio::sync::oneshot;
 
 use crate::error::{Error, Result, RETRY_AFTER_SECS};
 pub use crate::metrics::Health;
+use crate::metrics::Phase;
 use memtable::Memtable;
 pub use wal::{OsWalIo, PersistMode, RecoveryMode, WalIo};
 use writer::{Job, Pending};
@@ -385,6 +386,7 @@ impl MemWalTable {
         data: Data,
         raw: Option<bytes::Bytes>,
     ) -> Result<MergeResult> {
+        let started = std::time::Instant::now();
         self.shared.check_writable()?;
         if self.shared.overloaded() {
             return Err(Error::Busy(RETRY_AFTER_SECS));
@@ -416,6 +418,9 @@ impl MemWalTable {
             None => ipc::encode_stream(&data.schema, &data.batches)?.into(),
         };
         let (reply, rx) = oneshot::channel();
+        let queued = std::time::Instant::now();
+        let metrics = &self.shared.cfg.metrics;
+        metrics.upsert_phase(Phase::Prep, queued - started);
         self.send(Job::Upsert(Pending {
             prefix: wal::payload_prefix(&on),
             on,
@@ -424,15 +429,15 @@ impl MemWalTable {
             supplied,
             payload,
             reply,
-            queued: std::time::Instant::now(),
+            queued,
         }))?;
-        let (ins, upd, version) = rx.await.map_err(|_| self.gone())??;
+        let a = rx.await.map_err(|_| self.gone())??;
+        metrics.upsert_phase(Phase::Reply, a.at.elapsed());
         Ok(MergeResult {
-            // The base version the rows will be flushed onto (MemWAL writes
-            // make no version of their own).
-            version,
-            num_inserted_rows: ins,
-            num_updated_rows: upd,
+            // MemWAL writes make no version of their own.
+            version: a.version,
+            num_inserted_rows: a.inserted,
+            num_updated_rows: a.updated,
             num_deleted_rows: 0,
             num_attempts: 1,
             num_rows,

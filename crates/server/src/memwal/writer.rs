@@ -42,10 +42,30 @@ pub(crate) struct Pending {
     /// The WAL payload: this prefix (key columns), then the rows' IPC.
     pub prefix: Vec<u8>,
     pub payload: bytes::Bytes,
-    /// (inserted, updated, base version).
-    pub reply: oneshot::Sender<Result<(u64, u64, u64)>>,
+    pub reply: oneshot::Sender<Result<Applied>>,
     /// When it was queued (for `/metrics`' phases).
     pub queued: Instant,
+}
+
+/// The writer's answer to an upsert.
+pub(crate) struct Applied {
+    pub inserted: u64,
+    pub updated: u64,
+    /// The base version the rows will be flushed onto.
+    pub version: u64,
+    /// When the writer answered (for `/metrics`' reply phase).
+    pub at: Instant,
+}
+
+impl Applied {
+    fn new((inserted, updated, version): (u64, u64, u64)) -> Self {
+        Self {
+            inserted,
+            updated,
+            version,
+            at: Instant::now(),
+        }
+    }
 }
 
 /// Whether the writer goes on after a job.
@@ -193,7 +213,7 @@ fn native_upsert(shared: &Shared, p: Pending) {
         let r = shared.base.merge_insert_sync(&params, data)?;
         Ok((r.num_inserted_rows, r.num_updated_rows, r.version))
     };
-    let _ = p.reply.send(run());
+    let _ = p.reply.send(run().map(Applied::new));
 }
 
 /// The key of the rows the memtables hold, if they hold any.
@@ -429,7 +449,7 @@ fn apply_group(shared: &Shared, accepted: Vec<Pending>, first: u64, logged: Inst
             // Durable but not applied: memory no longer matches the log.
             shared.poison(format!("applying WAL record {seq} failed: {e}"));
         }
-        let _ = p.reply.send(r.map(|(i, u)| (i, u, version)));
+        let _ = p.reply.send(r.map(|(i, u)| Applied::new((i, u, version))));
     }
 }
 
