@@ -259,15 +259,17 @@ const G_SETTINGS = [
   [100, 200],
 ];
 
-/** HNSW settings G tries: [nprobes, ef, refineFactor]. */
-const G_HNSW_SETTINGS = [
-  [5, 32, 0],
-  [10, 64, 0],
-  [20, 64, 0],
-  [40, 128, 0],
-  [10, 64, 5],
-  [20, 128, 5],
-];
+/** HNSW settings G tries: [nprobes, ef, refineFactor] (G_HNSW_SETTINGS="10:64:5,10:1000:5" replaces them). */
+const G_HNSW_SETTINGS = process.env.G_HNSW_SETTINGS
+  ? process.env.G_HNSW_SETTINGS.split(",").map((s) => s.split(":").map(Number))
+  : [
+      [5, 32, 0],
+      [10, 64, 0],
+      [20, 64, 0],
+      [40, 128, 0],
+      [10, 64, 5],
+      [20, 128, 5],
+    ];
 
 /** Recall@10, p50/p99 and q/s of `run` over the queries. */
 async function measure(run, qs, truth) {
@@ -301,7 +303,9 @@ async function indexed(n) {
   const m = require("../dist/lib/index.js");
   const truthDb = await m.connect("memory://");
   const out = { rows: n, partitions: P, sub_vectors: M, queries: QN };
-  for (const clustered of [false, true]) {
+  // G_DATA=clustered (or random) runs one data set; G_PQ=0 skips the IVF_PQ part.
+  const sets = { random: [false], clustered: [true] }[process.env.G_DATA] ?? [false, true];
+  for (const clustered of sets) {
     const name = clustered ? "clustered" : "random";
     const { table, floats } = vectorRows(n, clustered);
     const tbl = await vectorTable(name, table);
@@ -316,11 +320,12 @@ async function indexed(n) {
     for (const q of qs) truth.push(new Set((await truthTbl.search(q).bypassVectorIndex().limit(10).toArray()).map((r) => Number(r.id))));
     const Index = engine === "memwal" ? m.Index : require("@lancedb/lancedb").Index;
     const t0 = now();
-    await tbl.createIndex("vec", { config: Index.ivfPq({ numPartitions: P, numSubVectors: M, numBits: 8 }) });
+    const pq = process.env.G_PQ !== "0";
+    if (pq) await tbl.createIndex("vec", { config: Index.ivfPq({ numPartitions: P, numSubVectors: M, numBits: 8 }) });
     const build_s = (now() - t0) / 1000;
     const rss_after_build_mb = process.resourceUsage().maxRSS / 1024;
     const settings = [];
-    for (const [nprobes, refine] of G_SETTINGS) {
+    for (const [nprobes, refine] of pq ? G_SETTINGS : []) {
       const run = (q) => {
         let b = tbl.search(q).limit(10).nprobes(nprobes);
         if (refine) b = b.refineFactor(refine);

@@ -5,6 +5,8 @@
 //! together with its manifest's (`put_new_after`), and their folders only
 //! where the file system needs it ([`super::durability`]). Data files are read
 //! mapped (`get_mapped`), so a table's rows take page cache, not heap.
+//! Files are written paced ([`super::paced`]): a large one never queues
+//! more than two MiB at the disk ahead of a WAL's fdatasync.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Write};
@@ -14,6 +16,7 @@ use std::path::{Path, PathBuf};
 use bytes::Bytes;
 
 use super::durability::{file_sync_keeps_entry, sync_files};
+use super::paced::PacedFile;
 use super::{PutNew, Storage};
 use crate::error::{Error, Result};
 
@@ -119,9 +122,9 @@ impl LocalStorage {
             .truncate(true)
             .open(full)
             .map_err(io)?;
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, PacedFile::new(f));
         write(&mut w)?;
-        w.into_inner().map_err(|e| io(e.into_error()))
+        Ok(w.into_inner().map_err(|e| io(e.into_error()))?.into_inner())
     }
 
     /// Syncs each folder holding one of `files`, unless a file's sync
@@ -183,14 +186,15 @@ fn write_synced(path: &Path, data: &[u8]) -> Result<()> {
 /// Writes `data` as the file `path`, not synced yet.
 fn write_file(path: &Path, data: &[u8]) -> Result<File> {
     let io = |e| Error::io(path.display().to_string(), e);
-    let mut f = OpenOptions::new()
+    let f = OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
         .open(path)
         .map_err(io)?;
+    let mut f = PacedFile::new(f);
     f.write_all(data).map_err(io)?;
-    Ok(f)
+    Ok(f.into_inner())
 }
 
 impl Storage for LocalStorage {

@@ -19,6 +19,7 @@ mod local;
 mod memory;
 mod object;
 mod options;
+mod paced;
 mod prefixed;
 
 pub use faulty::{FaultFn, FaultyStorage, Op};
