@@ -4,7 +4,10 @@
 //! most `M` neighbours on each upper level and `2M` on level 0, chosen by
 //! the paper's heuristic (a candidate is kept only if it is nearer to the
 //! node than to every neighbour kept before it, then the nearest pruned
-//! ones fill up). A search descends greedily from the entry node, then
+//! ones fill up). A neighbour list that back-links overfill is re-pruned by
+//! the same heuristic over all its entries once it is a quarter past its
+//! cap, and every list still past its cap at the end of the build is (see
+//! [`link`]). A search descends greedily from the entry node, then
 //! widens to `ef` candidates on level 0. Vectors are stored as one byte per
 //! element (per-dimension min and step); the graph is built from the exact
 //! vectors.
@@ -282,7 +285,7 @@ pub fn build(s: &dyn Space, dim: usize, p: HnswParams, seed: u64) -> Graph {
     let mut sc = Scratch::new(dim);
     let mut scratch = vec![0f32; dim];
     let mut x = vec![0f32; dim];
-    let mut bufs = LinkBuffers::new(dim);
+    let mut x2 = vec![0f32; dim];
     for i in 0..n as u32 {
         let u = ((rng.next_u64() >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
         let level = ((-u.ln() * ml).floor() as usize).min(16);
@@ -301,13 +304,21 @@ pub fn build(s: &dyn Space, dim: usize, p: HnswParams, seed: u64) -> Graph {
             let cap = if l == 0 { 2 * m } else { m };
             let chosen = select(s, &found, cap, &mut scratch, dim);
             for &nb in &chosen {
-                link(&mut g, s, (nb, i), l, cap, &mut bufs);
+                link(&mut g, s, (nb, i), l, cap, &mut x2);
             }
             g.links[i as usize][l] = chosen;
             ep = found;
         }
         if level > top {
             g.entry = Some((i, level));
+        }
+    }
+    for node in 0..n as u32 {
+        for l in 0..g.links[node as usize].len() {
+            let cap = if l == 0 { 2 * m } else { m };
+            if g.links[node as usize][l].len() > cap {
+                reprune(&mut g, s, node, l, cap, &mut x2);
+            }
         }
     }
     g
@@ -345,40 +356,23 @@ fn select(
     kept
 }
 
-/// The vectors [`link`] reads into: the node's, the new neighbour's, and
-/// the distance kernels' scratch.
-struct LinkBuffers {
-    v: Vec<f32>,
-    w: Vec<f32>,
-    scratch: Vec<f32>,
-}
-
-impl LinkBuffers {
-    fn new(dim: usize) -> Self {
-        Self {
-            v: vec![0f32; dim],
-            w: vec![0f32; dim],
-            scratch: vec![0f32; dim],
-        }
-    }
-}
-
-/// Adds `new` to `node`'s links on `level`. Past `cap` links, applies the
-/// heuristic incrementally (the list was pruned before `new` came): `new`
-/// is dropped if a nearer neighbour of `node` is nearer to it than `node`
-/// is; otherwise it stays and the farthest neighbour it occludes goes (or
-/// the farthest of all). That is 2 `cap` distances instead of `cap^2` for a
-/// full re-run, with the islands that keeping only the nearest would make
-/// avoided (recall 0.76 in the tests with nearest-only).
+/// Adds `new` to `node`'s links on `level`. A list may run a quarter
+/// past `cap` (with at least one spare); past that it is re-pruned to
+/// `cap` by the heuristic over all its entries ([`reprune`]). Re-pruning on
+/// every overflow costs ~`cap^2` distances per back-link (4x the build
+/// time); an incremental rule (drop `new` if a nearer neighbour occludes
+/// it, else let it replace the farthest neighbour it occludes) cost 2
+/// `cap` but gave worse graphs: recall@10 at ef 64 on 1,000 rows of one
+/// 128-d Gaussian cluster 0.986 (now 0.998), on 3,000 rows 0.939 (now
+/// 0.971), at the same build time.
 fn link(
     g: &mut Graph,
     s: &dyn Space,
     (node, new): (u32, u32),
     level: usize,
     cap: usize,
-    bufs: &mut LinkBuffers,
+    v: &mut [f32],
 ) {
-    let LinkBuffers { v, w, scratch } = bufs;
     let Some(list) = g
         .links
         .get_mut(node as usize)
@@ -386,30 +380,31 @@ fn link(
     else {
         return;
     };
-    if list.len() < cap {
-        list.push(new);
+    list.push(new);
+    if list.len() > cap + (cap / 4).max(1) {
+        reprune(g, s, node, level, cap, v);
+    }
+}
+
+/// Cuts `node`'s links on `level` down to `cap` by the heuristic
+/// ([`select`]) over all of them, nearest first. `v` is scratch of the
+/// vectors' dimension.
+fn reprune(g: &mut Graph, s: &dyn Space, node: u32, level: usize, cap: usize, v: &mut [f32]) {
+    let Some(list) = g
+        .links
+        .get_mut(node as usize)
+        .and_then(|l| l.get_mut(level))
+    else {
         return;
-    }
+    };
+    let mut scratch = vec![0f32; v.len()];
     s.vector(node, v);
-    s.vector(new, w);
-    let d_new = s.dist(v, new, scratch);
-    let mut drop: Option<(usize, f32)> = None;
-    let mut farthest = (0usize, f32::NEG_INFINITY);
-    for (i, &o) in list.iter().enumerate() {
-        let d = s.dist(v, o, scratch);
-        let between = s.dist(w, o, scratch);
-        if d < d_new && between < d_new {
-            return; // `new` is occluded by a nearer neighbour
-        }
-        if d > farthest.1 {
-            farthest = (i, d);
-        }
-        if between < d && drop.is_none_or(|(_, x)| d > x) {
-            drop = Some((i, d));
-        }
-    }
-    let (i, _) = drop.unwrap_or(farthest);
-    list[i] = new;
+    let mut near: Vec<Near32> = list
+        .iter()
+        .map(|&o| Near32(s.dist(v, o, &mut scratch), o))
+        .collect();
+    near.sort_by(|a, b| a.0.total_cmp(&b.0));
+    *list = select(s, &near, cap, &mut scratch, v.len());
 }
 
 /// Exact vectors (for building): rows of `dim` in index space.
@@ -521,6 +516,58 @@ fn pair(isa: Isa, dot: bool, a: &[f32], b: &[f32]) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One Gaussian cluster in 128 dimensions (every row about as far from
+    /// every other: the hard case for a graph): recall@10 at ef 64 stays
+    /// at least 0.97 (0.981; the incremental pruning rule before the
+    /// re-prune gave 0.949), and no neighbour list ends past its cap.
+    #[test]
+    fn a_dense_high_dimensional_cluster_keeps_its_recall() {
+        let (dim, n) = (128, 2500);
+        let mut rng = Rng::new(7);
+        let mut gauss = || {
+            let u1 = ((rng.next_u64() >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
+            let u2 = ((rng.next_u64() >> 11) as f64) / (1u64 << 53) as f64;
+            ((-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()) as f32
+        };
+        let data: Vec<f32> = (0..n * dim).map(|_| 0.5 + 0.05 * gauss()).collect();
+        let isa = kernels::isa();
+        let exact = Exact {
+            data: &data,
+            dim,
+            dot: false,
+            isa,
+        };
+        let p = HnswParams {
+            m: 20,
+            ef_construction: 150,
+        };
+        let g = build(&exact, dim, p, 9);
+        for node in &g.links {
+            for (l, list) in node.iter().enumerate() {
+                assert!(list.len() <= if l == 0 { 40 } else { 20 });
+            }
+        }
+        let mut sc = Scratch::new(dim);
+        let mut hits = 0;
+        for i in 0..100 {
+            let row = &data[(i * 7) * dim..(i * 7 + 1) * dim];
+            let q: Vec<f32> = row.iter().map(|x| x + 0.05 * gauss()).collect();
+            let got = search(&g, &exact, &q, 64, &mut sc);
+            let mut all: Vec<(f32, u32)> = (0..n)
+                .map(|j| {
+                    (
+                        pair(isa, false, &q, &data[j * dim..(j + 1) * dim]),
+                        j as u32,
+                    )
+                })
+                .collect();
+            all.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let truth: Vec<u32> = all[..10].iter().map(|x| x.1).collect();
+            hits += got[..10].iter().filter(|x| truth.contains(&x.1)).count();
+        }
+        assert!(hits >= 970, "recall@10 {}", hits as f64 / 1000.0);
+    }
 
     #[test]
     fn finds_the_true_neighbours_of_most_queries() {

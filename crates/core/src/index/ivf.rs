@@ -6,6 +6,7 @@
 //! first by the index's (approximate) distance; the caller re-ranks them
 //! exactly. Cosine indexes hold unit vectors (cosine is then L2 / 2).
 
+use super::hierarchy;
 use super::hnsw::{self, Graph, HnswParams, Space as _, Sq};
 use super::kmeans::{self, par_ranges, Rng};
 use super::pq::Pq;
@@ -177,7 +178,7 @@ pub fn build(v: &Vectors, dim: usize, p: &IvfParams) -> Result<IvfIndex> {
         dim,
         &kmeans::sample(n, nlist.saturating_mul(p.sample_rate.max(1)), &mut rng),
     );
-    let centroids = kmeans::train(&train, dim, nlist, p.max_iterations, rng.next_u64())?;
+    let centroids = hierarchy::train(&train, dim, nlist, p.max_iterations, rng.next_u64())?;
     let centroids_packed = kernels::pack(&centroids, dim);
     let (parts, _) = kmeans::assign(isa, &v.data, dim, &centroids_packed, nlist)?;
     let payload = match (p.pq, p.hnsw) {

@@ -101,8 +101,8 @@ pub fn assign(isa: Isa, data: &[f32], dim: usize, ct: &[f32], k: usize) -> Resul
     Ok((ids, loss))
 }
 
-/// Trains `k` centroids over `data` (rows of `dim`): random distinct rows
-/// to start, then Lloyd iterations until the loss improves by less than
+/// Trains `k` centroids over `data` (rows of `dim`): k-means++ seeds
+/// ([`seed`]), then Lloyd iterations until the loss improves by less than
 /// 1e-4 (relative) or `max_iterations` pass. An emptied cluster takes over
 /// a random row of the largest one, so none stays empty.
 pub fn train(
@@ -123,10 +123,7 @@ pub fn train(
     }
     let isa = kernels::isa();
     let mut rng = Rng::new(seed);
-    let mut centroids = Vec::with_capacity(k * dim);
-    for r in sample(n, k, &mut rng) {
-        centroids.extend_from_slice(&data[r * dim..(r + 1) * dim]);
-    }
+    let mut centroids = self::seed(isa, data, dim, k, &mut rng);
     let mut last = f64::INFINITY;
     for _ in 0..max_iterations.max(1) {
         let (ids, loss) = assign(isa, data, dim, &kernels::pack(&centroids, dim), k)?;
@@ -137,6 +134,69 @@ pub fn train(
         last = loss;
     }
     Ok(centroids)
+}
+
+/// Rows per centroid that [`seed`] draws from, at most.
+const SEED_POOL_PER_CENTROID: usize = 32;
+
+/// k-means++ seeding (Arthur & Vassilvitskii 2007): a random row first,
+/// then each next seed a row drawn with probability proportional to its
+/// squared distance to the nearest seed so far, from a pool of at most
+/// [`SEED_POOL_PER_CENTROID`] random rows per centroid. Uniform seeds can
+/// start two centroids in one of a few separated clusters and none in
+/// another, which Lloyd's iterations do not repair. (It does not balance
+/// many seeds over many clusters in high dimensions, where a row's
+/// distance to the nearest seed barely shrinks as its cluster gets more:
+/// [`super::hierarchy`] does that.) One pass of the pool per seed.
+fn seed(isa: Isa, data: &[f32], dim: usize, k: usize, rng: &mut Rng) -> Vec<f32> {
+    let n = data.len() / dim;
+    let pool: Vec<f32> = sample(n, k.saturating_mul(SEED_POOL_PER_CENTROID), rng)
+        .iter()
+        .flat_map(|&r| data[r * dim..(r + 1) * dim].iter().copied())
+        .collect();
+    let m = pool.len() / dim;
+    let mut near = vec![f32::INFINITY; m];
+    let mut dist = vec![0f32; m];
+    let mut chosen = vec![false; m];
+    let mut out = Vec::with_capacity(k * dim);
+    let mut next = rng.below(m.max(1));
+    for _ in 0..k.min(m) {
+        chosen[next] = true;
+        let c = &pool[next * dim..(next + 1) * dim];
+        out.extend_from_slice(c);
+        kernels::l2_sq(isa, c, &pool, &mut dist);
+        let mut total = 0f64;
+        for ((near, d), taken) in near.iter_mut().zip(&dist).zip(&chosen) {
+            *near = near.min(*d);
+            if !taken {
+                total += f64::from(*near);
+            }
+        }
+        next = draw(rng, &near, &chosen, total);
+    }
+    out
+}
+
+/// A row not `chosen`, drawn with probability `weight / total` (uniformly
+/// when every weight is 0: the rows left repeat the seeds).
+fn draw(rng: &mut Rng, weight: &[f32], chosen: &[bool], total: f64) -> usize {
+    let free = || (0..weight.len()).filter(|i| !chosen[*i]);
+    if total.is_finite() && total > 0.0 {
+        let mut r = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * total;
+        let mut last = None;
+        for i in free() {
+            r -= f64::from(weight[i]);
+            last = Some(i);
+            if r < 0.0 {
+                return i;
+            }
+        }
+        if let Some(i) = last {
+            return i; // rounding left a sliver past the last row
+        }
+    }
+    let left: Vec<usize> = free().collect();
+    left.get(rng.below(left.len().max(1))).copied().unwrap_or(0)
 }
 
 /// The rows of `data` whose squared distances stay within f32's range

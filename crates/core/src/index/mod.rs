@@ -7,6 +7,7 @@
 
 pub mod btree;
 pub mod fts;
+pub mod hierarchy;
 pub mod hnsw;
 pub mod ivf;
 pub mod kmeans;
