@@ -259,10 +259,11 @@ const G_SETTINGS = [
   [100, 200],
 ];
 
-/** HNSW settings G tries: [nprobes, ef, refineFactor] (G_HNSW_SETTINGS="10:64:5,10:1000:5" replaces them). */
+/** HNSW settings G tries: [nprobes, ef, refineFactor], 0 for the engine's default (G_HNSW_SETTINGS="10:64:5,0:0:0" replaces them). */
 const G_HNSW_SETTINGS = process.env.G_HNSW_SETTINGS
   ? process.env.G_HNSW_SETTINGS.split(",").map((s) => s.split(":").map(Number))
   : [
+      [0, 0, 0],
       [5, 32, 0],
       [10, 64, 0],
       [20, 64, 0],
@@ -342,7 +343,10 @@ async function indexed(n) {
     const hnsw = [];
     for (const [nprobes, ef, refine] of G_HNSW_SETTINGS) {
       const run = (q) => {
-        let b = tbl.search(q).limit(10).nprobes(nprobes).ef(ef);
+        // 0 leaves the engine's default (the "peer's default search setting").
+        let b = tbl.search(q).limit(10);
+        if (nprobes) b = b.nprobes(nprobes);
+        if (ef) b = b.ef(ef);
         if (refine) b = b.refineFactor(refine);
         return b.toArray();
       };

@@ -10,7 +10,9 @@
 //! Here the rows are first split into at most [`BRANCH`] clusters; each
 //! gets a share of the `k` centroids proportional to its rows (largest
 //! remainders, never more than its rows), and is split the same way until
-//! a share is at most [`BRANCH`], trained flat. Shares follow the rows at
+//! a share is at most [`BRANCH`], trained flat (or a level splits nothing:
+//! identical rows). Every level holds fewer rows than the one above, so the
+//! recursion ends. Shares follow the rows at
 //! every level, so equal clusters get equal numbers of partitions. It also
 //! costs less than flat training: each row meets ~`BRANCH` centroids per
 //! level instead of `k`.
@@ -32,6 +34,10 @@ pub fn train(
     max_iterations: usize,
     seed: u64,
 ) -> Result<Vec<f32>> {
+    // The rows flat training would leave out (a squared norm past f32's
+    // range) count for no cluster's share.
+    let kept = kmeans::tame_rows(data, dim);
+    let data: &[f32] = kept.as_deref().unwrap_or(data);
     let n = data.len() / dim.max(1);
     if k <= BRANCH || n < k {
         // Flat (its error names a k over the rows).
@@ -45,6 +51,11 @@ pub fn train(
         members[c as usize].push(r);
     }
     let sizes: Vec<usize> = members.iter().map(Vec::len).collect();
+    if sizes.contains(&n) {
+        // No split (the rows are all one vector, or nearly): flat training
+        // gives them what it can (repeated centroids), as it always did.
+        return kmeans::train(data, dim, k, max_iterations, seed);
+    }
     let shares = shares(&sizes, k);
     let mut out = Vec::with_capacity(k * dim);
     for (rows, share) in members.iter().zip(shares) {
@@ -125,6 +136,30 @@ mod tests {
             lo >= Some(&7) && hi <= Some(&13),
             "centroids per cluster from {lo:?} to {hi:?}: {share:?}"
         );
+    }
+
+    /// Rows that cannot be split (all one vector, or one vector repeated
+    /// past a share of 16 beside a few others) train flat instead of
+    /// recursing for ever; rows with a squared norm past f32's range take
+    /// no share.
+    #[test]
+    fn identical_and_untrainable_rows_end() {
+        let dim = 8;
+        let same = vec![0.5f32; 400 * dim];
+        assert_eq!(train(&same, dim, 20, 10, 1).expect("same").len(), 20 * dim);
+        let mut mostly = vec![0f32; 5000 * dim];
+        for (i, x) in mostly.iter_mut().enumerate().take(50 * dim) {
+            *x = (i % 97) as f32;
+        }
+        assert_eq!(
+            train(&mostly, dim, 40, 10, 2).expect("mostly").len(),
+            40 * dim
+        );
+        let mut wild: Vec<f32> = (0..8192 * dim).map(|i| (i % 101) as f32).collect();
+        for x in wild.iter_mut().take(7800 * dim) {
+            *x = f32::INFINITY;
+        }
+        assert_eq!(train(&wild, dim, 32, 10, 3).expect("wild").len(), 32 * dim);
     }
 
     #[test]

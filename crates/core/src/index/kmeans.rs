@@ -204,7 +204,7 @@ fn draw(rng: &mut Rng, weight: &[f32], chosen: &[bool], total: f64) -> usize {
 /// of them. One row of 1e30s would otherwise make every distance to its
 /// cluster infinite and the training meaningless; such a row is still
 /// assigned (to some partition) and searched exactly.
-fn tame_rows(data: &[f32], dim: usize) -> Option<Vec<f32>> {
+pub(crate) fn tame_rows(data: &[f32], dim: usize) -> Option<Vec<f32>> {
     let limit = f64::from(f32::MAX) / 4.0;
     let tame = |row: &[f32]| {
         row.iter()

@@ -124,7 +124,10 @@ impl LocalStorage {
             .map_err(io)?;
         let mut w = std::io::BufWriter::with_capacity(1 << 20, PacedFile::new(f));
         write(&mut w)?;
-        Ok(w.into_inner().map_err(|e| io(e.into_error()))?.into_inner())
+        w.into_inner()
+            .map_err(|e| io(e.into_error()))?
+            .into_inner()
+            .map_err(io)
     }
 
     /// Syncs each folder holding one of `files`, unless a file's sync
@@ -194,7 +197,7 @@ fn write_file(path: &Path, data: &[u8]) -> Result<File> {
         .map_err(io)?;
     let mut f = PacedFile::new(f);
     f.write_all(data).map_err(io)?;
-    Ok(f.into_inner())
+    f.into_inner().map_err(io)
 }
 
 impl Storage for LocalStorage {
