@@ -228,6 +228,28 @@ async fn sigterm_flushes_and_options_come_from_the_environment() {
     assert_eq!(t.count_rows_sync(None).expect("count"), 21);
 }
 
+/// Each thread of process `pid`: its name and nice value (the 19th field
+/// of its stat).
+fn thread_nices(pid: u32) -> Vec<(String, i32)> {
+    let mut threads = Vec::new();
+    for t in std::fs::read_dir(format!("/proc/{pid}/task")).expect("tasks") {
+        // A thread may end between the listing and the read.
+        let Ok(stat) = std::fs::read_to_string(t.expect("task").path().join("stat")) else {
+            continue;
+        };
+        let (head, rest) = stat.rsplit_once(')').expect("comm");
+        let name = head.split_once('(').expect("(").1.to_string();
+        let nice: i32 = rest
+            .split_whitespace()
+            .nth(16)
+            .expect("nice")
+            .parse()
+            .expect("int");
+        threads.push((name, nice));
+    }
+    threads
+}
+
 /// The binary's query threads run `--read-nice` below the rest and each
 /// table's flusher `--background-nice` below (the threads answering HTTP
 /// and writing the WAL keep the process's priority); a value out of 0-19
@@ -247,36 +269,39 @@ async fn query_and_background_threads_run_below_the_write_path() {
     let c = Client::new(&url);
     c.create("t", &[(0, 0)]).await;
     c.upsert("t", &[(1, 1)], true).await;
-    // Each thread's name and nice value (the 19th field of its stat).
-    let mut threads = Vec::new();
-    for t in std::fs::read_dir(format!("/proc/{}/task", child.id())).expect("tasks") {
-        let stat = std::fs::read_to_string(t.expect("task").path().join("stat")).expect("stat");
-        let (head, rest) = stat.rsplit_once(')').expect("comm");
-        let name = head.split_once('(').expect("(").1.to_string();
-        let nice: i32 = rest
-            .split_whitespace()
-            .nth(16)
-            .expect("nice")
-            .parse()
-            .expect("int");
-        threads.push((name, nice));
-    }
+    // A new thread names and lowers itself once it first runs (until then
+    // it shows its parent's name and nice): on a busy machine that can take
+    // a while, so look until every kind is there as wanted, 10 s at most.
+    let pid = child.id();
+    let mut tries = 0;
+    let (threads, want) = loop {
+        let threads = thread_nices(pid);
+        let base = threads
+            .iter()
+            .find(|(n, _)| n == "memwal-server")
+            .expect("main")
+            .1;
+        let want = move |name: &str| {
+            if name.starts_with("memwal-read") {
+                (base + 7).min(19)
+            } else if name.starts_with("memwal-flusher") {
+                (base + 3).min(19)
+            } else {
+                base
+            }
+        };
+        let kinds = ["memwal-read", "memwal-flusher", "memwal-writer", "tokio"];
+        let all = kinds
+            .iter()
+            .all(|k| threads.iter().any(|(n, _)| n.starts_with(k)));
+        tries += 1;
+        if (all && threads.iter().all(|(n, nice)| *nice == want(n))) || tries == 100 {
+            break (threads, want);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     let _ = child.kill();
     let _ = child.wait();
-    let base = threads
-        .iter()
-        .find(|(n, _)| n == "memwal-server")
-        .expect("main")
-        .1;
-    let want = |name: &str| {
-        if name.starts_with("memwal-read") {
-            (base + 7).min(19)
-        } else if name.starts_with("memwal-flusher") {
-            (base + 3).min(19)
-        } else {
-            base
-        }
-    };
     for kind in ["memwal-read", "memwal-flusher", "memwal-writer", "tokio"] {
         assert!(
             threads.iter().any(|(n, _)| n.starts_with(kind)),
