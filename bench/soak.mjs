@@ -187,7 +187,7 @@ function parseMetrics(text) {
     // merge_insert route (the duration histogram has route and method labels, no status): what the client's
     // latency holds besides the network and the client itself.
     const h = /^memwal_http_request_duration_seconds_bucket\{(.*)\} (\S+)$/.exec(line);
-    if (h && h[1].includes("/merge_insert/")) {
+    if (h?.[1].includes("/merge_insert/")) {
       const le = /le="([^"]+)"/.exec(h[1])?.[1];
       if (le) {
         if (out.phases.http === undefined) out.phases.http = [];
