@@ -313,11 +313,11 @@ pub fn build(s: &dyn Space, dim: usize, p: HnswParams, seed: u64) -> Graph {
             g.entry = Some((i, level));
         }
     }
-    for node in 0..n as u32 {
-        for l in 0..g.links[node as usize].len() {
+    for (node, levels) in g.links.iter_mut().enumerate() {
+        for (l, list) in levels.iter_mut().enumerate() {
             let cap = if l == 0 { 2 * m } else { m };
-            if g.links[node as usize][l].len() > cap {
-                reprune(&mut g, s, node, l, cap, &mut x2);
+            if list.len() > cap {
+                reprune(list, s, node as u32, cap, &mut x2);
             }
         }
     }
@@ -382,21 +382,14 @@ fn link(
     };
     list.push(new);
     if list.len() > cap + (cap / 4).max(1) {
-        reprune(g, s, node, level, cap, v);
+        reprune(list, s, node, cap, v);
     }
 }
 
-/// Cuts `node`'s links on `level` down to `cap` by the heuristic
-/// ([`select`]) over all of them, nearest first. `v` is scratch of the
-/// vectors' dimension.
-fn reprune(g: &mut Graph, s: &dyn Space, node: u32, level: usize, cap: usize, v: &mut [f32]) {
-    let Some(list) = g
-        .links
-        .get_mut(node as usize)
-        .and_then(|l| l.get_mut(level))
-    else {
-        return;
-    };
+/// Cuts `list` (`node`'s links on one level) down to `cap` by the
+/// heuristic ([`select`]) over all of them, nearest first. `v` is scratch
+/// of the vectors' dimension.
+fn reprune(list: &mut Vec<u32>, s: &dyn Space, node: u32, cap: usize, v: &mut [f32]) {
     let mut scratch = vec![0f32; v.len()];
     s.vector(node, v);
     let mut near: Vec<Near32> = list
