@@ -1,7 +1,8 @@
 //! The IVF vector index: rows split into partitions by their nearest
 //! k-means centroid; each partition's rows stored together, either as the
-//! vectors themselves (IVF_FLAT) or as product-quantiser codes of their
-//! residual to the centroid (IVF_PQ). A search ranks the centroids, scans
+//! vectors themselves (IVF_FLAT), as product-quantiser codes of their
+//! residual to the centroid (IVF_PQ), as RaBitQ codes of it (IVF_RQ, [`super::rq`]),
+//! or as scalar-quantised vectors linked by HNSW graphs (IVF_HNSW_SQ). A search ranks the centroids, scans
 //! the nearest partitions (`nprobes`) and returns candidate row ids, nearest
 //! first by the index's (approximate) distance; the caller re-ranks them
 //! exactly. Cosine indexes hold unit vectors (cosine is then L2 / 2).
@@ -10,6 +11,7 @@ use super::hierarchy;
 use super::hnsw::{self, Graph, HnswParams, Space as _, Sq};
 use super::kmeans::{self, par_ranges, Rng};
 use super::pq::Pq;
+use super::rq::Rq;
 use crate::error::{Error, Result};
 use crate::query::{DistanceType, IndexTuning};
 use crate::vector::kernels::{self, Isa};
@@ -36,6 +38,13 @@ pub enum Payload {
     Pq {
         /// The quantiser.
         pq: Pq,
+        /// The codes.
+        codes: Vec<u8>,
+    },
+    /// RaBitQ codes of the residuals, `rq.code_width()` bytes per row.
+    Rq {
+        /// The quantiser (its centroids attached).
+        rq: Rq,
         /// The codes.
         codes: Vec<u8>,
     },
@@ -88,6 +97,8 @@ pub struct IvfParams {
     pub pq: Option<(usize, u8)>,
     /// HNSW graphs over scalar-quantised vectors (IVF_HNSW_SQ).
     pub hnsw: Option<HnswParams>,
+    /// RaBitQ bits per dimension (IVF_RQ).
+    pub rq: Option<u8>,
 }
 
 /// Rows to index: their ids and vectors (already in index space, see
@@ -119,6 +130,7 @@ impl Delta {
         match (&mut self.payload, next.payload) {
             (Payload::Flat(a), Payload::Flat(b)) => a.extend(b),
             (Payload::Pq { codes: a, .. }, Payload::Pq { codes: b, .. })
+            | (Payload::Rq { codes: a, .. }, Payload::Rq { codes: b, .. })
             | (Payload::Hnsw { codes: a, .. }, Payload::Hnsw { codes: b, .. }) => a.extend(b),
             _ => return Err(Error::internal("deltas of different payloads")),
         }
@@ -181,15 +193,19 @@ pub fn build(v: &Vectors, dim: usize, p: &IvfParams) -> Result<IvfIndex> {
     let centroids = hierarchy::train(&train, dim, nlist, p.max_iterations, rng.next_u64())?;
     let centroids_packed = kernels::pack(&centroids, dim);
     let (parts, _) = kmeans::assign(isa, &v.data, dim, &centroids_packed, nlist)?;
-    let payload = match (p.pq, p.hnsw) {
-        (_, Some(params)) => Payload::Hnsw {
+    let payload = match (p.pq, p.hnsw, p.rq) {
+        (_, _, Some(bits)) => Payload::Rq {
+            rq: Rq::new(dim, bits, rng.next_u64())?.attach(isa, &centroids),
+            codes: Vec::new(),
+        },
+        (_, Some(params), None) => Payload::Hnsw {
             sq: Sq::train(&v.data, dim),
             codes: Vec::new(),
             graphs: Vec::new(),
             params,
         },
-        (None, None) => Payload::Flat(Vec::new()),
-        (Some((m, bits)), None) => {
+        (None, None, None) => Payload::Flat(Vec::new()),
+        (Some((m, bits)), None, None) => {
             let sample =
                 kmeans::sample(n, p.sample_rate.max(1).saturating_mul(1 << bits), &mut rng);
             let mut res = gather(&v.data, dim, &sample);
@@ -276,6 +292,19 @@ impl IvfIndex {
                     return Err(format!("a code is out of range for {} bits", pq.bits));
                 }
             }
+            Payload::Rq { rq, codes } => {
+                if rq.dim != dim || codes.len() != row_ids.len() * rq.code_width() {
+                    return Err(format!(
+                        "{} code bytes for {} rows of {} bytes",
+                        codes.len(),
+                        row_ids.len(),
+                        rq.code_width()
+                    ));
+                }
+                if !rq.codes_valid(codes) {
+                    return Err("a row's norm or factor is not a finite number".into());
+                }
+            }
             Payload::Hnsw {
                 codes, graphs, sq, ..
             } => {
@@ -299,6 +328,13 @@ impl IvfIndex {
             Payload::Flat(_) => {}
         }
         let centroids_packed = kernels::pack(&centroids, dim);
+        let payload = match payload {
+            Payload::Rq { rq, codes } => Payload::Rq {
+                rq: rq.attach(kernels::isa(), &centroids),
+                codes,
+            },
+            other => other,
+        };
         Ok(Self {
             distance,
             dim,
@@ -412,7 +448,9 @@ impl IvfIndex {
                 row_ids.push(add.row_ids[r]);
                 match new_payload {
                     Payload::Flat(v) => floats.extend_from_slice(&v[r * width..(r + 1) * width]),
-                    Payload::Pq { codes, .. } | Payload::Hnsw { codes, .. } => {
+                    Payload::Pq { codes, .. }
+                    | Payload::Rq { codes, .. }
+                    | Payload::Hnsw { codes, .. } => {
                         bytes.extend_from_slice(&codes[r * width..(r + 1) * width])
                     }
                 }
@@ -423,6 +461,10 @@ impl IvfIndex {
             Payload::Flat(_) => Payload::Flat(floats),
             Payload::Pq { pq, .. } => Payload::Pq {
                 pq: pq.clone(),
+                codes: bytes,
+            },
+            Payload::Rq { rq, .. } => Payload::Rq {
+                rq: rq.clone(),
                 codes: bytes,
             },
             Payload::Hnsw {
@@ -493,6 +535,10 @@ impl IvfIndex {
                 pq: pq.clone(),
                 codes: bytes,
             },
+            Payload::Rq { rq, .. } => Payload::Rq {
+                rq: rq.clone(),
+                codes: bytes,
+            },
             Payload::Hnsw { sq, params, .. } => Payload::Hnsw {
                 sq: sq.clone(),
                 codes: bytes,
@@ -544,6 +590,7 @@ impl IvfIndex {
         match &self.payload {
             Payload::Flat(_) | Payload::Hnsw { .. } => self.dim,
             Payload::Pq { pq, .. } => pq.m,
+            Payload::Rq { rq, .. } => rq.code_width(),
         }
     }
 
@@ -580,7 +627,7 @@ impl IvfIndex {
         let w = self.row_width();
         match &self.payload {
             Payload::Flat(v) => floats.extend_from_slice(&v[lo * w..hi * w]),
-            Payload::Pq { codes, .. } | Payload::Hnsw { codes, .. } => {
+            Payload::Pq { codes, .. } | Payload::Rq { codes, .. } | Payload::Hnsw { codes, .. } => {
                 bytes.extend_from_slice(&codes[lo * w..hi * w])
             }
         }
@@ -598,6 +645,16 @@ impl IvfIndex {
                 Ok(Payload::Pq {
                     pq: pq.clone(),
                     codes: pq.encode(isa, &res)?,
+                })
+            }
+            Payload::Rq { rq, .. } => {
+                let mut res = data.to_vec();
+                for (row, &p) in res.chunks_exact_mut(self.dim).zip(parts) {
+                    subtract(row, &self.centroids, self.dim, p as usize);
+                }
+                Ok(Payload::Rq {
+                    rq: rq.clone(),
+                    codes: rq.encode(isa, &res)?,
                 })
             }
             Payload::Hnsw { sq, params, .. } => {
@@ -646,10 +703,15 @@ impl IvfIndex {
             keep,
             top,
             scratch,
+            turned,
+            table,
             ..
         } = probe;
         scratch.resize(rows.len(), 0.0);
-        self.distances(*isa, q, p, scratch);
+        match &self.payload {
+            Payload::Rq { rq, codes } => self.rq_distances(rq, codes, q, turned, table, p, scratch),
+            _ => self.distances(*isa, q, p, scratch),
+        }
         for (d, r) in scratch.iter().zip(rows) {
             let id = self.row_ids[r];
             if top.worst().is_some_and(|w| f64::from(*d) > w) || !keep(id) {
@@ -702,7 +764,47 @@ impl IvfIndex {
                     };
                 }
             }
-            Payload::Hnsw { .. } => {}
+            Payload::Hnsw { .. } | Payload::Rq { .. } => {}
+        }
+    }
+
+    /// The estimated distances of partition `p`'s rows (IVF_RQ) to `q`
+    /// (rotated: `turned`), into `out`; `table` is scratch.
+    #[allow(clippy::too_many_arguments)]
+    fn rq_distances(
+        &self,
+        rq: &Rq,
+        codes: &[u8],
+        q: &[f32],
+        turned: &[f32],
+        table: &mut Vec<f32>,
+        p: usize,
+        out: &mut [f32],
+    ) {
+        let rows = self.offsets[p]..self.offsets[p + 1];
+        let dot = self.distance == DistanceType::Dot;
+        // Dot: <x, q> = <c, q> + <r, q>; else |x - q|^2 = |r|^2 + |q - c|^2 - 2 <r, q - c>.
+        let (sum, base) = if dot {
+            let c = &self.centroids[p * self.dim..(p + 1) * self.dim];
+            let qc: f32 = q.iter().zip(c).map(|(a, b)| a * b).sum();
+            (rq.table(turned, table), qc)
+        } else {
+            let res: Vec<f32> = turned
+                .iter()
+                .zip(rq.centroid(p))
+                .map(|(a, b)| a - b)
+                .collect();
+            let n2 = res.iter().map(|x| x * x).sum();
+            (rq.table(&res, table), n2)
+        };
+        let w = rq.code_width();
+        for (s, r) in out.iter_mut().zip(rows) {
+            let (n2, ip) = rq.estimate(table, sum, &codes[r * w..(r + 1) * w]);
+            *s = if dot {
+                -(base + ip)
+            } else {
+                n2 + base - 2.0 * ip
+            };
         }
     }
 
@@ -815,6 +917,10 @@ struct Probe<'a> {
     scratch: Vec<f32>,
     /// HNSW visited marks and decode buffer.
     graph: hnsw::Scratch,
+    /// The query rotated (IVF_RQ; empty otherwise).
+    turned: Vec<f32>,
+    /// One partition's lookup table (IVF_RQ).
+    table: Vec<f32>,
 }
 
 /// `(minimum, maximum)` partitions to probe.
@@ -844,14 +950,22 @@ impl AnnIndex for IvfIndex {
         let mut q = q.to_vec();
         to_index_space(self.distance, &mut q, self.dim);
         let (min, max) = probes(tuning, self.num_partitions());
+        let isa = kernels::isa();
+        let mut turned = Vec::new();
+        if let Payload::Rq { rq, .. } = &self.payload {
+            turned.resize(self.dim, 0.0);
+            rq.rotate(isa, &q, &mut turned);
+        }
         let mut probe = Probe {
-            isa: kernels::isa(),
+            isa,
             q,
             ef: tuning.ef.map_or(DEFAULT_EF, |e| e as usize),
             keep,
             top: TopK::new(n),
             scratch: Vec::new(),
             graph: hnsw::Scratch::new(self.dim),
+            turned,
+            table: Vec::new(),
         };
         for (i, p) in self
             .partition_order(probe.isa, &probe.q)

@@ -12,6 +12,7 @@ pub mod hnsw;
 pub mod ivf;
 pub mod kmeans;
 pub mod pq;
+pub mod rq;
 pub mod store;
 
 use std::fmt;
@@ -27,6 +28,8 @@ pub enum IndexType {
     IvfFlat,
     /// IVF partitions holding product-quantiser codes.
     IvfPq,
+    /// IVF partitions holding RaBitQ codes ([`rq`]).
+    IvfRq,
     /// IVF partitions, each an HNSW graph over scalar-quantised vectors.
     IvfHnswSq,
     /// A scalar column's values, sorted ([`btree`]).
@@ -39,14 +42,7 @@ pub enum IndexType {
 }
 
 /// Index types of the protocol memwal does not build yet.
-const NOT_YET: &[&str] = &[
-    "IVF_SQ",
-    "IVF_HNSW_PQ",
-    "IVF_HNSW_FLAT",
-    "IVF_RQ",
-    "LABEL_LIST",
-    "FM",
-];
+const NOT_YET: &[&str] = &["IVF_SQ", "IVF_HNSW_PQ", "IVF_HNSW_FLAT", "LABEL_LIST", "FM"];
 
 impl IndexType {
     /// The wire name (`IVF_FLAT`, `IVF_PQ`).
@@ -54,6 +50,7 @@ impl IndexType {
         match self {
             IndexType::IvfFlat => "IVF_FLAT",
             IndexType::IvfPq => "IVF_PQ",
+            IndexType::IvfRq => "IVF_RQ",
             IndexType::IvfHnswSq => "IVF_HNSW_SQ",
             IndexType::BTree => "BTREE",
             IndexType::Bitmap => "BITMAP",
@@ -85,15 +82,16 @@ impl FromStr for IndexType {
         match up.as_str() {
             "IVF_FLAT" => Ok(IndexType::IvfFlat),
             "IVF_PQ" => Ok(IndexType::IvfPq),
+            "IVF_RQ" => Ok(IndexType::IvfRq),
             "IVF_HNSW_SQ" => Ok(IndexType::IvfHnswSq),
             "BTREE" => Ok(IndexType::BTree),
             "BITMAP" => Ok(IndexType::Bitmap),
             "FTS" | "INVERTED" => Ok(IndexType::Fts),
             other if NOT_YET.contains(&other) => Err(Error::not_supported(format!(
-                "index type {other} is not supported by memwal yet (IVF_FLAT, IVF_PQ, IVF_HNSW_SQ, BTREE, BITMAP and FTS are)"
+                "index type {other} is not supported by memwal yet (IVF_FLAT, IVF_PQ, IVF_RQ, IVF_HNSW_SQ, BTREE, BITMAP and FTS are)"
             ))),
             other => Err(Error::invalid(format!(
-                "unknown index type \"{other}\" (memwal builds IVF_FLAT, IVF_PQ, IVF_HNSW_SQ, BTREE, BITMAP and FTS)"
+                "unknown index type \"{other}\" (memwal builds IVF_FLAT, IVF_PQ, IVF_RQ, IVF_HNSW_SQ, BTREE, BITMAP and FTS)"
             ))),
         }
     }
@@ -118,7 +116,7 @@ pub struct IndexRequest {
     pub target_partition_size: Option<u32>,
     /// PQ sub-vectors (dimension / 16, or / 8, when `None`).
     pub num_sub_vectors: Option<u32>,
-    /// PQ bits per code, 4 or 8 (8 when `None`).
+    /// PQ bits per code, 4 or 8 (8 when `None`); IVF_RQ bits per dimension, 1 to 8 (1 when `None`).
     pub num_bits: Option<u32>,
     /// Training rows per centroid (256 when `None`).
     pub sample_rate: Option<u32>,
@@ -198,15 +196,39 @@ impl IndexRequest {
             .unwrap_or(ivf::DEFAULT_MAX_ITERATIONS),
             pq: self.pq_params(t, dim)?,
             hnsw: self.hnsw_params(t)?,
+            rq: self.rq_bits(t)?,
         })
+    }
+
+    /// RaBitQ bits per dimension for IVF_RQ (Lance's default 1); `None` for other types.
+    fn rq_bits(&self, t: IndexType) -> Result<Option<u8>> {
+        if t != IndexType::IvfRq {
+            return Ok(None);
+        }
+        let bits = self.num_bits.unwrap_or(1);
+        u8::try_from(bits)
+            .ok()
+            .filter(|b| (1..=rq::MAX_BITS).contains(b))
+            .map(Some)
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "num_bits for IVF_RQ must be 1 to {}, got {bits}",
+                    rq::MAX_BITS
+                ))
+            })
     }
 
     /// `(num_sub_vectors, num_bits)` for IVF_PQ; refuses them elsewhere.
     fn pq_params(&self, t: IndexType, dim: usize) -> Result<Option<(usize, u8)>> {
         if t != IndexType::IvfPq {
-            if self.num_sub_vectors.is_some() || self.num_bits.is_some() {
+            if self.num_sub_vectors.is_some() {
                 return Err(Error::invalid(format!(
-                    "num_sub_vectors and num_bits apply to IVF_PQ, not {t}"
+                    "num_sub_vectors applies to IVF_PQ, not {t}"
+                )));
+            }
+            if self.num_bits.is_some() && t != IndexType::IvfRq {
+                return Err(Error::invalid(format!(
+                    "num_bits applies to IVF_PQ and IVF_RQ, not {t}"
                 )));
             }
             return Ok(None);

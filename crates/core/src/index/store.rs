@@ -7,8 +7,11 @@
 //! _indices/{uuid}-codebook.arrow    IVF_PQ: subcentroid: FixedSizeList<Float32>[dim / m]
 //!                                   (m blocks of 2^bits rows)
 //! _indices/{uuid}-sq.arrow          IVF_HNSW_SQ: min, step: FixedSizeList<Float32>[dim] (one row)
+//! _indices/{uuid}-rotation.arrow    IVF_RQ: rotation: FixedSizeList<Float32>[dim] (dim rows, orthonormal)
 //! _indices/{uuid}-rows.arrow        row_id: UInt64, then vector: FixedSizeList<Float32>[dim]
-//!                                   (IVF_FLAT), code: FixedSizeBinary[m] (IVF_PQ), or
+//!                                   (IVF_FLAT), code: FixedSizeBinary[m] (IVF_PQ),
+//!                                   code: FixedSizeBinary[bits * ceil(dim / 8) + 8] (IVF_RQ: the
+//!                                   bit planes, the squared norm and the factor, see `rq`), or
 //!                                   code: FixedSizeBinary[dim] and level: UInt8 (IVF_HNSW_SQ)
 //! _indices/{uuid}-links.arrow       IVF_HNSW_SQ: links: List<UInt32>, one row per node and
 //!                                   level 0..=level, node by node (neighbours within the partition)
@@ -36,6 +39,7 @@ use super::btree::BTreeIndex;
 use super::hnsw::{Graph, HnswParams, Sq};
 use super::ivf::{Delta, IvfIndex, Payload};
 use super::pq::Pq;
+use super::rq::Rq;
 use crate::error::{Error, Result};
 use crate::fragment::{read_data_file, CrcWriter};
 use crate::manifest::{IndexFile, IndexMeta, DELTA_SUFFIX};
@@ -87,6 +91,10 @@ fn schemas(kind: &str, dim: usize, w: usize) -> Result<Vec<(&'static str, Schema
             ));
             out.push(("-rows.arrow", schema(vec![id(), fsb("code", w)?])));
         }
+        "IVF_RQ" => {
+            out.push(("-rotation.arrow", schema(vec![fsl("rotation", dim)?])));
+            out.push(("-rows.arrow", schema(vec![id(), fsb("code", w)?])));
+        }
         "IVF_HNSW_SQ" => {
             out.push((
                 "-sq.arrow",
@@ -133,7 +141,17 @@ pub fn kind(ix: &IvfIndex) -> &'static str {
     match ix.payload {
         Payload::Flat(_) => "IVF_FLAT",
         Payload::Pq { .. } => "IVF_PQ",
+        Payload::Rq { .. } => "IVF_RQ",
         Payload::Hnsw { .. } => "IVF_HNSW_SQ",
+    }
+}
+
+/// Bytes (codes) or floats (vectors) per row of `ix`'s rows file.
+fn row_width(ix: &IvfIndex) -> usize {
+    match &ix.payload {
+        Payload::Pq { pq, .. } => pq.m,
+        Payload::Rq { rq, .. } => rq.code_width(),
+        _ => ix.dim,
     }
 }
 
@@ -150,6 +168,10 @@ fn columns(ix: &IvfIndex, s: &[(&str, SchemaRef)]) -> Result<Vec<Vec<ArrayRef>>>
         Payload::Pq { pq, codes: c } => {
             out.push(vec![vectors(s[1].1.field(0), pq.codebook.clone())?]);
             out.push(vec![ids, codes(pq.m, c)?]);
+        }
+        Payload::Rq { rq, codes: c } => {
+            out.push(vec![vectors(s[1].1.field(0), rq.rotation.clone())?]);
+            out.push(vec![ids, codes(rq.code_width(), c)?]);
         }
         Payload::Hnsw {
             sq,
@@ -182,11 +204,7 @@ fn columns(ix: &IvfIndex, s: &[(&str, SchemaRef)]) -> Result<Vec<Vec<ArrayRef>>>
 /// Writes `ix` under `{table}/_indices/` (fsynced, folder too); returns the
 /// files as the manifest records them.
 pub fn write(storage: &dyn Storage, table: &str, ix: &IvfIndex) -> Result<Vec<IndexFile>> {
-    let w = match &ix.payload {
-        Payload::Pq { pq, .. } => pq.m,
-        _ => ix.dim,
-    };
-    let s = schemas(kind(ix), ix.dim, w)?;
+    let s = schemas(kind(ix), ix.dim, row_width(ix))?;
     let cols = columns(ix, &s)?;
     let mut batches = Vec::new();
     for ((suffix, sc), c) in s.iter().zip(cols) {
@@ -201,7 +219,7 @@ fn delta_schema(kind: &str, dim: usize, w: usize) -> Result<SchemaRef> {
     let part = Field::new("part", DataType::UInt32, false);
     match kind {
         "IVF_FLAT" => Ok(schema(vec![id, part, fsl("vector", dim)?])),
-        "IVF_PQ" | "IVF_HNSW_SQ" => Ok(schema(vec![id, part, fsb("code", w)?])),
+        "IVF_PQ" | "IVF_RQ" | "IVF_HNSW_SQ" => Ok(schema(vec![id, part, fsb("code", w)?])),
         other => Err(Error::invalid(format!("no delta files for type {other}"))),
     }
 }
@@ -220,6 +238,9 @@ pub fn write_delta(
             (ix.dim, vectors(sc.field(2), v.clone())?)
         }
         (Payload::Pq { pq, .. }, Payload::Pq { codes: c, .. }) => (pq.m, codes(pq.m, c)?),
+        (Payload::Rq { rq, .. }, Payload::Rq { codes: c, .. }) => {
+            (rq.code_width(), codes(rq.code_width(), c)?)
+        }
         (Payload::Hnsw { .. }, Payload::Hnsw { codes: c, .. }) => (ix.dim, codes(ix.dim, c)?),
         _ => {
             return Err(Error::internal(
@@ -249,10 +270,7 @@ fn apply_deltas(
     meta: &IndexMeta,
     ix: IvfIndex,
 ) -> Result<IvfIndex> {
-    let w = match &ix.payload {
-        Payload::Pq { pq, .. } => pq.m,
-        _ => ix.dim,
-    };
+    let w = row_width(&ix);
     let mut all: Option<Delta> = None;
     for f in meta.files.iter().filter(|f| f.is_delta()) {
         let path = format!("{table}/{}", f.path);
@@ -279,6 +297,16 @@ fn apply_deltas(
                 }
                 Payload::Pq {
                     pq: pq.clone(),
+                    codes: c,
+                }
+            }
+            Payload::Rq { rq, .. } => {
+                let c = b.column(2).as_fixed_size_binary().value_data().to_vec();
+                if c.len() != row_ids.len() * w || !rq.codes_valid(&c) {
+                    return Err(corrupt("a delta's RaBitQ codes are damaged".into()));
+                }
+                Payload::Rq {
+                    rq: rq.clone(),
                     codes: c,
                 }
             }
@@ -451,6 +479,11 @@ pub fn read(storage: &dyn Storage, table: &str, meta: &IndexMeta) -> Result<IvfI
     if dim == 0 || (meta.index_type == "IVF_PQ" && (m == 0 || !dim.is_multiple_of(m))) {
         return Err(corrupt(format!("{m} sub-vectors for dimension {dim}")));
     }
+    // The rows file's code width: PQ's sub-vectors, RaBitQ's planes and factors.
+    let w = match meta.index_type.as_str() {
+        "IVF_RQ" => usize::from(meta.num_bits) * dim.div_ceil(8) + 8,
+        _ => m,
+    };
     let distance: DistanceType = meta
         .distance_type
         .as_deref()
@@ -458,7 +491,7 @@ pub fn read(storage: &dyn Storage, table: &str, meta: &IndexMeta) -> Result<IvfI
         .parse()
         .map_err(|e: Error| corrupt(e.to_string()))?;
     let mut batches = Vec::new();
-    for (suffix, sc) in schemas(&meta.index_type, dim, m).map_err(|e| corrupt(e.to_string()))? {
+    for (suffix, sc) in schemas(&meta.index_type, dim, w).map_err(|e| corrupt(e.to_string()))? {
         let f = meta
             .files
             .iter()
@@ -497,6 +530,14 @@ pub fn read(storage: &dyn Storage, table: &str, meta: &IndexMeta) -> Result<IvfI
                 .map_err(|e| corrupt(e.to_string()))?;
             Payload::Pq {
                 pq,
+                codes: bytes(rows),
+            }
+        }
+        "IVF_RQ" => {
+            let turn = floats(batches[1].column(0)).ok_or_else(|| corrupt("rotation".into()))?;
+            Payload::Rq {
+                rq: Rq::from_rotation(dim, meta.num_bits, turn)
+                    .map_err(|e| corrupt(e.to_string()))?,
                 codes: bytes(rows),
             }
         }

@@ -39,7 +39,7 @@ pub struct LoadedIndex {
 /// A loaded index of either kind.
 #[derive(Debug, Clone)]
 pub enum IndexData {
-    /// IVF_FLAT, IVF_PQ, IVF_HNSW_SQ.
+    /// IVF_FLAT, IVF_PQ, IVF_RQ, IVF_HNSW_SQ.
     Vector(Arc<IvfIndex>),
     /// BTREE.
     Scalar(Arc<BTreeIndex>),
@@ -149,7 +149,7 @@ fn vector_column(snap: &Snapshot, name: &str) -> Result<(usize, usize)> {
         // A binary vector is indexed as its bits.
         Some((el, dim)) => Ok((i, width(el, dim))),
         None => Err(Error::invalid(format!(
-            "cannot build a vector index on column '{name}' ({dt}): vector indexes (IVF_FLAT, IVF_PQ, IVF_HNSW_SQ) need a fixed-size-list float column; use BTREE for a scalar column"
+            "cannot build a vector index on column '{name}' ({dt}): vector indexes (IVF_FLAT, IVF_PQ, IVF_RQ, IVF_HNSW_SQ) need a fixed-size-list float column; use BTREE for a scalar column"
         ))),
     }
 }
@@ -178,7 +178,7 @@ fn index_type_for(snap: &Snapshot, col: usize, req: &IndexRequest) -> Result<Ind
             vector_column(snap, name).map(|_| t)
         }
         (false, true) => Err(Error::invalid(format!(
-            "cannot build {t} on vector column '{name}' ({dt}); use IVF_PQ, IVF_FLAT or IVF_HNSW_SQ"
+            "cannot build {t} on vector column '{name}' ({dt}); use IVF_PQ, IVF_FLAT, IVF_RQ or IVF_HNSW_SQ"
         ))),
         (false, false) if btree::supported(dt) => req.check_scalar().map(|_| t),
         (false, false) => Err(Error::not_supported(format!(
@@ -708,6 +708,9 @@ fn index_meta(
     used.insert("num_partitions".into(), json!(ix.num_partitions()));
     used.insert("sample_rate".into(), json!(params.sample_rate));
     used.insert("max_iterations".into(), json!(params.max_iterations));
+    if let Some(bits) = params.rq {
+        used.insert("num_bits".into(), json!(bits));
+    }
     if let Some(h) = params.hnsw {
         used.insert("m".into(), json!(h.m));
         used.insert("ef_construction".into(), json!(h.ef_construction));
@@ -719,7 +722,7 @@ fn index_meta(
         distance_type: Some(params.distance.as_str().into()),
         dimension: dim as u64,
         num_sub_vectors: params.pq.map_or(0, |(m, _)| m as u64),
-        num_bits: params.pq.map_or(8, |(_, b)| b),
+        num_bits: params.rq.or(params.pq.map(|(_, b)| b)).unwrap_or(8),
         params: used,
         files,
         fragment_ids: snap.fragments.iter().map(|f| f.id).collect(),
