@@ -247,6 +247,88 @@ fn subtract(row: &mut [f32], centroids: &[f32], dim: usize, c: usize) {
     }
 }
 
+impl Payload {
+    /// Whether this payload fits `rows` rows of `dim` in partitions `offsets`
+    /// (sizes, code ranges, finite factors, graph shapes).
+    fn check(&self, dim: usize, offsets: &[usize], rows: usize) -> std::result::Result<(), String> {
+        let nlist = offsets.len() - 1;
+        match self {
+            Payload::Flat(v) if v.len() != rows * dim => {
+                return Err(format!("{} vector floats for {} rows", v.len(), rows));
+            }
+            Payload::Pq { pq, codes } => {
+                if pq.m * pq.dsub != dim || codes.len() != rows * pq.m {
+                    return Err(format!(
+                        "{} code bytes for {} rows of {} sub-vectors",
+                        codes.len(),
+                        rows,
+                        pq.m
+                    ));
+                }
+                if codes.iter().any(|c| usize::from(*c) >= pq.k()) {
+                    return Err(format!("a code is out of range for {} bits", pq.bits));
+                }
+            }
+            Payload::Rq { rq, codes } => {
+                if rq.dim != dim || codes.len() != rows * rq.code_width() {
+                    return Err(format!(
+                        "{} code bytes for {} rows of {} bytes",
+                        codes.len(),
+                        rows,
+                        rq.code_width()
+                    ));
+                }
+                if !rq.codes_valid(codes) {
+                    return Err("a row's norm or factor is not a finite number".into());
+                }
+            }
+            Payload::Hnsw {
+                codes, graphs, sq, ..
+            } => {
+                if sq.min.len() != dim || sq.step.len() != dim || codes.len() != rows * dim {
+                    return Err(format!(
+                        "{} code bytes for {} rows of dimension {dim}",
+                        codes.len(),
+                        rows
+                    ));
+                }
+                if graphs.len() != nlist
+                    || graphs
+                        .iter()
+                        .enumerate()
+                        .any(|(p, g)| g.links.len() != offsets[p + 1] - offsets[p])
+                {
+                    return Err("the graphs do not match the partitions".into());
+                }
+            }
+            Payload::Flat(_) => {}
+        }
+        Ok(())
+    }
+
+    /// The same model (quantiser, graph parameters) holding `floats` (IVF_FLAT) or `bytes`
+    /// (codes); an IVF_HNSW_SQ payload with no graphs.
+    fn holding(&self, floats: Vec<f32>, bytes: Vec<u8>) -> Payload {
+        match self {
+            Payload::Flat(_) => Payload::Flat(floats),
+            Payload::Pq { pq, .. } => Payload::Pq {
+                pq: pq.clone(),
+                codes: bytes,
+            },
+            Payload::Rq { rq, .. } => Payload::Rq {
+                rq: rq.clone(),
+                codes: bytes,
+            },
+            Payload::Hnsw { sq, params, .. } => Payload::Hnsw {
+                sq: sq.clone(),
+                codes: bytes,
+                graphs: Vec::new(),
+                params: *params,
+            },
+        }
+    }
+}
+
 impl IvfIndex {
     /// An index from stored parts, checked for consistency (a damaged file
     /// must not make a search read out of bounds).
@@ -271,62 +353,7 @@ impl IvfIndex {
         {
             return Err("partition offsets are not increasing up to the row count".into());
         }
-        match &payload {
-            Payload::Flat(v) if v.len() != row_ids.len() * dim => {
-                return Err(format!(
-                    "{} vector floats for {} rows",
-                    v.len(),
-                    row_ids.len()
-                ));
-            }
-            Payload::Pq { pq, codes } => {
-                if pq.m * pq.dsub != dim || codes.len() != row_ids.len() * pq.m {
-                    return Err(format!(
-                        "{} code bytes for {} rows of {} sub-vectors",
-                        codes.len(),
-                        row_ids.len(),
-                        pq.m
-                    ));
-                }
-                if codes.iter().any(|c| usize::from(*c) >= pq.k()) {
-                    return Err(format!("a code is out of range for {} bits", pq.bits));
-                }
-            }
-            Payload::Rq { rq, codes } => {
-                if rq.dim != dim || codes.len() != row_ids.len() * rq.code_width() {
-                    return Err(format!(
-                        "{} code bytes for {} rows of {} bytes",
-                        codes.len(),
-                        row_ids.len(),
-                        rq.code_width()
-                    ));
-                }
-                if !rq.codes_valid(codes) {
-                    return Err("a row's norm or factor is not a finite number".into());
-                }
-            }
-            Payload::Hnsw {
-                codes, graphs, sq, ..
-            } => {
-                if sq.min.len() != dim || sq.step.len() != dim || codes.len() != row_ids.len() * dim
-                {
-                    return Err(format!(
-                        "{} code bytes for {} rows of dimension {dim}",
-                        codes.len(),
-                        row_ids.len()
-                    ));
-                }
-                if graphs.len() != nlist
-                    || graphs
-                        .iter()
-                        .enumerate()
-                        .any(|(p, g)| g.links.len() != offsets[p + 1] - offsets[p])
-                {
-                    return Err("the graphs do not match the partitions".into());
-                }
-            }
-            Payload::Flat(_) => {}
-        }
+        payload.check(dim, &offsets, row_ids.len())?;
         let centroids_packed = kernels::pack(&centroids, dim);
         let payload = match payload {
             Payload::Rq { rq, codes } => Payload::Rq {
@@ -457,35 +484,19 @@ impl IvfIndex {
             }
             offsets.push(row_ids.len());
         }
-        let payload = match &self.payload {
-            Payload::Flat(_) => Payload::Flat(floats),
-            Payload::Pq { pq, .. } => Payload::Pq {
-                pq: pq.clone(),
-                codes: bytes,
-            },
-            Payload::Rq { rq, .. } => Payload::Rq {
-                rq: rq.clone(),
-                codes: bytes,
-            },
-            Payload::Hnsw {
-                sq, params, graphs, ..
-            } if keep.is_none() => Payload::Hnsw {
-                graphs: graphs.clone(),
-                sq: sq.clone(),
-                codes: bytes,
-                params: *params,
-            },
-            Payload::Hnsw { sq, params, .. } => {
-                let exact = self.graph_vectors(&by_part, add, &row_ids, keep.unwrap_or(&|_| true));
-                let isa = kernels::isa();
-                Payload::Hnsw {
-                    graphs: build_graphs(isa, self.distance, self.dim, &offsets, &exact, *params)?,
-                    sq: sq.clone(),
-                    codes: bytes,
-                    params: *params,
+        let mut payload = self.payload.holding(floats, bytes);
+        if let (Payload::Hnsw { graphs, params, .. }, Payload::Hnsw { graphs: old, .. }) =
+            (&mut payload, &self.payload)
+        {
+            *graphs = match keep {
+                None => old.clone(),
+                Some(keep) => {
+                    let exact = self.graph_vectors(&by_part, add, &row_ids, keep);
+                    let isa = kernels::isa();
+                    build_graphs(isa, self.distance, self.dim, &offsets, &exact, *params)?
                 }
-            }
-        };
+            };
+        }
         Ok(IvfIndex {
             offsets,
             row_ids,
@@ -529,23 +540,7 @@ impl IvfIndex {
                 }
             }
         }
-        let payload = match &self.payload {
-            Payload::Flat(_) => Payload::Flat(floats),
-            Payload::Pq { pq, .. } => Payload::Pq {
-                pq: pq.clone(),
-                codes: bytes,
-            },
-            Payload::Rq { rq, .. } => Payload::Rq {
-                rq: rq.clone(),
-                codes: bytes,
-            },
-            Payload::Hnsw { sq, params, .. } => Payload::Hnsw {
-                sq: sq.clone(),
-                codes: bytes,
-                graphs: Vec::new(),
-                params: *params,
-            },
-        };
+        let payload = self.payload.holding(floats, bytes);
         Delta {
             row_ids,
             parts,

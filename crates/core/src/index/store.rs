@@ -519,33 +519,40 @@ pub fn read(storage: &dyn Storage, table: &str, meta: &IndexMeta) -> Result<IvfI
         .as_primitive::<UInt64Type>()
         .values()
         .to_vec();
+    let payload = payload(meta, &batches, rows, &offsets, dim, m).map_err(corrupt)?;
+    let ix = IvfIndex::from_parts(distance, dim, centroids, offsets, row_ids, payload)
+        .map_err(corrupt)?;
+    apply_deltas(storage, table, meta, ix)
+}
+
+/// The payload of an index of `meta`'s type from its files (`rows`: the one with row ids).
+fn payload(
+    meta: &IndexMeta,
+    batches: &[RecordBatch],
+    rows: &RecordBatch,
+    offsets: &[usize],
+    dim: usize,
+    m: usize,
+) -> std::result::Result<Payload, String> {
     let bytes = |b: &RecordBatch| b.column(1).as_fixed_size_binary().value_data().to_vec();
-    let payload = match meta.index_type.as_str() {
-        "IVF_FLAT" => {
-            Payload::Flat(floats(rows.column(1)).ok_or_else(|| corrupt("vectors".into()))?)
-        }
+    Ok(match meta.index_type.as_str() {
+        "IVF_FLAT" => Payload::Flat(floats(rows.column(1)).ok_or("vectors")?),
         "IVF_PQ" => {
-            let book = floats(batches[1].column(0)).ok_or_else(|| corrupt("codebook".into()))?;
-            let pq = Pq::from_codebook(dim, m, meta.num_bits, book)
-                .map_err(|e| corrupt(e.to_string()))?;
+            let book = floats(batches[1].column(0)).ok_or("codebook")?;
             Payload::Pq {
-                pq,
+                pq: Pq::from_codebook(dim, m, meta.num_bits, book).map_err(|e| e.to_string())?,
                 codes: bytes(rows),
             }
         }
         "IVF_RQ" => {
-            let turn = floats(batches[1].column(0)).ok_or_else(|| corrupt("rotation".into()))?;
+            let turn = floats(batches[1].column(0)).ok_or("rotation")?;
             Payload::Rq {
-                rq: Rq::from_rotation(dim, meta.num_bits, turn)
-                    .map_err(|e| corrupt(e.to_string()))?,
+                rq: Rq::from_rotation(dim, meta.num_bits, turn).map_err(|e| e.to_string())?,
                 codes: bytes(rows),
             }
         }
-        _ => hnsw_payload(meta, &batches, &offsets).map_err(corrupt)?,
-    };
-    let ix = IvfIndex::from_parts(distance, dim, centroids, offsets, row_ids, payload)
-        .map_err(corrupt)?;
-    apply_deltas(storage, table, meta, ix)
+        _ => hnsw_payload(meta, batches, offsets)?,
+    })
 }
 
 /// The HNSW payload from its files (sq, rows, links).
