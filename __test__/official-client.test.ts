@@ -117,6 +117,19 @@ describe("the official @lancedb/lancedb client against memwal-server", () => {
     expect((await t.search(fresh.vector).fastSearch().limit(1).toArray()).map((r: { id: number }) => Number(r.id))).toEqual([9999]);
     await t.dropIndex("vector_idx");
     expect(await t.listIndices()).toEqual([]);
+    // IVF_RQ through 0.39's Index.ivfRq: built, listed as it spells it, exact when every candidate is refined.
+    await t.createIndex("vector", { config: lancedb.Index.ivfRq({ numPartitions: 6, numBits: 2, distanceType: "l2" }) });
+    const rq = await t.listIndices();
+    expect(rq.map((i: { name: string; indexType: string }) => [i.name, i.indexType])).toEqual([["vector_idx", "IvfRq"]]);
+    expect((await t.indexStats("vector_idx")).indexType).toBe("IVF_RQ");
+    expect(rq[0].indexDetails).toMatchObject({ num_partitions: 6, num_bits: 2 });
+    await ours.add([fresh]);
+    expectSameSearch(
+      searchKey(await t.search(q).nprobes(6).refineFactor(601).limit(10).toArray()),
+      searchKey(await ours.search(q).limit(10).toArray()),
+    );
+    await t.dropIndex("vector_idx");
+    expect(await t.listIndices()).toEqual([]);
     const failure = async (p: Promise<unknown>) =>
       String(
         await p.then(

@@ -72,13 +72,18 @@ async function vectorChecks(url: string, namespaces: boolean): Promise<void> {
   same(got.index_search_cosine, key(await ours.search(q).distanceType("cosine").limit(8).toArray()));
   expect(got.index_hnsw).toEqual([["vh", "IvfHnswSq"]]);
   same(got.index_search_hnsw, key(await ours.search(q).limit(8).toArray()));
+  expect(got.index_rq).toEqual([
+    ["vr", "IvfRq"],
+    [121, "IVF_RQ"],
+  ]);
+  same(got.index_search_rq, key(await ours.search(q).limit(8).toArray()));
   expect(got.index_refused[0]).toMatch(/LABEL_LIST is not supported by memwal yet/);
   expect(got.index_refused.length).toBe(1);
   // BTREE: built through both calls, listed as the client spells it, and filters through it answer as ours do.
   expect(got.btree).toEqual([
     ["id_bt", "BTree"],
     ["kind_idx", "BTree"],
-    ["vh", "IvfHnswSq"],
+    ["vr", "IvfRq"],
   ]);
   expect(got.btree_stats).toEqual([121, "BTREE"]);
   const count = async (f: string) => ours.countRows(f);

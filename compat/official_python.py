@@ -99,9 +99,9 @@ def main():
         ]
         db.drop_namespace(["pyns"], behavior="cascade")
         out["namespaces_after_drop"] = list(db.list_namespaces().namespaces)
-    # Indexes: create (IVF_PQ, IVF_FLAT, IVF_HNSW_SQ), list, stats, search through them, wait, drop.
+    # Indexes: create (IVF_PQ, IVF_FLAT, IVF_HNSW_SQ, IVF_RQ), list, stats, search through them, wait, drop.
     from datetime import timedelta
-    from lancedb.index import Bitmap, BTree, HnswSq, IvfFlat, IvfPq, LabelList
+    from lancedb.index import Bitmap, BTree, HnswSq, IvfFlat, IvfPq, IvfRq, LabelList
     tbl.create_index("vector", config=IvfPq(num_partitions=4, num_sub_vectors=3, num_bits=4))
     out["indices"] = [[i.name, str(i.index_type), list(i.columns)] for i in tbl.list_indices()]
     st = tbl.index_stats("vector_idx")
@@ -115,6 +115,10 @@ def main():
     tbl.create_index("vector", config=HnswSq(m=8, ef_construction=64), name="vh")
     out["index_hnsw"] = [[i.name, str(i.index_type)] for i in tbl.list_indices()]
     out["index_search_hnsw"] = rows_of(tbl.search(q).ef(200).limit(8).to_arrow())
+    tbl.create_index("vector", config=IvfRq(num_partitions=4, num_bits=2), name="vr")
+    st = tbl.index_stats("vr")
+    out["index_rq"] = [[i.name, str(i.index_type)] for i in tbl.list_indices()] + [[st.num_indexed_rows, str(st.index_type)]]
+    out["index_search_rq"] = rows_of(tbl.search(q).nprobes(4).refine_factor(200).limit(8).to_arrow())
     # A BTREE on a scalar column (the deprecated create_scalar_index sends the same), then filters through it.
     tbl.create_scalar_index("kind")
     tbl.create_index("id", config=BTree(), name="id_bt")
@@ -140,7 +144,7 @@ def main():
         except Exception as e:  # the error must name what is not supported
             refused.append(str(e))
     out["index_refused"] = refused
-    tbl.drop_index("vh")
+    tbl.drop_index("vr")
     # stats() and restore(): the counts as the client reads them; a restore of the first version.
     st = tbl.stats()
     out["stats"] = [st["num_rows"], st["num_indices"], st["fragment_stats"]["num_fragments"], st["total_bytes"] > 0]

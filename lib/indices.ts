@@ -1,6 +1,6 @@
 /**
  * Index configs with the names of @lancedb/lancedb 0.39 (`Index.ivfPq(...)`, `Index.ivfFlat(...)`, ...), the
- * options of `createIndex`, and what `listIndices` / `indexStats` report. memwal builds IVF_FLAT, IVF_PQ, IVF_HNSW_SQ, BTREE,
+ * options of `createIndex`, and what `listIndices` / `indexStats` report. memwal builds IVF_FLAT, IVF_PQ, IVF_RQ, IVF_HNSW_SQ, BTREE,
  * BITMAP and FTS;
  * the other configs exist so that ported code compiles, and `createIndex` with one of them is a
  * NotSupportedError naming the type.
@@ -77,9 +77,11 @@ const IVF = ["numPartitions", "targetPartitionSize", "distanceType", "maxIterati
 /** Options of `Index.ivfRq`, as 0.39's `IvfRqOptions`. */
 export interface IvfRqOptions {
   numPartitions: number;
+  /** Bits per dimension of the rotated residual, 1 (the default: its signs) to 8; more bits, closer estimates. */
   numBits: number;
   distanceType: DistanceType;
   maxIterations: number;
+  sampleRate: number;
 }
 
 /** An index config for `createIndex(column, { config })`. */
@@ -106,11 +108,12 @@ export class Index {
     return new Index(config("IVF_HNSW_PQ", [...IVF, "m", "efConstruction", "numSubVectors"], options));
   }
   /**
-   * As 0.39's `Index.ivfRq` (IVF partitions of RaBitQ-quantised vectors): memwal does not build it yet, so
-   * `createIndex` refuses it by name (NotSupported); the options are checked here.
+   * IVF partitions of RaBitQ-quantised vectors (0.39's `Index.ivfRq`): each row's residual to its centroid, turned
+   * by a random rotation, kept as `numBits` bits per dimension plus two floats. Search with `refineFactor` to
+   * re-rank its estimates exactly (one bit orders rows roughly; see the README's IVF_RQ figures).
    */
   static ivfRq(options?: Partial<IvfRqOptions>): Index {
-    return new Index(config("IVF_RQ", ["numPartitions", "numBits", "distanceType", "maxIterations"], options));
+    return new Index(config("IVF_RQ", ["numPartitions", "numBits", "distanceType", "maxIterations", "sampleRate"], options));
   }
   /** As 0.39's `Index.fm` (an FM-index for substring search): not built by memwal, refused by `createIndex`. */
   static fm(): Index {

@@ -424,12 +424,12 @@ export class VectorQuery extends QueryBase<VectorQuery> {
     this.opts.maximumNprobes ??= n;
     this.opts.nprobes = undefined;
   }
-  /** HNSW search width of an IVF_HNSW_SQ index (no effect on IVF_FLAT / IVF_PQ, as the README says). */
+  /** HNSW search width of an IVF_HNSW_SQ index (no effect on IVF_FLAT / IVF_PQ / IVF_RQ, as the README says). */
   ef(n: number): this {
     this.opts.ef = count("ef(n)", n, 0xffffffff);
     return this;
   }
-  /** Re-rank `k * factor` candidates of an IVF_PQ / IVF_HNSW_SQ index by their exact distance. */
+  /** Re-rank `k * factor` candidates of an IVF_PQ / IVF_RQ / IVF_HNSW_SQ index by their exact distance. */
   refineFactor(n: number): this {
     this.opts.refineFactor = count("refineFactor(n)", n, 0xffffffff);
     return this;
