@@ -36,6 +36,8 @@ const runs = [
   ["lancedb", "V"],
   ["memwal", "S"],
   ["lancedb", "S"],
+  ["memwal", "R"],
+  ["lancedb", "R"],
   ["memwal", "G1m"],
   ["lancedb", "G1m"],
   ["memwal", "Klocal"],
@@ -181,6 +183,34 @@ for (const [wl, n] of [
       ]);
     }
   }
+}
+// R: IVF_RQ (and IVF_PQ for reference) on 100k x 64-d Gaussian clusters: build, and each setting's recall and q/s.
+for (const name of ["IVF_PQ", "IVF_RQ 1 bit", "IVF_RQ 2 bit", "IVF_RQ 4 bit"]) {
+  const a = results["memwal:R"]?.[name],
+    b = results["lancedb:R"]?.[name];
+  if (!a && !b) continue;
+  const cell = (x, i) =>
+    x?.error
+      ? `ERROR ${x.error.slice(0, 60)}`
+      : x
+        ? `recall ${f2(x.settings[i].recall)}, ${f1(x.settings[i].qps)} q/s (p50 ${f2(x.settings[i].p50_ms)} / p99 ${f2(x.settings[i].p99_ms)} ms)`
+        : "n/a";
+  eRows.push([
+    `R: ${name} build, 100k x 64-d, 256 clusters: s`,
+    f2(a?.build_s),
+    f2(b?.build_s),
+    a?.build_s && b?.build_s ? `${f2(b.build_s / a.build_s)}x faster` : "",
+  ]);
+  (a ?? b).settings?.forEach((st, i) => {
+    const qa = a?.settings?.[i]?.qps,
+      qb = b?.settings?.[i]?.qps;
+    eRows.push([
+      `R: ${name}, nprobes ${st.nprobes}, refine ${st.refine || "-"}: recall@10, q/s`,
+      cell(a, i),
+      cell(b, i),
+      qa && qb ? `${f2(qa / qb)}x q/s` : "",
+    ]);
+  });
 }
 const hCell = (k) =>
   results[k]

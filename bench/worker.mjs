@@ -1,6 +1,6 @@
 // One measurement in a fresh process (so peak RSS is its own):
 //   node worker.mjs <engine> <workload>
-// engine: memwal | lancedb | fsync | bw ; workload: A | B | Bn | C | D1 | D8 | Ddirect | Dlsm | fsync | E100k | E1m | F | G100k | G1m | H | S | bw
+// engine: memwal | lancedb | fsync | bw ; workload: A | B | Bn | C | D1 | D8 | Ddirect | Dlsm | fsync | E100k | E1m | F | G100k | G1m | H | R | S | bw
 //   | Klocal | Ks3 | KDlocal | KDs3 | KDs3wal (K: moto S3 at MEMWAL_TEST_S3_ENDPOINT, started by bench.mjs)
 //   | I100k | I1m (full-text search, fts.mjs; engines memwal | memwal-server | lancedb | tantivy)
 // Prints one JSON line. Data generation and IPC encoding are outside the timed part.
@@ -364,6 +364,76 @@ async function indexed(n) {
       hnsw_at95: best(hnsw, 0.95),
       hnsw,
     };
+  }
+  return out;
+}
+
+/**
+ * R: IVF_RQ (RaBitQ) against the peer's, and IVF_PQ for reference, on data where PQ codes order rows poorly:
+ * 100k x 64-d rows from 256 Gaussian clusters (centres sd 3 per element, rows sd 1 around them), queries fresh
+ * draws from the same mixture. Each index at sqrt(n) partitions (IVF_PQ: 16 sub-vectors, 8 bits; IVF_RQ: numBits
+ * 1, 2 and 4, or R_BITS="1,2"): build time, then recall@10 against the exact answer, p50/p99 and q/s per setting
+ * [nprobes, refineFactor] (0: none).
+ */
+async function rabitq() {
+  const n = Number(process.env.R_ROWS ?? 100_000);
+  const D = 64;
+  const QN = Number(process.env.R_QUERIES ?? 500);
+  const P = Math.round(Math.sqrt(n));
+  const gauss = () => Math.sqrt(-2 * Math.log(rnd() + 1e-12)) * Math.cos(2 * Math.PI * rnd());
+  const centres = Array.from({ length: 256 }, () => Float32Array.from({ length: D }, () => 3 * gauss()));
+  const draw = (k) => {
+    const out = new Float32Array(k * D);
+    for (let i = 0; i < k; i++) {
+      const c = centres[Math.floor(rnd() * 256)];
+      for (let j = 0; j < D; j++) out[i * D + j] = c[j] + gauss();
+    }
+    return out;
+  };
+  const floats = draw(n);
+  const fsl = new FixedSizeList(D, new Field("item", new Float32(), true));
+  const vec = makeVector(
+    makeData({ type: fsl, length: n, nullCount: 0, child: makeData({ type: new Float32(), length: n * D, data: floats }) }),
+  );
+  const table = tableFromIPC(
+    tableToIPC(new Table({ id: makeVector(BigInt64Array.from({ length: n }, (_, i) => BigInt(i))), vec }), "stream"),
+  );
+  const qf = draw(QN);
+  const qs = Array.from({ length: QN }, (_, i) => Array.from(qf.subarray(i * D, (i + 1) * D)));
+  const m = require("../dist/lib/index.js");
+  const truthTbl = await (await m.connect("memory://")).createTable("truth", tableToIPC(table, "stream"));
+  const truth = [];
+  for (const q of qs) truth.push(new Set((await truthTbl.search(q).bypassVectorIndex().limit(10).toArray()).map((r) => Number(r.id))));
+  const tbl = await vectorTable("rq", table);
+  const Index = engine === "memwal" ? m.Index : require("@lancedb/lancedb").Index;
+  const bits = (process.env.R_BITS ?? "1,2,4").split(",").map(Number);
+  const configs = [["IVF_PQ", () => Index.ivfPq({ numPartitions: P, numSubVectors: 16, numBits: 8 })]];
+  for (const b of bits) configs.push([`IVF_RQ ${b} bit`, () => Index.ivfRq({ numPartitions: P, numBits: b })]);
+  const out = { rows: n, dim: D, partitions: P, queries: QN };
+  for (const [name, config] of configs) {
+    const t0 = now();
+    try {
+      await tbl.createIndex("vec", { config: config(), replace: true });
+    } catch (e) {
+      out[name] = { error: String(e.message ?? e).slice(0, 200) };
+      continue;
+    }
+    const build_s = (now() - t0) / 1000;
+    const settings = [];
+    for (const [nprobes, refine] of [
+      [20, 0],
+      [20, 5],
+      [40, 5],
+      [20, 10],
+    ]) {
+      const run = (q) => {
+        let b = tbl.search(q).limit(10).nprobes(nprobes);
+        if (refine) b = b.refineFactor(refine);
+        return b.toArray();
+      };
+      settings.push({ nprobes, refine, ...(await measure(run, qs, truth)) });
+    }
+    out[name] = { build_s, settings };
   }
   return out;
 }
@@ -791,6 +861,8 @@ async function main() {
     result = await flatSearch(workload === "E100k" ? 100_000 : 1_000_000);
   } else if (workload === "G100k" || workload === "G1m") {
     result = await indexed(workload === "G100k" ? 100_000 : 1_000_000);
+  } else if (workload === "R") {
+    result = await rabitq();
   } else if (workload === "S") {
     result = await scalarIndex();
   } else if (workload === "H") {
