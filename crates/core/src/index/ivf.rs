@@ -195,7 +195,7 @@ pub fn build(v: &Vectors, dim: usize, p: &IvfParams) -> Result<IvfIndex> {
     let (parts, _) = kmeans::assign(isa, &v.data, dim, &centroids_packed, nlist)?;
     let payload = match (p.pq, p.hnsw, p.rq) {
         (_, _, Some(bits)) => Payload::Rq {
-            rq: Rq::new(dim, bits, rng.next_u64())?.attach(isa, &centroids),
+            rq: Rq::new(dim, bits, rng.next_u64())?.attach(&centroids),
             codes: Vec::new(),
         },
         (_, Some(params), None) => Payload::Hnsw {
@@ -357,7 +357,7 @@ impl IvfIndex {
         let centroids_packed = kernels::pack(&centroids, dim);
         let payload = match payload {
             Payload::Rq { rq, codes } => Payload::Rq {
-                rq: rq.attach(kernels::isa(), &centroids),
+                rq: rq.attach(&centroids),
                 codes,
             },
             other => other,
@@ -649,7 +649,7 @@ impl IvfIndex {
                 }
                 Ok(Payload::Rq {
                     rq: rq.clone(),
-                    codes: rq.encode(isa, &res)?,
+                    codes: rq.encode(&res)?,
                 })
             }
             Payload::Hnsw { sq, params, .. } => {
@@ -698,13 +698,12 @@ impl IvfIndex {
             keep,
             top,
             scratch,
-            turned,
-            table,
+            rq: sc,
             ..
         } = probe;
         scratch.resize(rows.len(), 0.0);
         match &self.payload {
-            Payload::Rq { rq, codes } => self.rq_distances(rq, codes, q, turned, table, p, scratch),
+            Payload::Rq { rq, codes } => self.rq_distances(rq, codes, q, sc, p, scratch),
             _ => self.distances(*isa, q, p, scratch),
         }
         for (d, r) in scratch.iter().zip(rows) {
@@ -764,15 +763,13 @@ impl IvfIndex {
     }
 
     /// The estimated distances of partition `p`'s rows (IVF_RQ) to `q`
-    /// (rotated: `turned`), into `out`; `table` is scratch.
-    #[allow(clippy::too_many_arguments)]
+    /// (rotated in `sc`), into `out`.
     fn rq_distances(
         &self,
         rq: &Rq,
         codes: &[u8],
         q: &[f32],
-        turned: &[f32],
-        table: &mut Vec<f32>,
+        sc: &mut RqScratch,
         p: usize,
         out: &mut [f32],
     ) {
@@ -782,19 +779,21 @@ impl IvfIndex {
         let (sum, base) = if dot {
             let c = &self.centroids[p * self.dim..(p + 1) * self.dim];
             let qc: f32 = q.iter().zip(c).map(|(a, b)| a * b).sum();
-            (rq.table(turned, table), qc)
+            let sum = match sc.sum {
+                Some(s) => s,
+                None => *sc.sum.insert(rq.table(&sc.turned, &mut sc.table)),
+            };
+            (sum, qc)
         } else {
-            let res: Vec<f32> = turned
-                .iter()
-                .zip(rq.centroid(p))
-                .map(|(a, b)| a - b)
-                .collect();
-            let n2 = res.iter().map(|x| x * x).sum();
-            (rq.table(&res, table), n2)
+            sc.res.clear();
+            sc.res
+                .extend(sc.turned.iter().zip(rq.centroid(p)).map(|(a, b)| a - b));
+            let n2 = sc.res.iter().map(|x| x * x).sum();
+            (rq.table(&sc.res, &mut sc.table), n2)
         };
         let w = rq.code_width();
         for (s, r) in out.iter_mut().zip(rows) {
-            let (n2, ip) = rq.estimate(table, sum, &codes[r * w..(r + 1) * w]);
+            let (n2, ip) = rq.estimate(&sc.table, sum, &codes[r * w..(r + 1) * w]);
             *s = if dot {
                 -(base + ip)
             } else {
@@ -912,10 +911,21 @@ struct Probe<'a> {
     scratch: Vec<f32>,
     /// HNSW visited marks and decode buffer.
     graph: hnsw::Scratch,
-    /// The query rotated (IVF_RQ; empty otherwise).
+    /// IVF_RQ: the query rotated, and buffers.
+    rq: RqScratch,
+}
+
+/// One IVF_RQ query's rotation and buffers.
+#[derive(Default)]
+struct RqScratch {
+    /// The query rotated.
     turned: Vec<f32>,
-    /// One partition's lookup table (IVF_RQ).
+    /// Its residual to one partition's centroid, rotated (L2).
+    res: Vec<f32>,
+    /// The lookup table of the partition scanned last (Dot: of the query, built once).
     table: Vec<f32>,
+    /// The sum that goes with `table` (Dot: `Some` once built).
+    sum: Option<f32>,
 }
 
 /// `(minimum, maximum)` partitions to probe.
@@ -946,10 +956,10 @@ impl AnnIndex for IvfIndex {
         to_index_space(self.distance, &mut q, self.dim);
         let (min, max) = probes(tuning, self.num_partitions());
         let isa = kernels::isa();
-        let mut turned = Vec::new();
-        if let Payload::Rq { rq, .. } = &self.payload {
-            turned.resize(self.dim, 0.0);
-            rq.rotate(isa, &q, &mut turned);
+        let mut rq = RqScratch::default();
+        if let Payload::Rq { rq: quantiser, .. } = &self.payload {
+            rq.turned.resize(self.dim, 0.0);
+            quantiser.rotate(&q, &mut rq.turned);
         }
         let mut probe = Probe {
             isa,
@@ -959,8 +969,7 @@ impl AnnIndex for IvfIndex {
             top: TopK::new(n),
             scratch: Vec::new(),
             graph: hnsw::Scratch::new(self.dim),
-            turned,
-            table: Vec::new(),
+            rq,
         };
         for (i, p) in self
             .partition_order(probe.isa, &probe.q)

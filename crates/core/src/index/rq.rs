@@ -1,5 +1,5 @@
 //! RaBitQ quantisation (IVF_RQ): a vector's residual to its IVF centroid,
-//! turned by a random orthogonal matrix, is stored as `bits` bits per
+//! turned by a random orthogonal transform, is stored as `bits` bits per
 //! dimension on a grid centred on zero, plus two floats: the residual's
 //! squared norm and the factor that makes the estimated inner product with
 //! a query unbiased (RaBitQ's `<o, q> ~ <u, q> / <u, o>` with the grid
@@ -10,77 +10,91 @@
 //! squared norm and the factor as little-endian `f32`s. A query is not
 //! quantised: per probed partition it becomes one table of 256 sums per
 //! byte of a plane, so a row costs `bits * ceil(dim / 8)` lookups.
+//!
+//! The transform is structured, not a dense matrix (whose build is cubic and
+//! whose use is quadratic in `dim`): [`ROUNDS`] rounds, each of random sign
+//! flips, a normalised Walsh-Hadamard transform of the first `2^k <= dim`
+//! coordinates, other random sign flips and the same transform of the last
+//! `2^k` (the same block when `dim` is a power of two; the flips between the
+//! two keep the second from undoing the first). Each step is orthogonal, so
+//! the whole is; it costs `O(dim log dim)`.
+
+use std::sync::Arc;
 
 use super::kmeans::{par_ranges, Rng};
 use crate::error::{Error, Result};
-use crate::vector::kernels::{self, Isa};
 
 /// Most bits per dimension (the grid indexes fit a byte).
 pub const MAX_BITS: u8 = 8;
+/// Rounds of sign flips and Walsh-Hadamard blocks in a rotation.
+pub const ROUNDS: usize = 4;
 /// Bytes of the two per-row floats after the bit planes.
 const FACTORS: usize = 8;
 /// Grid scales tried per row (multi-bit), as fractions of the largest that
 /// keeps every coordinate inside the grid.
 const SCALES: [f32; 8] = [1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3];
 
-/// A RaBitQ quantiser: its rotation and bits per dimension.
+/// A RaBitQ quantiser: its rotation and bits per dimension. Clones share
+/// the rotation and the rotated centroids.
 #[derive(Debug, Clone)]
 pub struct Rq {
     /// Vector dimension.
     pub dim: usize,
     /// Bits per dimension, 1 to [`MAX_BITS`].
     pub bits: u8,
-    /// The orthogonal matrix, `dim` rows of `dim` (a rotated vector's
-    /// element `i` is row `i`'s dot product with the vector).
-    pub rotation: Vec<f32>,
+    /// The rotation's sign flips: `2 * ROUNDS` rows of `ceil(dim / 8)` bytes
+    /// (two per round), bit `i` set where coordinate `i` is negated.
+    signs: Arc<[u8]>,
     /// The index's centroids rotated, `dim` floats each (see [`Rq::attach`]).
-    turned: Vec<f32>,
+    turned: Arc<[f32]>,
 }
 
 impl Rq {
     /// A quantiser with a random rotation drawn from `seed`.
     pub fn new(dim: usize, bits: u8, seed: u64) -> Result<Self> {
-        check_bits(bits)?;
-        Self::from_rotation(dim, bits, random_orthogonal(dim, seed))
+        let mut rng = Rng::new(seed);
+        let signs = (0..2 * ROUNDS * dim.div_ceil(8))
+            .map(|_| rng.next_u64() as u8)
+            .collect();
+        Self::from_signs(dim, bits, signs)
     }
 
-    /// A quantiser from a stored rotation, checked: finite, `dim x dim`,
-    /// rows of unit length (a damaged matrix would skew every estimate).
-    pub fn from_rotation(dim: usize, bits: u8, rotation: Vec<f32>) -> Result<Self> {
+    /// A quantiser from stored sign flips (`2 * ROUNDS` rows of
+    /// `ceil(dim / 8)` bytes), checked.
+    pub fn from_signs(dim: usize, bits: u8, signs: Vec<u8>) -> Result<Self> {
         check_bits(bits)?;
-        if dim == 0 || rotation.len() != dim * dim {
+        if dim == 0 || signs.len() != 2 * ROUNDS * dim.div_ceil(8) {
             return Err(Error::invalid(format!(
-                "a rotation of dimension {dim} needs {} floats, got {}",
-                dim * dim,
-                rotation.len()
+                "a rotation of dimension {dim} needs {} rows of {} sign bytes, got {} bytes",
+                2 * ROUNDS,
+                dim.div_ceil(8),
+                signs.len()
             )));
-        }
-        let unit = rotation.chunks_exact(dim).all(|row| {
-            let n: f32 = row.iter().map(|x| x * x).sum();
-            n.is_finite() && (n - 1.0).abs() < 1e-3
-        });
-        if !unit {
-            return Err(Error::invalid("a rotation row is not of unit length"));
         }
         Ok(Self {
             dim,
             bits,
-            rotation,
-            turned: Vec::new(),
+            signs: signs.into(),
+            turned: Arc::from(Vec::new()),
         })
+    }
+
+    /// The sign flips as stored (see [`Rq::from_signs`]).
+    pub fn signs(&self) -> &[u8] {
+        &self.signs
     }
 
     /// This quantiser with the index's `centroids` rotated (a query's
     /// residual to centroid `p` is then its rotation minus [`Rq::centroid`]).
-    pub fn attach(mut self, isa: Isa, centroids: &[f32]) -> Self {
+    pub fn attach(mut self, centroids: &[f32]) -> Self {
         let mut turned = vec![0f32; centroids.len()];
         for (c, t) in centroids
             .chunks_exact(self.dim)
             .zip(turned.chunks_exact_mut(self.dim))
         {
-            self.rotate(isa, c, t);
+            self.rotate(c, t);
         }
-        self.turned = turned;
+        self.turned = turned.into();
         self
     }
 
@@ -105,18 +119,30 @@ impl Rq {
     }
 
     /// `x` turned by the rotation, into `out` (`dim` floats each).
-    pub fn rotate(&self, isa: Isa, x: &[f32], out: &mut [f32]) {
-        kernels::dot(isa, x, &self.rotation, out);
+    pub fn rotate(&self, x: &[f32], out: &mut [f32]) {
+        out.copy_from_slice(x);
+        let nb = self.dim.div_ceil(8);
+        let block = 1usize << self.dim.ilog2();
+        for (step, flips) in self.signs.chunks_exact(nb).enumerate() {
+            for (i, v) in out.iter_mut().enumerate() {
+                if (flips[i / 8] >> (i % 8)) & 1 == 1 {
+                    *v = -*v;
+                }
+            }
+            // Even steps: the first block; odd ones: the last.
+            let start = if step % 2 == 0 { 0 } else { self.dim - block };
+            hadamard(&mut out[start..start + block]);
+        }
     }
 
     /// The codes of `rows` (residuals, `dim` floats each), in parallel.
-    pub fn encode(&self, isa: Isa, rows: &[f32]) -> Result<Vec<u8>> {
+    pub fn encode(&self, rows: &[f32]) -> Result<Vec<u8>> {
         let n = rows.len() / self.dim;
         let parts = par_ranges(n, |range| {
             let mut out = Vec::with_capacity(range.len() * self.code_width());
             let mut turned = vec![0f32; self.dim];
             for r in range {
-                self.rotate(isa, &rows[r * self.dim..(r + 1) * self.dim], &mut turned);
+                self.rotate(&rows[r * self.dim..(r + 1) * self.dim], &mut turned);
                 self.encode_rotated(&turned, &mut out);
             }
             out
@@ -124,13 +150,18 @@ impl Rq {
         Ok(parts.concat())
     }
 
-    /// Appends the code of one rotated residual `x`.
+    /// Appends the code of one rotated residual `x`. The sums are taken in
+    /// f64 and stored saturated: a vector too long for f32 (a finite 1e30
+    /// component) gets the largest finite norm and a zero factor, so it ranks
+    /// last by estimate and is re-ranked exactly, never a non-finite factor
+    /// that would make the index unreadable.
     fn encode_rotated(&self, x: &[f32], out: &mut Vec<u8>) {
         let grid = self.grid(x);
-        let half = self.half();
-        let (mut ux, mut n2) = (0f32, 0f32);
+        let half = f64::from(self.half());
+        let (mut ux, mut n2) = (0f64, 0f64);
         for (c, v) in grid.iter().zip(x) {
-            ux += (f32::from(*c) - half) * v;
+            let v = f64::from(*v);
+            ux += (f64::from(*c) - half) * v;
             n2 += v * v;
         }
         let nb = self.plane_bytes();
@@ -145,6 +176,11 @@ impl Rq {
         }
         // `ux > 0` unless the residual is zero; then the estimate is 0, exact.
         let factor = if ux > 0.0 { n2 / ux } else { 0.0 };
+        let (n2, factor) = if n2 < f64::from(f32::MAX) && factor.is_finite() {
+            (n2 as f32, factor as f32)
+        } else {
+            (f32::MAX, 0.0)
+        };
         out.extend_from_slice(&n2.to_le_bytes());
         out.extend_from_slice(&factor.to_le_bytes());
     }
@@ -242,61 +278,73 @@ fn check_bits(bits: u8) -> Result<()> {
     Ok(())
 }
 
-/// A random orthogonal `dim x dim` matrix: Gaussian rows made orthonormal
-/// (modified Gram-Schmidt in f64).
-fn random_orthogonal(dim: usize, seed: u64) -> Vec<f32> {
-    let mut rng = Rng::new(seed);
-    let mut m: Vec<f64> = (0..dim * dim).map(|_| gaussian(&mut rng)).collect();
-    for i in 0..dim {
-        let (done, rest) = m.split_at_mut(i * dim);
-        let row = &mut rest[..dim];
-        for prev in done.chunks_exact(dim) {
-            let d: f64 = prev.iter().zip(row.iter()).map(|(a, b)| a * b).sum();
-            row.iter_mut().zip(prev).for_each(|(x, p)| *x -= d * p);
+/// The normalised Walsh-Hadamard transform of `v` (its length a power of
+/// two), in place: orthogonal, its own inverse.
+fn hadamard(v: &mut [f32]) {
+    let n = v.len();
+    let mut h = 1;
+    while h < n {
+        for start in (0..n).step_by(2 * h) {
+            let (lo, hi) = v[start..start + 2 * h].split_at_mut(h);
+            for (a, b) in lo.iter_mut().zip(hi.iter_mut()) {
+                let (x, y) = (*a, *b);
+                *a = x + y;
+                *b = x - y;
+            }
         }
-        let n = row.iter().map(|x| x * x).sum::<f64>().sqrt();
-        if n < 1e-9 {
-            // A draw inside the span of the rows before (vanishingly rare): draw again.
-            return random_orthogonal(dim, seed.wrapping_add(1));
-        }
-        row.iter_mut().for_each(|x| *x /= n);
+        h *= 2;
     }
-    m.into_iter().map(|x| x as f32).collect()
-}
-
-/// A standard normal draw (Box-Muller).
-fn gaussian(rng: &mut Rng) -> f64 {
-    let u = ((rng.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
-    let v = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-    (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+    let scale = 1.0 / (n as f32).sqrt();
+    v.iter_mut().for_each(|x| *x *= scale);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A standard normal draw (Box-Muller).
+    fn gaussian(rng: &mut Rng) -> f64 {
+        let u = ((rng.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+        let v = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+    }
+
     fn rows(n: usize, dim: usize, seed: u64) -> Vec<f32> {
         let mut rng = Rng::new(seed);
         (0..n * dim).map(|_| gaussian(&mut rng) as f32).collect()
     }
 
+    /// The transform of each unit axis is a row of an orthogonal matrix (a
+    /// power of two and not), and an axis is spread over every coordinate.
     #[test]
-    fn the_rotation_is_orthogonal_and_keeps_lengths() {
-        let rq = Rq::new(24, 1, 7).expect("rq");
-        let r = &rq.rotation;
-        for i in 0..24 {
-            for j in 0..24 {
-                let d: f32 = (0..24).map(|k| r[i * 24 + k] * r[j * 24 + k]).sum();
-                let want = if i == j { 1.0 } else { 0.0 };
-                assert!((d - want).abs() < 1e-4, "row {i} . row {j} = {d}");
+    fn the_rotation_is_orthogonal_and_spreads_every_axis() {
+        for dim in [1usize, 7, 24, 64, 100] {
+            let rq = Rq::new(dim, 1, 7).expect("rq");
+            let mut m = vec![0f32; dim * dim];
+            for i in 0..dim {
+                let mut e = vec![0f32; dim];
+                e[i] = 1.0;
+                rq.rotate(&e, &mut m[i * dim..(i + 1) * dim]);
+            }
+            for i in 0..dim {
+                for j in 0..dim {
+                    let d: f32 = (0..dim).map(|k| m[i * dim + k] * m[j * dim + k]).sum();
+                    let want = if i == j { 1.0 } else { 0.0 };
+                    assert!((d - want).abs() < 1e-4, "dim {dim}: {i} . {j} = {d}");
+                }
+            }
+            if dim >= 24 {
+                // No coordinate keeps much of an axis: the largest share is of the order a random
+                // rotation gives (about 2 ln(dim) / dim), far from 1.
+                let most = m.iter().fold(0f32, |a, v| a.max(v * v));
+                let bound = 4.0 * (dim as f32).ln() / dim as f32;
+                assert!(
+                    most < bound,
+                    "dim {dim}: an axis keeps {most} of its length"
+                );
             }
         }
-        let x = rows(1, 24, 3);
-        let mut y = vec![0f32; 24];
-        rq.rotate(kernels::isa(), &x, &mut y);
-        let n = |v: &[f32]| v.iter().map(|a| a * a).sum::<f32>();
-        assert!((n(&x) - n(&y)).abs() < 1e-3 * n(&x));
-        assert!(Rq::from_rotation(24, 1, vec![0.5; 24 * 24]).is_err());
+        assert!(Rq::from_signs(24, 1, vec![0; 3]).is_err());
         assert!(Rq::new(24, 0, 1).is_err() && Rq::new(24, 9, 1).is_err());
     }
 
@@ -305,17 +353,16 @@ mod tests {
     #[test]
     fn estimates_approach_the_inner_product_with_more_bits() {
         let (dim, n) = (64, 2000);
-        let isa = kernels::isa();
         let data = rows(n, dim, 11);
         let q = rows(1, dim, 12);
         let mut errs = Vec::new();
         for bits in [1u8, 2, 4, 8] {
             let rq = Rq::new(dim, bits, 5).expect("rq");
-            let codes = rq.encode(isa, &data).expect("encode");
+            let codes = rq.encode(&data).expect("encode");
             assert_eq!(codes.len(), n * rq.code_width());
             assert!(rq.codes_valid(&codes));
             let mut qr = vec![0f32; dim];
-            rq.rotate(isa, &q, &mut qr);
+            rq.rotate(&q, &mut qr);
             let mut table = Vec::new();
             let sum = rq.table(&qr, &mut table);
             let (mut bias, mut sq) = (0f64, 0f64);
@@ -340,7 +387,7 @@ mod tests {
     #[test]
     fn a_zero_residual_and_damaged_factors() {
         let rq = Rq::new(10, 3, 1).expect("rq");
-        let codes = rq.encode(kernels::isa(), &[0.0; 10]).expect("encode");
+        let codes = rq.encode(&[0.0; 10]).expect("encode");
         let mut table = Vec::new();
         let sum = rq.table(&[1.0; 10], &mut table);
         assert_eq!(rq.estimate(&table, sum, &codes), (0.0, 0.0));
@@ -349,5 +396,11 @@ mod tests {
         bad[w - 4..].copy_from_slice(&f32::NAN.to_le_bytes());
         assert!(rq.codes_valid(&codes) && !rq.codes_valid(&bad));
         assert!(!rq.codes_valid(&codes[..w - 1]));
+        // A finite row too long for an f32 norm: saturated, a zero factor, still valid.
+        let mut huge = vec![1.0f32; 10];
+        huge[3] = 1e30;
+        let codes = rq.encode(&huge).expect("encode");
+        assert!(rq.codes_valid(&codes));
+        assert_eq!(rq.estimate(&table, sum, &codes), (f32::MAX, 0.0));
     }
 }

@@ -7,7 +7,8 @@
 //! _indices/{uuid}-codebook.arrow    IVF_PQ: subcentroid: FixedSizeList<Float32>[dim / m]
 //!                                   (m blocks of 2^bits rows)
 //! _indices/{uuid}-sq.arrow          IVF_HNSW_SQ: min, step: FixedSizeList<Float32>[dim] (one row)
-//! _indices/{uuid}-rotation.arrow    IVF_RQ: rotation: FixedSizeList<Float32>[dim] (dim rows, orthonormal)
+//! _indices/{uuid}-rotation.arrow    IVF_RQ: signs: FixedSizeBinary[ceil(dim / 8)] (one row per round of
+//!                                   the rotation's sign flips, see `rq`)
 //! _indices/{uuid}-rows.arrow        row_id: UInt64, then vector: FixedSizeList<Float32>[dim]
 //!                                   (IVF_FLAT), code: FixedSizeBinary[m] (IVF_PQ),
 //!                                   code: FixedSizeBinary[bits * ceil(dim / 8) + 8] (IVF_RQ: the
@@ -92,7 +93,10 @@ fn schemas(kind: &str, dim: usize, w: usize) -> Result<Vec<(&'static str, Schema
             out.push(("-rows.arrow", schema(vec![id(), fsb("code", w)?])));
         }
         "IVF_RQ" => {
-            out.push(("-rotation.arrow", schema(vec![fsl("rotation", dim)?])));
+            out.push((
+                "-rotation.arrow",
+                schema(vec![fsb("signs", dim.div_ceil(8))?]),
+            ));
             out.push(("-rows.arrow", schema(vec![id(), fsb("code", w)?])));
         }
         "IVF_HNSW_SQ" => {
@@ -170,7 +174,7 @@ fn columns(ix: &IvfIndex, s: &[(&str, SchemaRef)]) -> Result<Vec<Vec<ArrayRef>>>
             out.push(vec![ids, codes(pq.m, c)?]);
         }
         Payload::Rq { rq, codes: c } => {
-            out.push(vec![vectors(s[1].1.field(0), rq.rotation.clone())?]);
+            out.push(vec![codes(rq.dim.div_ceil(8), rq.signs())?]);
             out.push(vec![ids, codes(rq.code_width(), c)?]);
         }
         Payload::Hnsw {
@@ -545,9 +549,13 @@ fn payload(
             }
         }
         "IVF_RQ" => {
-            let turn = floats(batches[1].column(0)).ok_or("rotation")?;
+            let signs = batches[1].column(0).as_fixed_size_binary();
+            if signs.null_count() > 0 {
+                return Err("null rotation signs".into());
+            }
+            let signs = signs.value_data().to_vec();
             Payload::Rq {
-                rq: Rq::from_rotation(dim, meta.num_bits, turn).map_err(|e| e.to_string())?,
+                rq: Rq::from_signs(dim, meta.num_bits, signs).map_err(|e| e.to_string())?,
                 codes: bytes(rows),
             }
         }
