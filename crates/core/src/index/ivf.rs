@@ -642,16 +642,10 @@ impl IvfIndex {
                     codes: pq.encode(isa, &res)?,
                 })
             }
-            Payload::Rq { rq, .. } => {
-                let mut res = data.to_vec();
-                for (row, &p) in res.chunks_exact_mut(self.dim).zip(parts) {
-                    subtract(row, &self.centroids, self.dim, p as usize);
-                }
-                Ok(Payload::Rq {
-                    rq: rq.clone(),
-                    codes: rq.encode(&res)?,
-                })
-            }
+            Payload::Rq { rq, .. } => Ok(Payload::Rq {
+                rq: rq.clone(),
+                codes: rq.encode(data, parts)?,
+            }),
             Payload::Hnsw { sq, params, .. } => {
                 let mut codes = Vec::with_capacity(data.len());
                 for row in data.chunks_exact(self.dim) {
@@ -763,7 +757,8 @@ impl IvfIndex {
     }
 
     /// The estimated distances of partition `p`'s rows (IVF_RQ) to `q`
-    /// (rotated in `sc`), into `out`.
+    /// (rotated in `sc`), into `out`: one table of the query serves every
+    /// partition (see [`super::rq`]).
     fn rq_distances(
         &self,
         rq: &Rq,
@@ -774,31 +769,31 @@ impl IvfIndex {
         out: &mut [f32],
     ) {
         let rows = self.offsets[p]..self.offsets[p + 1];
-        let dot = self.distance == DistanceType::Dot;
-        // Dot: <x, q> = <c, q> + <r, q>; else |x - q|^2 = |r|^2 + |q - c|^2 - 2 <r, q - c>.
-        let (sum, base) = if dot {
-            let c = &self.centroids[p * self.dim..(p + 1) * self.dim];
-            let qc: f32 = q.iter().zip(c).map(|(a, b)| a * b).sum();
-            let sum = match sc.sum {
-                Some(s) => s,
-                None => *sc.sum.insert(rq.table(&sc.turned, &mut sc.table)),
-            };
-            (sum, qc)
-        } else {
-            sc.res.clear();
-            sc.res
-                .extend(sc.turned.iter().zip(rq.centroid(p)).map(|(a, b)| a - b));
-            let n2 = sc.res.iter().map(|x| x * x).sum();
-            (rq.table(&sc.res, &mut sc.table), n2)
+        let sum = match sc.sum {
+            Some(s) => s,
+            None => *sc.sum.insert(rq.table(&sc.turned, &mut sc.table)),
         };
         let w = rq.code_width();
-        for (s, r) in out.iter_mut().zip(rows) {
-            let (n2, ip) = rq.estimate(&sc.table, sum, &codes[r * w..(r + 1) * w]);
-            *s = if dot {
-                -(base + ip)
-            } else {
-                n2 + base - 2.0 * ip
-            };
+        let codes = &codes[rows.start * w..rows.end * w];
+        if self.distance == DistanceType::Dot {
+            // <x, q> = <c, q> + <r, q>.
+            let c = &self.centroids[p * self.dim..(p + 1) * self.dim];
+            let qc: f32 = q.iter().zip(c).map(|(a, b)| a * b).sum();
+            for (s, code) in out.iter_mut().zip(codes.chunks_exact(w)) {
+                *s = -(qc + rq.estimate(&sc.table, sum, code).1);
+            }
+        } else {
+            // |x - q|^2 = base + |q - c|^2 - 2 f <u, q>.
+            let qc: f32 = sc
+                .turned
+                .iter()
+                .zip(rq.centroid(p))
+                .map(|(a, b)| (a - b) * (a - b))
+                .sum();
+            for (s, code) in out.iter_mut().zip(codes.chunks_exact(w)) {
+                let (base, ip) = rq.estimate(&sc.table, sum, code);
+                *s = base + qc - 2.0 * ip;
+            }
         }
     }
 
@@ -915,16 +910,14 @@ struct Probe<'a> {
     rq: RqScratch,
 }
 
-/// One IVF_RQ query's rotation and buffers.
+/// One IVF_RQ query's rotation and lookup table.
 #[derive(Default)]
 struct RqScratch {
     /// The query rotated.
     turned: Vec<f32>,
-    /// Its residual to one partition's centroid, rotated (L2).
-    res: Vec<f32>,
-    /// The lookup table of the partition scanned last (Dot: of the query, built once).
+    /// The query's lookup table, built at the first partition scanned.
     table: Vec<f32>,
-    /// The sum that goes with `table` (Dot: `Some` once built).
+    /// The sum of the rotated query (`Some` once `table` is built).
     sum: Option<f32>,
 }
 
