@@ -57,8 +57,8 @@ describe.each(kinds)("IVF_RQ on a %s table", (_kind, open) => {
     const db = await open();
     const name = `rq_bad_${Math.floor(Math.random() * 1e9)}`;
     const t = await db.createTable(name, clustered(300, 3));
-    await expect(t.createIndex("vector", { config: Index.ivfRq({ numBits: 9 }) })).rejects.toThrow(
-      /num_bits for IVF_RQ must be 1 to 8, got 9/,
+    await expect(t.createIndex("vector", { config: Index.ivfRq({ numBits: 10 }) })).rejects.toThrow(
+      /num_bits for IVF_RQ must be 1 to 9, got 10/,
     );
     await expect(t.createIndex("vector", { config: Index.ivfRq({ numBits: 0 }) })).rejects.toThrow(/num_bits/);
     expect(() => Index.ivfRq({ numSubVectors: 2 } as never)).toThrow(InvalidInputError);

@@ -372,12 +372,12 @@ async function indexed(n) {
  * R: IVF_RQ (RaBitQ) against the peer's, and IVF_PQ for reference, on data where PQ codes order rows poorly:
  * 100k x 64-d rows from 256 Gaussian clusters (centres sd 3 per element, rows sd 1 around them), queries fresh
  * draws from the same mixture. Each index at sqrt(n) partitions (IVF_PQ: 16 sub-vectors, 8 bits; IVF_RQ: numBits
- * 1, 2 and 4, or R_BITS="1,2"): build time, then recall@10 against the exact answer, p50/p99 and q/s per setting
+ * 1, 2 and 4, or R_BITS="1,2"; R_ROWS, R_DIM, R_QUERIES change the data): build time, then recall@10 against the exact answer, p50/p99 and q/s per setting
  * [nprobes, refineFactor] (0: none).
  */
 async function rabitq() {
   const n = Number(process.env.R_ROWS ?? 100_000);
-  const D = 64;
+  const D = Number(process.env.R_DIM ?? 64);
   const QN = Number(process.env.R_QUERIES ?? 500);
   const P = Math.round(Math.sqrt(n));
   const gauss = () => Math.sqrt(-2 * Math.log(rnd() + 1e-12)) * Math.cos(2 * Math.PI * rnd());

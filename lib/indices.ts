@@ -77,7 +77,7 @@ const IVF = ["numPartitions", "targetPartitionSize", "distanceType", "maxIterati
 /** Options of `Index.ivfRq`, as 0.39's `IvfRqOptions`. */
 export interface IvfRqOptions {
   numPartitions: number;
-  /** Bits per dimension of the rotated residual, 1 (the default: its signs) to 8; more bits, closer estimates. */
+  /** Bits per dimension of the rotated residual, 1 (the default: its signs) to 9; more bits, closer estimates. */
   numBits: number;
   distanceType: DistanceType;
   maxIterations: number;

@@ -116,7 +116,7 @@ pub struct IndexRequest {
     pub target_partition_size: Option<u32>,
     /// PQ sub-vectors (dimension / 16, or / 8, when `None`).
     pub num_sub_vectors: Option<u32>,
-    /// PQ bits per code, 4 or 8 (8 when `None`); IVF_RQ bits per dimension, 1 to 8 (1 when `None`).
+    /// PQ bits per code, 4 or 8 (8 when `None`); IVF_RQ bits per dimension, 1 to 9 (1 when `None`).
     pub num_bits: Option<u32>,
     /// Training rows per centroid (256 when `None`).
     pub sample_rate: Option<u32>,

@@ -29,8 +29,8 @@ use std::sync::Arc;
 use super::kmeans::{par_ranges, Rng};
 use crate::error::{Error, Result};
 
-/// Most bits per dimension (the grid indexes fit a byte).
-pub const MAX_BITS: u8 = 8;
+/// Most bits per dimension (Lance's limit).
+pub const MAX_BITS: u8 = 9;
 /// Rounds of sign flips and Walsh-Hadamard blocks in a rotation.
 pub const ROUNDS: usize = 4;
 /// Bytes of the two per-row floats after the bit planes.
@@ -207,13 +207,13 @@ impl Rq {
 
     /// Each coordinate's grid index: the sign with one bit; else the scale
     /// (of [`SCALES`]) whose grid vector points closest to `x`.
-    fn grid(&self, x: &[f32]) -> Vec<u8> {
+    fn grid(&self, x: &[f32]) -> Vec<u16> {
         let top = (1u32 << self.bits) - 1;
         let half = self.half();
-        let at = |step: f32, v: f32| (v / step + half).round().clamp(0.0, top as f32) as u8;
+        let at = |step: f32, v: f32| (v / step + half).round().clamp(0.0, top as f32) as u16;
         let max = x.iter().fold(0f32, |m, v| m.max(v.abs()));
         if self.bits == 1 || max == 0.0 {
-            return x.iter().map(|v| u8::from(*v > 0.0)).collect();
+            return x.iter().map(|v| u16::from(*v > 0.0)).collect();
         }
         let mut best = (f32::NEG_INFINITY, 1.0f32);
         for s in SCALES {
@@ -365,7 +365,7 @@ mod tests {
             }
         }
         assert!(Rq::from_signs(24, 1, vec![0; 3]).is_err());
-        assert!(Rq::new(24, 0, 1).is_err() && Rq::new(24, 9, 1).is_err());
+        assert!(Rq::new(24, 0, 1).is_err() && Rq::new(24, 10, 1).is_err());
     }
 
     /// The estimate of `<x, q>` is unbiased and tighter with more bits;
@@ -376,7 +376,7 @@ mod tests {
         let data = rows(n, dim, 11);
         let q = rows(1, dim, 12);
         let mut errs = Vec::new();
-        for bits in [1u8, 2, 4, 8] {
+        for bits in [1u8, 2, 4, 9] {
             let rq = Rq::new(dim, bits, 5).expect("rq").attach(&[0.0; 64]);
             let codes = rq.encode(&data, &[0; 2000]).expect("encode");
             assert_eq!(codes.len(), n * rq.code_width());

@@ -610,10 +610,10 @@ fn bad_index_requests_say_what_is_wrong() {
         ),
         (
             IndexRequest {
-                num_bits: Some(9),
+                num_bits: Some(10),
                 ..request(IndexType::IvfRq, DistanceType::L2, 4)
             },
-            "num_bits for IVF_RQ must be 1 to 8, got 9",
+            "num_bits for IVF_RQ must be 1 to 9, got 10",
         ),
         (
             request(IndexType::IvfFlat, DistanceType::L2, 0),
