@@ -11,7 +11,7 @@ use super::hierarchy;
 use super::hnsw::{self, Graph, HnswParams, Space as _, Sq};
 use super::kmeans::{self, par_ranges, Rng};
 use super::pq::Pq;
-use super::rq::Rq;
+use super::rq::{self, Rq};
 use crate::error::{Error, Result};
 use crate::query::{DistanceType, IndexTuning};
 use crate::vector::kernels::{self, Isa};
@@ -683,8 +683,10 @@ impl IvfIndex {
         if rows.is_empty() {
             return;
         }
-        if let Payload::Hnsw { .. } = self.payload {
-            return self.scan_graph(p, probe);
+        match &self.payload {
+            Payload::Hnsw { .. } => return self.scan_graph(p, probe),
+            Payload::Rq { rq, codes } => return self.scan_rq(rq, codes, p, probe),
+            _ => {}
         }
         let Probe {
             isa,
@@ -692,14 +694,10 @@ impl IvfIndex {
             keep,
             top,
             scratch,
-            rq: sc,
             ..
         } = probe;
         scratch.resize(rows.len(), 0.0);
-        match &self.payload {
-            Payload::Rq { rq, codes } => self.rq_distances(rq, codes, q, sc, p, scratch),
-            _ => self.distances(*isa, q, p, scratch),
-        }
+        self.distances(*isa, q, p, scratch);
         for (d, r) in scratch.iter().zip(rows) {
             let id = self.row_ids[r];
             if top.worst().is_some_and(|w| f64::from(*d) > w) || !keep(id) {
@@ -756,44 +754,67 @@ impl IvfIndex {
         }
     }
 
-    /// The estimated distances of partition `p`'s rows (IVF_RQ) to `q`
-    /// (rotated in `sc`), into `out`: one table of the query serves every
-    /// partition (see [`super::rq`]).
-    fn rq_distances(
-        &self,
-        rq: &Rq,
-        codes: &[u8],
-        q: &[f32],
-        sc: &mut RqScratch,
-        p: usize,
-        out: &mut [f32],
-    ) {
+    /// Ranks partition `p`'s rows (IVF_RQ) by their estimated distances into
+    /// the probe's top: one table of the query serves every partition (see
+    /// [`super::rq`]). With more than one bit, a row whose top plane's lower
+    /// bound is past the top's worst is skipped before its other planes are read.
+    fn scan_rq(&self, rq: &Rq, codes: &[u8], p: usize, probe: &mut Probe) {
+        let Probe {
+            q,
+            keep,
+            top,
+            rq: sc,
+            ..
+        } = probe;
         let rows = self.offsets[p]..self.offsets[p + 1];
         let sum = match sc.sum {
             Some(s) => s,
             None => *sc.sum.insert(rq.table(&sc.turned, &mut sc.table)),
         };
-        let w = rq.code_width();
-        let codes = &codes[rows.start * w..rows.end * w];
-        if self.distance == DistanceType::Dot {
-            // <x, q> = <c, q> + <r, q>.
+        let dot = self.distance == DistanceType::Dot;
+        // Dot: -(<c, q> + <r, q>); else |x - q|^2 = base + |q - c|^2 - 2 f <u, q>.
+        let (offset, norm) = if dot {
             let c = &self.centroids[p * self.dim..(p + 1) * self.dim];
             let qc: f32 = q.iter().zip(c).map(|(a, b)| a * b).sum();
-            for (s, code) in out.iter_mut().zip(codes.chunks_exact(w)) {
-                *s = -(qc + rq.estimate(&sc.table, sum, code).1);
-            }
+            (qc, q.iter().map(|x| x * x).sum::<f32>().sqrt())
         } else {
-            // |x - q|^2 = base + |q - c|^2 - 2 f <u, q>.
             let qc: f32 = sc
                 .turned
                 .iter()
                 .zip(rq.centroid(p))
                 .map(|(a, b)| (a - b) * (a - b))
                 .sum();
-            for (s, code) in out.iter_mut().zip(codes.chunks_exact(w)) {
-                let (base, ip) = rq.estimate(&sc.table, sum, code);
-                *s = base + qc - 2.0 * ip;
+            (qc, qc.sqrt())
+        };
+        let dist = |base: f32, ip: f32| {
+            if dot {
+                -(offset + ip)
+            } else {
+                base + offset - 2.0 * ip
             }
+        };
+        let w = rq.code_width();
+        for (r, code) in rows.zip(codes[p_range(&self.offsets, p, w)].chunks_exact(w)) {
+            let worst = top.worst();
+            if let (Some(worst), true) = (worst, rq.bits > 1) {
+                let (base, ip, err) = rq.first_stage(&sc.table, sum, code);
+                let slack = rq::BOUND * err * norm * if dot { 1.0 } else { 2.0 };
+                if f64::from(dist(base, ip) - slack) > worst {
+                    continue;
+                }
+            }
+            let (base, ip) = rq.estimate(&sc.table, sum, code);
+            let d = f64::from(dist(base, ip));
+            let id = self.row_ids[r];
+            if worst.is_some_and(|w| d > w) || !keep(id) {
+                continue;
+            }
+            top.push(Hit {
+                dist: d,
+                row_id: id,
+                tier: 0,
+                row: 0,
+            });
         }
     }
 
@@ -856,6 +877,11 @@ impl IvfIndex {
             ef = (ef * 4).min(len);
         }
     }
+}
+
+/// The byte range of partition `p`'s codes (`w` bytes per row).
+fn p_range(offsets: &[usize], p: usize, w: usize) -> std::ops::Range<usize> {
+    offsets[p] * w..offsets[p + 1] * w
 }
 
 /// One HNSW graph per partition (`offsets`), linked over `exact` (rows

@@ -16,6 +16,13 @@
 //! becomes one table of 256 sums per byte of a plane, so a row costs
 //! `bits * ceil(dim / 8)` lookups.
 //!
+//! With more than one bit the top plane is the residual's signs (a grid
+//! index's top bit is set exactly when it stands above zero), and three more
+//! floats follow: the base and factor of that plane read alone as a 1-bit
+//! code, and the error coefficient of its estimate (RaBitQ's bound). A scan
+//! reads the top plane first and skips the other planes of a row whose
+//! lower bound cannot enter the results ([`Rq::first_stage`]).
+//!
 //! The transform is structured, not a dense matrix (whose build is cubic and
 //! whose use is quadratic in `dim`): [`ROUNDS`] rounds, each of random sign
 //! flips, a normalised Walsh-Hadamard transform of the first `2^k <= dim`
@@ -33,8 +40,13 @@ use crate::error::{Error, Result};
 pub const MAX_BITS: u8 = 9;
 /// Rounds of sign flips and Walsh-Hadamard blocks in a rotation.
 pub const ROUNDS: usize = 4;
-/// Bytes of the two per-row floats after the bit planes.
+/// Bytes of the per-row floats after the bit planes: base and factor, then
+/// (more than one bit) the top plane's base, factor and error coefficient.
 const FACTORS: usize = 8;
+/// Bytes of the top plane's floats (more than one bit).
+const FIRST: usize = 12;
+/// RaBitQ's confidence multiplier of the 1-bit error bound (Lance's 1.9).
+pub const BOUND: f32 = 1.9;
 /// Grid scales tried per row (multi-bit), as fractions of the largest that
 /// keeps every coordinate inside the grid.
 const SCALES: [f32; 8] = [1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3];
@@ -115,7 +127,12 @@ impl Rq {
 
     /// Bytes of one row's code (planes and factors).
     pub fn code_width(&self) -> usize {
-        usize::from(self.bits) * self.plane_bytes() + FACTORS
+        code_width(self.dim, self.bits)
+    }
+
+    /// Bytes of one row's bit planes.
+    fn planes_width(&self) -> usize {
+        usize::from(self.bits) * self.plane_bytes()
     }
 
     /// Half the grid's span: grid index `c` stands for `c - half`.
@@ -192,17 +209,32 @@ impl Rq {
                 }
             }
         }
-        // `ux > 0` unless the residual is zero; then the estimate is 0, exact.
-        let factor = if ux > 0.0 { n2 / ux } else { 0.0 };
-        let base = n2 + 2.0 * factor * uc;
-        let fits = |x: f64| x.is_finite() && x.abs() < f64::from(f32::MAX);
-        let (base, factor) = if fits(base) && fits(factor) {
-            (base as f32, factor as f32)
-        } else {
-            (f32::MAX, 0.0)
-        };
-        out.extend_from_slice(&base.to_le_bytes());
-        out.extend_from_slice(&factor.to_le_bytes());
+        push_factors(n2, ux, uc, out);
+        if self.bits > 1 {
+            // The top plane alone: signs s_i = +-1/2 (top bit set: above zero).
+            let top = 1u16 << (self.bits - 1);
+            let (mut sx, mut sc) = (0f64, 0f64);
+            for ((g, v), m) in grid.iter().zip(x).zip(c) {
+                let sign = if g & top != 0 { 0.5 } else { -0.5 };
+                sx += sign * f64::from(*v);
+                sc += sign * f64::from(*m);
+            }
+            push_factors(n2, sx, sc, out);
+            // |r| sqrt((1 - cos^2) / cos^2) / sqrt(dim - 1), cos = <s, r> / (|s| |r|).
+            let dim = self.dim as f64;
+            let cos2 = if n2 > 0.0 {
+                sx * sx / (0.25 * dim * n2)
+            } else {
+                1.0
+            };
+            let err = (n2 * (1.0 - cos2).max(0.0) / cos2.max(1e-12) / (dim - 1.0).max(1.0)).sqrt();
+            let err = if err.is_finite() && err < f64::from(f32::MAX) {
+                err as f32
+            } else {
+                f32::MAX
+            };
+            out.extend_from_slice(&err.to_le_bytes());
+        }
     }
 
     /// Each coordinate's grid index: the sign with one bit; else the scale
@@ -232,14 +264,14 @@ impl Rq {
         x.iter().map(|v| at(best.1, *v)).collect()
     }
 
-    /// Whether every row of `codes` has a finite base and factor; the planes
-    /// may hold any bits.
+    /// Whether every row of `codes` has finite floats (a non-negative error
+    /// coefficient); the planes may hold any bits.
     pub fn codes_valid(&self, codes: &[u8]) -> bool {
-        let w = self.code_width();
+        let (w, at) = (self.code_width(), self.planes_width());
         codes.len().is_multiple_of(w)
             && codes.chunks_exact(w).all(|c| {
-                let (base, f) = factors(c);
-                base.is_finite() && f.is_finite()
+                let floats = (at..w).step_by(4).map(|i| float(c, i));
+                floats.clone().all(f32::is_finite) && (self.bits == 1 || float(c, w - 4) >= 0.0)
             })
     }
 
@@ -276,16 +308,60 @@ impl Rq {
                 .sum();
             dot += s * (1u32 << j) as f32;
         }
-        let (n2, factor) = factors(code);
-        (n2, factor * (dot - self.half() * sum))
+        let at = self.planes_width();
+        (
+            float(code, at),
+            float(code, at + 4) * (dot - self.half() * sum),
+        )
+    }
+
+    /// With more than one bit: the top plane's base, estimated inner product
+    /// and error coefficient (the estimate is within `BOUND * error * |q|`
+    /// of the true one, `q` the query or its residual as for [`Rq::estimate`]).
+    #[inline]
+    pub fn first_stage(&self, table: &[f32], sum: f32, code: &[u8]) -> (f32, f32, f32) {
+        let nb = self.plane_bytes();
+        let at = self.planes_width();
+        let plane = &code[at - nb..at];
+        let s: f32 = plane
+            .iter()
+            .enumerate()
+            .map(|(b, v)| table[b * 256 + usize::from(*v)])
+            .sum();
+        let first = at + FACTORS;
+        (
+            float(code, first),
+            float(code, first + 4) * (s - 0.5 * sum),
+            float(code, first + 8),
+        )
     }
 }
 
-/// A row code's squared norm and factor (its last eight bytes).
-fn factors(code: &[u8]) -> (f32, f32) {
-    let at = code.len() - FACTORS;
-    let f = |i: usize| f32::from_le_bytes([code[i], code[i + 1], code[i + 2], code[i + 3]]);
-    (f(at), f(at + 4))
+/// Bytes of one row's code of `bits` per dimension over `dim`: the planes,
+/// the base and factor, and (more than one bit) the top plane's three floats.
+pub fn code_width(dim: usize, bits: u8) -> usize {
+    usize::from(bits) * dim.div_ceil(8) + FACTORS + if bits > 1 { FIRST } else { 0 }
+}
+
+/// Appends a base and factor: `f = |r|^2 / <u, r>`, base `|r|^2 + 2 f <u, c>`,
+/// saturated (a zero residual's estimate is 0, exact).
+fn push_factors(n2: f64, ux: f64, uc: f64, out: &mut Vec<u8>) {
+    // `ux > 0` unless the residual is zero.
+    let factor = if ux > 0.0 { n2 / ux } else { 0.0 };
+    let base = n2 + 2.0 * factor * uc;
+    let fits = |x: f64| x.is_finite() && x.abs() < f64::from(f32::MAX);
+    let (base, factor) = if fits(base) && fits(factor) {
+        (base as f32, factor as f32)
+    } else {
+        (f32::MAX, 0.0)
+    };
+    out.extend_from_slice(&base.to_le_bytes());
+    out.extend_from_slice(&factor.to_le_bytes());
+}
+
+/// The little-endian f32 at byte `i` of a code.
+fn float(code: &[u8], i: usize) -> f32 {
+    f32::from_le_bytes([code[i], code[i + 1], code[i + 2], code[i + 3]])
 }
 
 /// `bits` in `1..=MAX_BITS`.
@@ -426,7 +502,7 @@ mod tests {
             rq.rotate(&q, &mut qr);
             let mut table = Vec::new();
             let sum = rq.table(&qr, &mut table);
-            let (mut bias, mut sq) = (0f64, 0f64);
+            let (mut bias, mut sq, mut outside) = (0f64, 0f64, 0usize);
             for (r, code) in codes.chunks_exact(rq.code_width()).enumerate() {
                 let x = &data[r * dim..(r + 1) * dim];
                 let exact: f32 = x.iter().zip(&q).map(|(a, b)| (a - b).powi(2)).sum();
@@ -436,7 +512,23 @@ mod tests {
                 let e = f64::from(base + qc - 2.0 * ip - exact);
                 bias += e;
                 sq += e * e;
+                if bits > 1 {
+                    // The top plane's estimate is within its bound for nearly every row.
+                    let (b1, ip1, err) = rq.first_stage(&table, sum, code);
+                    let off = (b1 + qc - 2.0 * ip1 - exact).abs();
+                    outside += usize::from(off > 2.0 * BOUND * err * qc.sqrt());
+                    assert!(
+                        err > 0.0 && off < 20.0 * err * qc.sqrt(),
+                        "row {r}: {off} vs {err}"
+                    );
+                }
             }
+            // BOUND = 1.9 is about 1.9 standard deviations of the estimate's error: ~6% of rows
+            // fall outside it (Lance's choice; a row is skipped only when it also lands past the top).
+            assert!(
+                outside * 100 < 8 * n,
+                "bits {bits}: {outside} rows past the bound"
+            );
             let rms = (sq / n as f64).sqrt();
             assert!(
                 (bias / n as f64).abs() < 4.0 * rms / (n as f64).sqrt() + 0.1,

@@ -485,7 +485,7 @@ pub fn read(storage: &dyn Storage, table: &str, meta: &IndexMeta) -> Result<IvfI
     }
     // The rows file's code width: PQ's sub-vectors, RaBitQ's planes and factors.
     let w = match meta.index_type.as_str() {
-        "IVF_RQ" => usize::from(meta.num_bits) * dim.div_ceil(8) + 8,
+        "IVF_RQ" => super::rq::code_width(dim, meta.num_bits),
         _ => m,
     };
     let distance: DistanceType = meta
