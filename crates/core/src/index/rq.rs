@@ -300,13 +300,7 @@ impl Rq {
         let nb = self.plane_bytes();
         let mut dot = 0f32;
         for j in 0..usize::from(self.bits) {
-            let plane = &code[j * nb..(j + 1) * nb];
-            let s: f32 = plane
-                .iter()
-                .enumerate()
-                .map(|(b, v)| table[b * 256 + usize::from(*v)])
-                .sum();
-            dot += s * (1u32 << j) as f32;
+            dot += plane_sum(table, &code[j * nb..(j + 1) * nb]) * (1u32 << j) as f32;
         }
         let at = self.planes_width();
         (
@@ -322,12 +316,7 @@ impl Rq {
     pub fn first_stage(&self, table: &[f32], sum: f32, code: &[u8]) -> (f32, f32, f32) {
         let nb = self.plane_bytes();
         let at = self.planes_width();
-        let plane = &code[at - nb..at];
-        let s: f32 = plane
-            .iter()
-            .enumerate()
-            .map(|(b, v)| table[b * 256 + usize::from(*v)])
-            .sum();
+        let s = plane_sum(table, &code[at - nb..at]);
         let first = at + FACTORS;
         (
             float(code, first),
@@ -357,6 +346,24 @@ fn push_factors(n2: f64, ux: f64, uc: f64, out: &mut Vec<u8>) {
     };
     out.extend_from_slice(&base.to_le_bytes());
     out.extend_from_slice(&factor.to_le_bytes());
+}
+
+/// The sum of the query's elements whose bits `plane` sets, from its
+/// [`Rq::table`]: four running sums, so the additions do not wait on each other.
+#[inline]
+fn plane_sum(table: &[f32], plane: &[u8]) -> f32 {
+    let mut acc = [0f32; 4];
+    let (quads, rest) = plane.split_at(plane.len() / 4 * 4);
+    for (i, q) in quads.chunks_exact(4).enumerate() {
+        let t = &table[i * 1024..(i + 1) * 1024];
+        for k in 0..4 {
+            acc[k] += t[k * 256 + usize::from(q[k])];
+        }
+    }
+    for (k, v) in rest.iter().enumerate() {
+        acc[k] += table[(quads.len() + k) * 256 + usize::from(*v)];
+    }
+    (acc[0] + acc[1]) + (acc[2] + acc[3])
 }
 
 /// The little-endian f32 at byte `i` of a code.
