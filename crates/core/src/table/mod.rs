@@ -450,6 +450,29 @@ impl NativeTable {
         })
     }
 
+    /// A read (a query, a count) run on the calling task's own thread when
+    /// the runtime has several workers (`block_in_place`: its other tasks move
+    /// to another worker), else on the blocking pool. A read is short, and
+    /// each hand-off to the pool and back is a thread wake-up (two of them, a
+    /// third of a small query's cost through Node); a panic is an error
+    /// either way.
+    async fn read_in_place<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(NativeTable) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        use tokio::runtime::{Handle, RuntimeFlavor};
+        let multi =
+            Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);
+        if !multi {
+            return self.blocking(f).await;
+        }
+        let me = self.clone();
+        tokio::task::block_in_place(|| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(me)))
+                .map_err(|_| Error::internal("table task failed: a read panicked"))?
+        })
+    }
+
     async fn blocking<T: Send + 'static>(
         &self,
         f: impl FnOnce(NativeTable) -> Result<T> + Send + 'static,
@@ -490,7 +513,7 @@ impl Table for NativeTable {
         Ok(Arc::new(t))
     }
     async fn count_rows(&self, filter: Option<String>) -> Result<u64> {
-        self.blocking(move |t| t.count_rows_sync(filter.as_deref()))
+        self.read_in_place(move |t| t.count_rows_sync(filter.as_deref()))
             .await
     }
     async fn add(&self, data: Data, mode: AddMode) -> Result<u64> {
@@ -509,7 +532,7 @@ impl Table for NativeTable {
             .await
     }
     async fn query(&self, request: QueryRequest) -> Result<Vec<RecordBatch>> {
-        self.blocking(move |t| t.query_sync(&request)).await
+        self.read_in_place(move |t| t.query_sync(&request)).await
     }
     async fn optimize(&self, options: CompactOptions) -> Result<OptimizeStats> {
         options.validate()?;
