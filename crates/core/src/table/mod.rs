@@ -468,8 +468,14 @@ impl NativeTable {
         }
         let me = self.clone();
         tokio::task::block_in_place(|| {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(me)))
-                .map_err(|_| Error::internal("table task failed: a read panicked"))?
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(me))).map_err(|p| {
+                let why = p
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| p.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                Error::internal(format!("table task failed: a read panicked: {why}"))
+            })?
         })
     }
 
