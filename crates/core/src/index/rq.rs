@@ -270,8 +270,8 @@ impl Rq {
         let (w, at) = (self.code_width(), self.planes_width());
         codes.len().is_multiple_of(w)
             && codes.chunks_exact(w).all(|c| {
-                let floats = (at..w).step_by(4).map(|i| float(c, i));
-                floats.clone().all(f32::is_finite) && (self.bits == 1 || float(c, w - 4) >= 0.0)
+                (at..w).step_by(4).all(|i| float(c, i).is_finite())
+                    && (self.bits == 1 || float(c, w - 4) >= 0.0)
             })
     }
 
