@@ -22,10 +22,14 @@ const secs = process.env.SWEEP_SECONDS ?? "10";
 const fractions = (process.env.SWEEP_FRACTIONS ?? "0.1,0.25,0.5,0.75,0.9,1").split(",").map(Number);
 const conns = "8";
 
-execFileSync("cargo", ["build", "--release", "-q", "-p", "memwal-server", "--bin", "memwal-server", "--example", "loadgen"], {
-  cwd: root,
-  stdio: "inherit",
-});
+execFileSync(
+  "cargo",
+  ["build", "--release", "-q", "-p", "memwal-server", "--bin", "memwal-server", "--example", "loadgen", "--example", "walfloor"],
+  {
+    cwd: root,
+    stdio: "inherit",
+  },
+);
 const data = fs.mkdtempSync(path.join(os.tmpdir(), "memwal-sweep-"));
 const server = spawn(
   `${target}/release/memwal-server`,
@@ -51,13 +55,24 @@ function loadgen(rate) {
   return JSON.parse(out.trim().split("\n").pop());
 }
 
+/** The disk's floor at the same rate (closed loop when `rate` is null), records as large as the WAL's. */
+function floor(rate, bodyBytes) {
+  const dir = path.join(data, "..", `${path.basename(data)}-floor`);
+  const record = bodyBytes + 24; // length, crc, sequence number, the key columns' JSON
+  const args = [dir, String(record), secs, rate ? String(rate) : "0", conns];
+  const out = execFileSync(`${target}/release/examples/walfloor`, args, { encoding: "utf8" });
+  return JSON.parse(out.trim().split("\n").pop());
+}
+
 const runs = [];
 try {
   const closed = loadgen(null);
+  closed.floor = floor(null, closed.body_bytes);
   console.log(JSON.stringify(closed));
   const sat = closed.upserts_per_s;
   for (const f of fractions) {
     const r = { fraction: f, ...loadgen(Math.max(1, Math.round(sat * f))) };
+    r.floor = floor(r.rate, r.body_bytes);
     console.log(JSON.stringify(r));
     runs.push(r);
   }
@@ -75,23 +90,32 @@ try {
 function report(closed, runs) {
   const f2 = (x) => x.toFixed(2);
   console.log(
-    `\nclosed loop, ${conns} connections: ${closed.upserts_per_s.toFixed(0)} upserts/s, p50 ${f2(closed.p50_ms)} / p99 ${f2(closed.p99_ms)} ms\n`,
+    `\nclosed loop, ${conns} connections: ${closed.upserts_per_s.toFixed(0)} upserts/s, p50 ${f2(closed.p50_ms)} / p99 ${f2(closed.p99_ms)} ms` +
+      ` (disk floor, groups of ${conns} records of ${closed.floor.record_bytes} B: ${closed.floor.upserts_per_s.toFixed(0)}/s, p50 ${f2(closed.floor.p50_ms)} / p99 ${f2(closed.floor.p99_ms)} ms)\n`,
   );
-  console.log("| offered upserts/s (x saturation) | achieved/s | p50 ms | p99 ms | p99.9 ms | max ms | service p50 / p99 ms |");
-  console.log("|---|---|---|---|---|---|---|");
+  console.log(
+    "| offered upserts/s (x saturation) | achieved/s | p50 ms | p99 ms | p99.9 ms | max ms | service p50 / p99 ms | disk floor p50 / p99 / p99.9 ms |",
+  );
+  console.log("|---|---|---|---|---|---|---|---|");
   for (const r of runs) {
+    const fl = r.floor;
     console.log(
-      `| ${r.rate.toFixed(0)} (${r.fraction}) | ${r.upserts_per_s.toFixed(0)} | ${f2(r.p50_ms)} | ${f2(r.p99_ms)} | ${f2(r.p999_ms)} | ${f2(r.max_ms)} | ${f2(r.service_p50_ms)} / ${f2(r.service_p99_ms)} |`,
+      `| ${r.rate.toFixed(0)} (${r.fraction}) | ${r.upserts_per_s.toFixed(0)} | ${f2(r.p50_ms)} | ${f2(r.p99_ms)} | ${f2(r.p999_ms)} | ${f2(r.max_ms)} | ${f2(r.service_p50_ms)} / ${f2(r.service_p99_ms)} | ${f2(fl.p50_ms)} / ${f2(fl.p99_ms)} / ${f2(fl.p999_ms)} |`,
     );
   }
   const near = (f) => runs.reduce((a, b) => (Math.abs(b.fraction - f) < Math.abs(a.fraction - f) ? b : a));
   const half = near(0.5);
   const full = near(1);
-  console.log(`\nhalf saturation: p99 ${f2(half.p99_ms)} ms (target < 5): ${half.p99_ms < 5 ? "met" : "missed"}`);
+  console.log(
+    `\nhalf saturation: p99 ${f2(half.p99_ms)} ms (target < 5): ${half.p99_ms < 5 ? "met" : "missed"}; the disk's floor at that rate ${f2(half.floor.p99_ms)} ms`,
+  );
   // At the saturating rate an open loop only measures its own queue (it grows for the whole run), so the
   // tail-to-median target is read from the closed-loop run, which is the saturation.
   const ratio = closed.p99_ms / closed.p50_ms;
-  console.log(`saturation (closed loop): p99 / p50 = ${f2(ratio)} (target <= 4): ${ratio <= 4 ? "met" : "missed"}`);
+  const floorRatio = closed.floor.p99_ms / closed.floor.p50_ms;
+  console.log(
+    `saturation (closed loop): p99 / p50 = ${f2(ratio)} (target <= 4): ${ratio <= 4 ? "met" : "missed"}; the disk's floor ${f2(floorRatio)}`,
+  );
   if (full.upserts_per_s < 0.98 * full.rate) {
     console.log(`open loop at ${full.rate.toFixed(0)}/s achieved ${full.upserts_per_s.toFixed(0)}/s: overloaded, its latency is queueing`);
   }
@@ -103,8 +127,8 @@ function svg(closed, runs) {
   const H = 360;
   const [left, right, top, bottom] = [60, 20, 40, 50];
   const maxRate = Math.max(...runs.map((r) => r.rate)) * 1.05;
-  const lo = Math.min(...runs.map((r) => r.p50_ms)) / 1.5;
-  const hi = Math.max(...runs.map((r) => r.p99_ms)) * 1.5;
+  const lo = Math.min(...runs.map((r) => Math.min(r.p50_ms, r.floor.p99_ms))) / 1.5;
+  const hi = Math.max(...runs.map((r) => Math.max(r.p99_ms, r.floor.p99_ms))) * 1.5;
   const x = (r) => left + (r / maxRate) * (W - left - right);
   const y = (ms) => top + (1 - Math.log(ms / lo) / Math.log(hi / lo)) * (H - top - bottom);
   let s = `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif" font-size="11">\n`;
@@ -122,15 +146,16 @@ function svg(closed, runs) {
   }
   s += `<text x="${(W + left) / 2}" y="${H - 12}" text-anchor="middle">offered upserts/s</text>\n`;
   s += `<text x="14" y="${H / 2}" transform="rotate(-90 14 ${H / 2})" text-anchor="middle">ms (log)</text>\n`;
-  for (const [key, color, label] of [
-    ["p50_ms", "#1f77b4", "p50"],
-    ["p99_ms", "#d62728", "p99"],
+  for (const [get, color, label] of [
+    [(r) => r.p50_ms, "#1f77b4", "p50"],
+    [(r) => r.p99_ms, "#d62728", "p99"],
+    [(r) => r.floor.p99_ms, "#888", "disk floor p99"],
   ]) {
-    const pts = runs.map((r) => `${x(r.rate).toFixed(1)},${y(r[key]).toFixed(1)}`).join(" ");
+    const pts = runs.map((r) => `${x(r.rate).toFixed(1)},${y(get(r)).toFixed(1)}`).join(" ");
     s += `<polyline points="${pts}" fill="none" stroke="${color}" stroke-width="2"/>\n`;
-    for (const r of runs) s += `<circle cx="${x(r.rate)}" cy="${y(r[key])}" r="3" fill="${color}"/>\n`;
+    for (const r of runs) s += `<circle cx="${x(r.rate)}" cy="${y(get(r))}" r="3" fill="${color}"/>\n`;
     const last = runs[runs.length - 1];
-    s += `<text x="${x(last.rate) - 4}" y="${y(last[key]) - 8}" fill="${color}" text-anchor="end">${label}</text>\n`;
+    s += `<text x="${x(last.rate) - 4}" y="${y(get(last)) - 8}" fill="${color}" text-anchor="end">${label}</text>\n`;
   }
   s += `<line x1="${left}" y1="${y(5)}" x2="${W - right}" y2="${y(5)}" stroke="#999" stroke-dasharray="4 3"/><text x="${W - right}" y="${y(5) - 4}" text-anchor="end" fill="#666">5 ms</text>\n`;
   return `${s}</svg>\n`;

@@ -144,7 +144,8 @@ async fn closed_loop(target: &Target, bodies: &[bytes::Bytes], conns: usize, dur
     let elapsed = start.elapsed().as_secs_f64();
     lat.sort_by(|a, b| a.total_cmp(b));
     println!(
-        "{{\"mode\": \"closed\", \"connections\": {conns}, \"upserts\": {}, \"p50_ms\": {:.3}, \"p99_ms\": {:.3}, \"upserts_per_s\": {:.1}}}",
+        "{{\"mode\": \"closed\", \"connections\": {conns}, \"body_bytes\": {}, \"upserts\": {}, \"p50_ms\": {:.3}, \"p99_ms\": {:.3}, \"upserts_per_s\": {:.1}}}",
+        bodies[0].len(),
         lat.len(),
         pct(&lat, 0.50),
         pct(&lat, 0.99),
@@ -204,7 +205,8 @@ async fn open_loop(
     lat.sort_by(|a, b| a.total_cmp(b));
     service.sort_by(|a, b| a.total_cmp(b));
     println!(
-        "{{\"mode\": \"open\", \"rate\": {rate:.1}, \"connections\": {conns}, \"upserts\": {}, \"upserts_per_s\": {:.1}, \"p50_ms\": {:.3}, \"p99_ms\": {:.3}, \"p999_ms\": {:.3}, \"max_ms\": {:.3}, \"service_p50_ms\": {:.3}, \"service_p99_ms\": {:.3}}}",
+        "{{\"mode\": \"open\", \"rate\": {rate:.1}, \"connections\": {conns}, \"body_bytes\": {}, \"upserts\": {}, \"upserts_per_s\": {:.1}, \"p50_ms\": {:.3}, \"p99_ms\": {:.3}, \"p999_ms\": {:.3}, \"max_ms\": {:.3}, \"service_p50_ms\": {:.3}, \"service_p99_ms\": {:.3}}}",
+        bodies[0].len(),
         lat.len(),
         lat.len() as f64 / elapsed,
         pct(&lat, 0.50),
