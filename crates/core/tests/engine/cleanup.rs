@@ -6,7 +6,11 @@
 //! index after one, shows). After each cleanup every kept version reads exactly as
 //! it read when it was committed, every removed one is VersionNotFound
 //! (naming the oldest kept), and the table folder holds exactly the files
-//! the kept versions name (none missing, none left over). A cleanup that
+//! the kept versions name (none missing, none left over). The history also
+//! holds schema changes (a column added from an expression and dropped
+//! again), upserts of a subset of the columns and restores of older
+//! versions, so cleanups meet versions of other schemas and files a restore
+//! brought back into use. A cleanup that
 //! fails half-way (a crash at its n-th removal) loses nothing, and the next
 //! one finishes the job.
 
@@ -14,14 +18,68 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use arrow::array::{Array, AsArray, Int64Array, RecordBatch};
+use arrow::datatypes::Int64Type;
+use arrow_schema::{DataType, Field, Schema};
 use memwal_core::manifest::{list_versions, read_manifest};
 use memwal_core::storage::{FaultyStorage, LocalStorage, Op, Storage};
-use memwal_core::{AddMode, ErrorCode, IndexRequest, IndexType, NativeDatabase, NativeTable};
+use memwal_core::{
+    AddMode, ErrorCode, IndexRequest, IndexType, NativeDatabase, NativeTable, NewColumns,
+};
 use proptest::prelude::*;
 
 use crate::support::{checked, dump, people, rows};
 
 type Rows = Vec<(i64, Option<i64>, Option<String>)>;
+
+/// The `x` column by id, sorted.
+type Xs = Vec<(i64, Option<i64>)>;
+
+/// `t`'s rows, and its `x` column when it has one.
+fn read(t: &NativeTable) -> (Rows, Option<Xs>) {
+    let batches = t
+        .query_sync(&memwal_core::QueryRequest::default())
+        .expect("query");
+    let has_x = t
+        .schema_sync()
+        .expect("schema")
+        .field_with_name("x")
+        .is_ok();
+    let xs = has_x.then(|| {
+        let mut out = Vec::new();
+        for b in &batches {
+            let id = b
+                .column_by_name("id")
+                .expect("id")
+                .as_primitive::<Int64Type>();
+            let x = b
+                .column_by_name("x")
+                .expect("x")
+                .as_primitive::<Int64Type>();
+            out.extend((0..b.num_rows()).map(|i| (id.value(i), x.is_valid(i).then(|| x.value(i)))));
+        }
+        out.sort();
+        out
+    });
+    (dump(t), xs)
+}
+
+/// `id` and `age` only (no name).
+fn ages(pairs: &[(i64, i64)]) -> memwal_core::Data {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("age", DataType::Int64, true),
+    ]));
+    let b = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(Int64Array::from_iter_values(pairs.iter().map(|p| p.0))),
+            Arc::new(Int64Array::from_iter_values(pairs.iter().map(|p| p.1))),
+        ],
+    )
+    .expect("batch");
+    memwal_core::Data::new(schema, vec![b])
+}
 
 #[derive(Debug, Clone)]
 enum Step {
@@ -37,6 +95,15 @@ enum Step {
     /// Clean up with the cutoff at the commit time of the version this many
     /// from the latest (0: only the latest and tagged versions stay).
     Cleanup(usize),
+    /// An upsert of `id` and `age` only: matched rows keep their name,
+    /// inserted ones have none.
+    Partial(Vec<(i64, i64)>),
+    /// Add the column `x = age * 2` when the table lacks it.
+    AddX,
+    /// Drop `x` when the table has it.
+    DropX,
+    /// Restore the kept version this many before the latest.
+    Restore(usize),
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -50,6 +117,10 @@ fn step() -> impl Strategy<Value = Step> {
         1 => Just(Step::Index),
         1 => Just(Step::Tag),
         2 => (0usize..6).prop_map(Step::Cleanup),
+        2 => rows().prop_map(Step::Partial),
+        1 => Just(Step::AddX),
+        1 => Just(Step::DropX),
+        1 => (1usize..5).prop_map(Step::Restore),
     ]
 }
 
@@ -95,8 +166,9 @@ pub(crate) fn on_disk(st: &dyn Storage) -> BTreeSet<String> {
 struct Harness {
     t: NativeTable,
     st: Arc<dyn Storage>,
-    /// Every version ever committed, as it read then.
-    seen: BTreeMap<u64, Rows>,
+    /// Every version ever committed, as it read then (its rows, and the
+    /// `x` column by id when it had one).
+    seen: BTreeMap<u64, (Rows, Option<Xs>)>,
     tags: HashSet<u64>,
     /// The rows the latest version must hold, by plain list operations.
     reference: Rows,
@@ -111,7 +183,7 @@ fn sorted(mut r: Rows) -> Rows {
 impl Harness {
     fn record(&mut self) {
         let v = self.t.version_sync().expect("version");
-        self.seen.entry(v).or_insert_with(|| dump(&self.t));
+        self.seen.entry(v).or_insert_with(|| read(&self.t));
     }
 
     fn run(&mut self, s: &Step) -> Result<(), String> {
@@ -140,6 +212,7 @@ impl Harness {
                     let mut hit = false;
                     for row in self.reference.iter_mut().filter(|row| row.0 == *id) {
                         row.1 = Some(*age);
+                        row.2 = Some(format!("n{id}"));
                         hit = true;
                     }
                     if !hit {
@@ -173,12 +246,69 @@ impl Harness {
                 }
             }
             Step::Cleanup(back) => return self.cleanup(*back),
+            Step::Partial(r) => self.partial(r)?,
+            Step::AddX => {
+                if !self.has_x() {
+                    let x = vec![("x".to_string(), "age * 2".to_string())];
+                    t.add_columns_sync(&NewColumns::Sql(x)).map_err(err)?;
+                }
+            }
+            Step::DropX => {
+                if self.has_x() {
+                    t.drop_columns_sync(&["x".to_string()]).map_err(err)?;
+                }
+            }
+            Step::Restore(back) => self.restore(*back)?,
         }
         self.record();
         let (have, want) = (sorted(dump(&self.t)), sorted(self.reference.clone()));
         if have != want {
             return Err(format!("rows {have:?}, the reference holds {want:?}"));
         }
+        Ok(())
+    }
+
+    fn has_x(&self) -> bool {
+        let schema = self.t.schema_sync().expect("schema");
+        schema.field_with_name("x").is_ok()
+    }
+
+    fn partial(&mut self, r: &[(i64, i64)]) -> Result<(), String> {
+        let mut dedup = BTreeMap::new();
+        dedup.extend(r.iter().copied());
+        let r: Vec<(i64, i64)> = dedup.into_iter().collect();
+        let mut p = memwal_core::MergeInsertParams::new(vec!["id".into()]);
+        p.when_matched_update_all = true;
+        p.when_not_matched_insert_all = true;
+        self.t
+            .merge_insert_sync(&checked(&p), ages(&r))
+            .map_err(|e| e.to_string())?;
+        for (id, age) in &r {
+            let mut hit = false;
+            for row in self.reference.iter_mut().filter(|row| row.0 == *id) {
+                row.1 = Some(*age);
+                hit = true;
+            }
+            if !hit {
+                self.reference.push((*id, Some(*age), None));
+            }
+        }
+        Ok(())
+    }
+
+    /// Restores the recorded, kept version `back` before the latest (when
+    /// there is one): the table then reads as that version did.
+    fn restore(&mut self, back: usize) -> Result<(), String> {
+        let kept = list_versions(self.st.as_ref(), "t.lance").map_err(|e| e.to_string())?;
+        let known: Vec<u64> = kept
+            .into_iter()
+            .filter(|v| self.seen.contains_key(v))
+            .collect();
+        let Some(v) = known.len().checked_sub(1 + back).map(|i| known[i]) else {
+            return Ok(());
+        };
+        self.t.restore_sync(Some(v)).map_err(|e| e.to_string())?;
+        self.reference = self.seen[&v].0.clone();
         Ok(())
     }
 
@@ -224,7 +354,7 @@ impl Harness {
         for (v, rows) in &self.seen {
             match self.t.checkout_sync(Some(*v)) {
                 Ok(old) if kept.contains(v) => {
-                    let now = dump(&old);
+                    let now = read(&old);
                     if &now != rows {
                         return Err(format!("version {v} reads {now:?}, was {rows:?}"));
                     }
