@@ -115,6 +115,32 @@ describe.each(kinds)("full-text search on a %s table", (kind, open) => {
     const sel = await t.query().fullTextSearch("winter", { columns: "text" }).select(["id"]).withRowId().toArray();
     expect(Object.keys(sel[0]).sort()).toEqual(["_rowid", "_score", "id"]);
     expect(ids(await t.search("birds", "fts", "text").toArray())).toEqual([3]);
+    // select places the columns it lists where it lists them, _score and _rowid too (as 0.39).
+    const cols = async (q: { toArrow(): Promise<{ schema: { fields: { name: string }[] } }> }) =>
+      (await q.toArrow()).schema.fields.map((f) => f.name);
+    const fts = () => t.query().fullTextSearch("lazy", { columns: "text" });
+    expect(await cols(fts().select(["_score", "id"]))).toEqual(["_score", "id"]);
+    expect(await cols(fts().select(["id", "_rowid"]))).toEqual(["id", "_rowid", "_score"]);
+    expect(await cols(fts().select(["id"]).withRowId())).toEqual(["id", "_score", "_rowid"]);
+    await expect(t.query().select(["id", "_score"]).toArray()).rejects.toThrow(/only a full-text search answers _score/);
+    // orderBy sorts the best offset + limit rows by score, then pages them (0.39's order), not the best 10.
+    const many = await t.query().fullTextSearch("brown lazy winter birds", { columns: "text" }).limit(50).toArray();
+    const best = (n: number) => ids(many.slice(0, n));
+    const ordered = (limit: number, offset = 0) =>
+      t
+        .query()
+        .fullTextSearch("brown lazy winter birds", { columns: "text" })
+        .orderBy({ columnName: "id", ascending: false })
+        .limit(limit)
+        .offset(offset)
+        .toArray()
+        .then(ids);
+    expect(await ordered(50)).toEqual(best(50).sort((a, b) => b - a));
+    expect(await ordered(2, 1)).toEqual(
+      best(3)
+        .sort((a, b) => b - a)
+        .slice(1),
+    );
     // No embedding function: search(text) is a full-text search (0.39's "auto" rule).
     expect(ids(await t.search("winter").toArray())).toEqual([3]);
   });
@@ -222,6 +248,16 @@ describe.each(kinds)("full-text search on a %s table", (kind, open) => {
       [2, Math.round((1 / 62) * 1e6) / 1e6],
     ]);
     expect(Object.keys(rows[0]).sort()).toEqual(["_relevance_score", "id", "text", "vector"]);
+    // An offset skips rows of each search before they are fused (0.39's order), not rows of the fused answer:
+    // skipping one, the vector search answers 3 then 2, the text search 1 alone ("brown birds", shorter, ranks
+    // first), so the fused answer holds all three (the fused answer skipped would hold two).
+    const skipped = await t.query().nearestTo([1, 0]).fullTextSearch("brown").offset(1).toArray();
+    const score = (r: Record<string, unknown>) => Math.round((r._relevance_score as number) * 1e6) / 1e6;
+    expect(skipped.map((r) => [Number(r.id), score(r)]).sort()).toEqual([
+      [1, Math.round((1 / 60) * 1e6) / 1e6],
+      [2, Math.round((1 / 61) * 1e6) / 1e6],
+      [3, Math.round((1 / 60) * 1e6) / 1e6],
+    ]);
     const two = await t.query().nearestTo([1, 0]).fullTextSearch("brown").select(["id"]).withRowId().limit(2).toArray();
     expect(two.map((r) => Number(r.id))).toEqual([1, 3]);
     expect(Object.keys(two[0]).sort()).toEqual(["_relevance_score", "_rowid", "id"]);

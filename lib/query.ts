@@ -225,13 +225,12 @@ abstract class QueryBase<Self> {
   /** @internal The reranker of a hybrid query (RRF when none is given). */
   protected reranker?: Reranker;
   /**
-   * A hybrid query (vectors and a full-text query): both searches run, each with `_rowid` and `offset + limit`
-   * rows (10 when no limit is given), the filter, `postfilter` and `fastSearch`, and the reranker fuses them
-   * client-side, as 0.39 does.
+   * A hybrid query (vectors and a full-text query): both searches run with `_rowid`, the limit (10 when none is
+   * given), the offset, the filter, `postfilter` and `fastSearch` (so an offset skips rows of each search, not of
+   * the fused answer), and the reranker fuses them client-side into at most `limit` rows, as 0.39 does.
    */
   private async hybrid(opts: NativeQueryOptions): Promise<ArrowTable> {
     const limit = opts.limit ?? 10;
-    const offset = opts.offset ?? 0;
     const { fullText, ...vec } = opts;
     const fts: NativeQueryOptions = {
       filter: opts.filter,
@@ -240,15 +239,16 @@ abstract class QueryBase<Self> {
       fullText,
       prefilter: opts.prefilter,
       fastSearch: opts.fastSearch,
-      limit: limit + offset,
+      limit,
+      offset: opts.offset,
       withRowId: true,
     };
     const run = (o: NativeQueryOptions) => callReworded(QUERY_REWORDS, () => this.table.query(o)).then(fromBuffer);
-    const [v, f] = await Promise.all([run({ ...vec, limit: limit + offset, offset: undefined, withRowId: true }), run(fts)]);
+    const [v, f] = await Promise.all([run({ ...vec, limit, withRowId: true }), run(fts)]);
     const reranker = this.reranker ?? (await RRFReranker.create());
     const q = JSON.parse(fullText ?? "{}").query;
     const batch = await reranker.rerankHybrid(typeof q === "string" ? q : JSON.stringify(q), oneBatch(v), oneBatch(f));
-    let t = new ArrowTable(batch).slice(offset, offset + limit);
+    let t = new ArrowTable(batch).slice(0, limit);
     if (!opts.withRowId) t = t.select(t.schema.fields.map((x) => x.name).filter((n) => n !== "_rowid"));
     return t;
   }

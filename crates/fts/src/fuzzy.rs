@@ -9,7 +9,8 @@ use std::collections::BTreeSet;
 use crate::corpus::Corpus;
 
 /// For each query term, the dictionary terms it expands to (possibly none), at most
-/// `max_expansions` over all terms, no term twice.
+/// `max_expansions` over all terms (each query term's expansions count, as in LanceDB: two query
+/// terms expanding to the same dictionary term take two).
 pub(crate) fn expand(
     corpus: &Corpus<'_>,
     tokens: &[String],
@@ -17,7 +18,6 @@ pub(crate) fn expand(
     prefix_length: u32,
     max_expansions: usize,
 ) -> Vec<Vec<String>> {
-    let mut seen = BTreeSet::new();
     let mut out = Vec::with_capacity(tokens.len());
     let mut total = 0usize;
     for (token, &k) in tokens.iter().zip(distances) {
@@ -41,10 +41,8 @@ pub(crate) fn expand(
             if total >= max_expansions {
                 break;
             }
-            if seen.insert(t.to_string()) {
-                group.push(t.to_string());
-                total += 1;
-            }
+            group.push(t.to_string());
+            total += 1;
         }
         out.push(group);
     }

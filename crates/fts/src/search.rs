@@ -203,12 +203,11 @@ impl<'c, 'a> Evaluator<'c, 'a> {
         ))
     }
 
-    /// A match's terms: one group per query term, a fuzzy term's group its expansions.
+    /// A match's terms: one group per query term, a fuzzy term's group its expansions. A term
+    /// the query repeats is a group each time (its score counts as often), as in LanceDB.
     fn match_terms(&mut self, corpus: &Corpus<'_>, m: &MatchQuery) -> Result<Vec<Vec<String>>> {
         let fuzzy = m.fuzziness != Some(0);
-        let (mut tokens, _) = self.analyze(corpus, &m.terms, fuzzy)?;
-        let mut seen = std::collections::HashSet::new();
-        tokens.retain(|t| seen.insert(t.clone()));
+        let (tokens, _) = self.analyze(corpus, &m.terms, fuzzy)?;
         let distances: Vec<u32> = tokens.iter().map(|t| m.fuzziness_for(t)).collect();
         Ok(if !fuzzy {
             tokens.into_iter().map(|t| vec![t]).collect()

@@ -196,7 +196,7 @@ fn union(
 }
 
 /// Rows holding the phrase `terms` (query offsets `offsets`, `slop` extra positions), scored as
-/// a match of its distinct terms.
+/// the sum of its terms' BM25 (a term the phrase repeats counted each time).
 pub(crate) fn phrase_rows(
     corpus: &Corpus<'_>,
     terms: &[String],
@@ -209,11 +209,14 @@ pub(crate) fn phrase_rows(
             distinct.push(t);
         }
     }
-    // Which distinct term each phrase term is.
+    // Which distinct term each phrase term is, and how often each is in the phrase (a term's
+    // score counts that often, as in LanceDB).
     let slot: Vec<usize> = terms
         .iter()
         .map(|t| distinct.iter().position(|d| *d == t).unwrap_or(0))
         .collect();
+    let mut times = vec![0f64; distinct.len()];
+    slot.iter().for_each(|&s| times[s] += 1.0);
     let avgdl = corpus.stats().avgdl();
     let mut out = Vec::new();
     if distinct.is_empty() {
@@ -241,7 +244,8 @@ pub(crate) fn phrase_rows(
                 *o = lists[s];
             }
             if phrase::matches(&ordered, offsets, slop) {
-                out.push((row, cs.iter().map(|c| c.score(seg, avgdl)).sum()));
+                let score = cs.iter().map(|c| times[c.group] * c.score(seg, avgdl));
+                out.push((row, score.sum()));
             }
         });
     }

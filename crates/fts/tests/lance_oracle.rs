@@ -104,20 +104,32 @@ fn queries() -> Vec<FtsQuery> {
         "cafe",
         "RÉSUMÉ banking",
         "searched indexes tables",
+        // A repeated term counts each time it is asked (LanceDB scores "fox fox" twice "fox").
+        "fox fox dog",
+        "dogs dog dogs",
     ] {
         for col in ["a", "b"] {
             qs.push(mq(col, terms, Operator::Or, 0));
             qs.push(mq(col, terms, Operator::And, 0));
         }
     }
-    for terms in ["dig", "rivr", "tabl", "glues"] {
+    for terms in ["dig", "rivr", "tabl", "glues", "dig dig", "dig dog"] {
         qs.push(mq("a", terms, Operator::Or, 1));
     }
+    // Two query terms expanding to the same dictionary terms, under a tight expansion budget.
+    qs.push(FtsQuery::Match(MatchQuery {
+        max_expansions: 3,
+        ..match mq("a", "dog dig", Operator::Or, 1) {
+            FtsQuery::Match(m) => m,
+            _ => unreachable!(),
+        }
+    }));
     for (terms, slop) in [
         ("quick brown", 0),
         ("brown fox", 1),
         ("the dog", 0),
         ("lazy dogs run", 2),
+        ("dog dog", 3),
     ] {
         qs.push(FtsQuery::Phrase(PhraseQuery {
             column: Some("a".into()),

@@ -373,17 +373,12 @@ impl Reference<'_> {
         } else {
             self.analyze(&m.terms).into_iter().map(|(t, _)| t).collect()
         };
-        let mut tokens: Vec<String> = Vec::new();
-        for t in analyzed {
-            if !tokens.contains(&t) {
-                tokens.push(t);
-            }
-        }
+        // A repeated query term is a group each time (LanceDB counts it as often).
+        let tokens: Vec<String> = analyzed;
         if !fuzzy {
             return tokens.into_iter().map(|t| vec![t]).collect();
         }
         let vocab: BTreeSet<&String> = col.df.keys().collect();
-        let mut seen = BTreeSet::new();
         let mut total = 0;
         tokens
             .iter()
@@ -394,7 +389,6 @@ impl Reference<'_> {
                     if v.starts_with(&prefix)
                         && lev(t, v) <= m.fuzziness_for(t) as usize
                         && total < m.max_expansions
-                        && seen.insert((*v).clone())
                     {
                         g.push((*v).clone());
                         total += 1;
@@ -440,12 +434,6 @@ impl Reference<'_> {
             return out;
         };
         let offsets: Vec<u32> = q.iter().map(|(_, pos)| pos - first).collect();
-        let mut distinct: Vec<&String> = Vec::new();
-        q.iter().for_each(|(t, _)| {
-            if !distinct.contains(&t) {
-                distinct.push(t)
-            }
-        });
         for (&r, doc) in &col.docs {
             let pos = |t: &str| {
                 doc.tokens
@@ -478,8 +466,9 @@ impl Reference<'_> {
                 })
             }
             if fits(&q, &offsets, 0, None, p.slop, &pos) {
+                // Every phrase term scores, a repeated one as often as it is asked.
                 let mut s = 0.0;
-                for t in &distinct {
+                for (t, _) in &q {
                     s += col.score(t, doc).unwrap_or(0.0);
                 }
                 out.insert(r, s);

@@ -5,7 +5,8 @@
 //!
 //! When either is asked, the executor is run for every column (and, with
 //! an ordering, every matching row); the answer is then sorted, paged and
-//! projected here. The special columns of the executor's answer stay where
+//! projected here. Columns `select` lists are placed as listed, the special ones
+//! (`_distance`, `_score`, `_rowid`) too; the special columns not listed stay where
 //! Lance puts them: `query_index` first, `_distance` and `_rowid` last.
 
 use std::sync::Arc;
@@ -32,6 +33,8 @@ pub fn needed(req: &QueryRequest) -> bool {
         || virtual_filter(req)
         || lists(req, ROW_OFFSET_COLUMN)
         || lists(req, ROW_ID_COLUMN)
+        || lists(req, SCORE_COLUMN)
+        || lists(req, DISTANCE_COLUMN)
 }
 
 /// Whether the filter may read `_rowid` / `_rowoffset` (then it is
@@ -103,6 +106,12 @@ fn inner_request(req: &QueryRequest) -> QueryRequest {
     if offsets || !req.order_by.is_empty() {
         inner.limit = None;
         inner.offset = None;
+    }
+    if req.full_text.is_some() && !req.order_by.is_empty() && !offsets {
+        // LanceDB's order for a text search: the best `offset + limit` rows
+        // by score (10 without a limit), then sorted, then paged.
+        let limit = req.limit.unwrap_or(crate::vector::DEFAULT_K);
+        inner.limit = Some(req.offset.unwrap_or(0).saturating_add(limit));
     }
     inner
 }
@@ -216,6 +225,19 @@ fn order(b: &RecordBatch, req: &QueryRequest, unpaged: bool) -> Result<RecordBat
     Ok(take_record_batch(b, &idx.slice(start, len))?)
 }
 
+/// The error for a column `select` names that the answer lacks.
+fn unknown(n: &str, schema: &Schema) -> Error {
+    let why = match n {
+        SCORE_COLUMN => ": only a full-text search answers _score".to_string(),
+        DISTANCE_COLUMN => ": only a vector search answers _distance".to_string(),
+        _ => String::new(),
+    };
+    Error::invalid(format!(
+        "unknown column '{n}' in select{why} (columns: {})",
+        column_list(schema)
+    ))
+}
+
 /// The columns `req` asks for, the executor's special columns around them.
 fn project(b: &RecordBatch, req: &QueryRequest) -> Result<RecordBatch> {
     let schema = b.schema();
@@ -251,13 +273,9 @@ fn project(b: &RecordBatch, req: &QueryRequest) -> Result<RecordBatch> {
             }
         }
         (None, Some(names)) => {
-            for n in names.iter().filter(|n| !special(n)) {
-                let i = schema.index_of(n).map_err(|_| {
-                    Error::invalid(format!(
-                        "unknown column '{n}' in select (columns: {})",
-                        column_list(&schema)
-                    ))
-                })?;
+            // Listed columns where they are listed, the special ones too (as LanceDB places them).
+            for n in names.iter().filter(|n| *n != QUERY_INDEX_COLUMN) {
+                let i = schema.index_of(n).map_err(|_| unknown(n, &schema))?;
                 fields.push(schema.field(i).clone());
                 cols.push(b.column(i).clone());
             }
@@ -271,13 +289,15 @@ fn project(b: &RecordBatch, req: &QueryRequest) -> Result<RecordBatch> {
             }
         }
     }
-    keep(DISTANCE_COLUMN, &mut fields, &mut cols);
-    keep(SCORE_COLUMN, &mut fields, &mut cols);
-    if req.with_row_id || lists(req, ROW_ID_COLUMN) {
-        keep(ROW_ID_COLUMN, &mut fields, &mut cols);
+    // The special columns not listed follow: the distance or score, then the row id.
+    if !lists(req, DISTANCE_COLUMN) {
+        keep(DISTANCE_COLUMN, &mut fields, &mut cols);
     }
-    if lists(req, ROW_OFFSET_COLUMN) {
-        keep(ROW_OFFSET_COLUMN, &mut fields, &mut cols);
+    if !lists(req, SCORE_COLUMN) {
+        keep(SCORE_COLUMN, &mut fields, &mut cols);
+    }
+    if req.with_row_id && !lists(req, ROW_ID_COLUMN) {
+        keep(ROW_ID_COLUMN, &mut fields, &mut cols);
     }
     let mut names = std::collections::HashSet::new();
     if let Some(dup) = fields.iter().find(|f| !names.insert(f.name().clone())) {

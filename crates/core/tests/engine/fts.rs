@@ -527,6 +527,51 @@ fn a_postfilter_keeps_what_passes_of_the_top_rows() {
     );
 }
 
+/// `order_by` on a text search sorts the best `offset + limit` rows by score
+/// (10 without a limit), then pages them, as LanceDB does; it does not cap
+/// the candidates at 10.
+#[test]
+fn an_ordered_text_search_sorts_the_best_offset_plus_limit_rows() {
+    let dir = tempfile::tempdir().expect("dir");
+    let t = open(dir.path());
+    let rows = word_rows(1..=60);
+    t.add_sync(data(&rows), AddMode::Append).expect("add");
+    t.create_index_sync(&fts_index(true)).expect("index");
+    let live: BTreeMap<i64, Option<String>> = rows.into_iter().collect();
+    for q in queries() {
+        let top = reference(&live, &q, &|_| true);
+        for (limit, offset) in [
+            (Some(40), None),
+            (Some(5), None),
+            (Some(5), Some(8)),
+            (None, None),
+        ] {
+            let req = QueryRequest {
+                full_text: Some(TextSearch::new(q.clone())),
+                columns: Some(vec!["id".into()]),
+                order_by: vec![memwal_core::OrderBy {
+                    column: "id".into(),
+                    ascending: false,
+                    nulls_first: false,
+                }],
+                limit,
+                offset,
+                ..Default::default()
+            };
+            let got: Vec<i64> = answer_of(&t, &req)
+                .expect("ordered")
+                .iter()
+                .map(|r| r.0)
+                .collect();
+            let (l, o) = (limit.unwrap_or(10), offset.unwrap_or(0));
+            let mut want: Vec<i64> = top.iter().take(l + o).map(|r| r.0).collect();
+            want.sort_by(|a, b| b.cmp(a));
+            let want: Vec<i64> = want.into_iter().skip(o).take(l).collect();
+            assert_eq!(got, want, "{q:?} limit {limit:?} offset {offset:?}");
+        }
+    }
+}
+
 /// The `_indices` folder of the one table in the database folder `dir`.
 fn indices_dir(dir: &std::path::Path) -> std::path::PathBuf {
     std::fs::read_dir(dir)
