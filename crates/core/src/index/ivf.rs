@@ -141,15 +141,21 @@ impl Delta {
 }
 
 /// Vectors as an index of `distance` holds them: unit length for cosine (a
-/// zero vector stays zero: its cosine is undefined and never returned).
+/// zero vector stays zero: its cosine is undefined and never returned). The
+/// norm is taken in f64: in f32 a row of 1e19s would overflow it to inf and
+/// become a zero vector, one of 1e-20s lose its precision.
 pub fn to_index_space(distance: DistanceType, data: &mut [f32], dim: usize) {
     if distance != DistanceType::Cosine {
         return;
     }
     for row in data.chunks_exact_mut(dim) {
-        let n = row.iter().map(|x| x * x).sum::<f32>().sqrt();
+        let n = row
+            .iter()
+            .map(|x| f64::from(*x).powi(2))
+            .sum::<f64>()
+            .sqrt();
         if n > 0.0 {
-            row.iter_mut().for_each(|x| *x /= n);
+            row.iter_mut().for_each(|x| *x = (f64::from(*x) / n) as f32);
         }
     }
 }

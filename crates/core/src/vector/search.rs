@@ -343,7 +343,14 @@ impl<'a> Scanner<'a> {
             .map(|q| {
                 let mut n = [0f32];
                 kernels::dot(isa, q, q, &mut n);
-                (q.as_slice(), n[0].sqrt())
+                // A squared norm f32 cannot hold well (inf, subnormal, zero): NaN, so every cosine
+                // distance of this query is computed again in f64 (see `offer`).
+                let norm = if n[0].is_normal() {
+                    n[0].sqrt()
+                } else {
+                    f32::NAN
+                };
+                (q.as_slice(), norm)
             })
             .collect();
         Self {
@@ -513,8 +520,13 @@ impl<'a> Scanner<'a> {
                 for (j, row) in rows.chunks_exact(self.dim).enumerate() {
                     kernels::dot(self.isa, row, row, &mut self.norms[j..j + 1]);
                 }
+                // A squared norm f32 cannot hold well: NaN, computed again in f64 (see `offer`).
                 for (d, n) in out.iter_mut().zip(&self.norms) {
-                    *d = 1.0 - *d / (q_norm * n.sqrt());
+                    *d = if n.is_normal() {
+                        1.0 - *d / (q_norm * n.sqrt())
+                    } else {
+                        f32::NAN
+                    };
                 }
             }
         }

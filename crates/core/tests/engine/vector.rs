@@ -598,3 +598,71 @@ proptest! {
         }
     }
 }
+
+/// Cosine is scale-free, so rows parallel to the query are at distance 0 and
+/// opposite ones at 2 whatever their magnitude, f32's extremes included (a
+/// squared norm past f32's range, or subnormal, used to give 1 or a negative
+/// distance); a flat search and an IVF_FLAT index (which normalises rows)
+/// answer alike, and a zero row is never returned.
+#[test]
+fn cosine_distances_hold_at_f32_extremes() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = crate::support::open_db(dir.path().to_str().expect("p")).expect("db");
+    let scales = [1e-20f32, 1e-3, 1.0, 1e19, 1e30, 3e38];
+    let mut rows: Vec<Row> = Vec::new();
+    for (i, s) in scales.iter().enumerate() {
+        for (j, sign) in [1f32, -1.0].iter().enumerate() {
+            rows.push(Row {
+                id: (2 * i + j) as i64,
+                kind: "a".into(),
+                v: Some(vec![sign * s; DIM]),
+            });
+        }
+    }
+    rows.push(Row {
+        id: 100,
+        kind: "a".into(),
+        v: Some(vec![0.0; DIM]),
+    });
+    let t = db
+        .create_table_sync("t", data(&rows), CreateOptions::default())
+        .expect("create");
+    let check = |t: &NativeTable, q: &[f32], how: &str| {
+        let mut vq = VectorQuery::new(q.to_vec());
+        vq.distance_type = Some(DistanceType::Cosine);
+        vq.tuning.nprobes = Some(2);
+        let req = QueryRequest {
+            limit: Some(100),
+            nearest: Some(vq),
+            with_row_id: true,
+            ..Default::default()
+        };
+        let b = t.query_sync(&req).expect("search");
+        let got = answer(
+            &arrow::compute::concat_batches(&b[0].schema(), &b).expect("concat"),
+            1,
+        );
+        let got = &got[0];
+        assert_eq!(got.len(), 2 * scales.len(), "{how} q={q:?}: {got:?}");
+        for (id, d) in got {
+            let want = if id % 2 == 0 { 0.0 } else { 2.0 };
+            assert!(
+                (d - want).abs() < 1e-5,
+                "{how} q={q:?}: row {id} at {d}, want {want}: {got:?}"
+            );
+        }
+    };
+    for q in [[1.0f32; DIM], [1e20; DIM], [1e-20; DIM]] {
+        check(&t, &q, "flat");
+    }
+    let req = memwal_core::IndexRequest {
+        index_type: Some(memwal_core::IndexType::IvfFlat),
+        num_partitions: Some(2),
+        distance_type: Some(DistanceType::Cosine),
+        ..memwal_core::IndexRequest::new("v")
+    };
+    t.create_index_sync(&req).expect("index");
+    for q in [[1.0f32; DIM], [1e20; DIM], [1e-20; DIM]] {
+        check(&t, &q, "IVF_FLAT");
+    }
+}
