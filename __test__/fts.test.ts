@@ -220,6 +220,13 @@ describe.each(kinds)("full-text search on a %s table", (kind, open) => {
     await expect(t.query().fullTextSearch(new PhraseQuery("lazy dog", "text")).toArray()).rejects.toThrow(/position/i);
     expect(() => Index.fts({ colour: 1 } as never)).toThrow(InvalidInputError);
     await expect(t.createIndex("text", { config: Index.fts({ baseTokenizer: "klingon" }) })).rejects.toThrow(/klingon/);
+    // An option misspelled is refused by name, never ignored.
+    expect(() => new MatchQuery("x", "text", { fuzzyness: 2 } as never)).toThrow(/fuzzyness/);
+    expect(() => new PhraseQuery("x", "text", { slope: 2 } as never)).toThrow(/slope/);
+    const m = new MatchQuery("x", "text");
+    expect(() => new BoostQuery(m, m, { negative_boost: 1 } as never)).toThrow(/negative_boost/);
+    expect(() => new MultiMatchQuery("x", ["text"], { boost: [1] } as never)).toThrow(/'boost'/);
+    expect(() => t.query().fullTextSearch("x", { colums: "text" } as never)).toThrow(/colums/);
   });
 
   test("fuzziness above 2 matches every term within that distance (Lance takes any distance)", async () => {

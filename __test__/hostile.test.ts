@@ -115,6 +115,15 @@ describe("silent changes are refused", () => {
         .execute(people([[1, 1]]), { timeoutMs: Infinity }),
       /timeoutMs/,
     );
+    // A misspelled option is refused by name, never ignored (was: accepted, no deadline).
+    await invalidInput(
+      t
+        .mergeInsert("id")
+        .whenMatchedUpdateAll()
+        .execute(people([[1, 1]]), { timeoutMS: 1 } as never),
+      /unknown option 'timeoutMS'/,
+    );
+    await invalidInput(t.addColumns([{ name: "y", valueSql: "id", dataType: "int" } as never]), /unknown option 'dataType'/);
   });
 });
 

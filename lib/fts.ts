@@ -4,6 +4,7 @@
  * `full_text_query.query` carries (Lance's externally tagged form: `{"match": {...}}`), which the addon reads
  * with the server's reader.
  */
+import { checkOptions } from "./args";
 import { invalid } from "./errors";
 
 /** The kinds of full-text query (as 0.39's enum). */
@@ -91,6 +92,7 @@ export class MatchQuery extends Base {
     column_: string,
     options?: { boost?: number; fuzziness?: number; maxExpansions?: number; operator?: Operator; prefixLength?: number },
   ) {
+    checkOptions("MatchQuery(options)", options, ["boost", "fuzziness", "maxExpansions", "operator", "prefixLength"]);
     const o = options ?? {};
     super({
       match: defined({
@@ -112,6 +114,7 @@ export class MatchQuery extends Base {
 /** Rows whose column holds the phrase's terms in order (`slop` extra positions allowed); needs `withPosition`. */
 export class PhraseQuery extends Base {
   constructor(query: string, column_: string, options?: { slop?: number }) {
+    checkOptions("PhraseQuery(options)", options, ["slop"]);
     super({
       phrase: {
         column: column("PhraseQuery(column)", column_),
@@ -128,6 +131,7 @@ export class PhraseQuery extends Base {
 /** Rows of `positive`, demoted by `negativeBoost` times their `negative` score. */
 export class BoostQuery extends Base {
   constructor(positive: FullTextQuery, negative: FullTextQuery, options?: { negativeBoost?: number }) {
+    checkOptions("BoostQuery(options)", options, ["negativeBoost"]);
     super({
       boost: defined({
         positive: sub("BoostQuery(positive)", positive),
@@ -144,6 +148,7 @@ export class BoostQuery extends Base {
 /** The same text over several columns (each with its boost), a row scored by its best column. */
 export class MultiMatchQuery extends Base {
   constructor(query: string, columns: string[], options?: { boosts?: number[]; operator?: Operator }) {
+    checkOptions("MultiMatchQuery(options)", options, ["boosts", "operator"]);
     if (!Array.isArray(columns) || columns.length === 0) throw invalid("MultiMatchQuery(columns) must name at least one column");
     const boosts = options?.boosts;
     if (boosts !== undefined && (!Array.isArray(boosts) || boosts.length !== columns.length)) {
@@ -191,6 +196,7 @@ export interface FullTextSearchOptions {
 
 /** The addon's `fullText` (the wire's `full_text_query` body as JSON text) for a query and its options. */
 export function fullTextBody(name: string, query: string | FullTextQuery, options?: FullTextSearchOptions): string {
+  checkOptions(`${name}(options)`, options, ["columns"]);
   let columns: string[] | undefined;
   const c = options?.columns;
   if (typeof c === "string") columns = [c];

@@ -100,6 +100,7 @@ export class MergeInsertBuilder {
    * the source column first (after the merge's options are validated, before anything is sent or written).
    */
   async execute(data: Data, options?: ExecuteOptions): Promise<MergeResult> {
+    checkOptions("execute(options)", options, ["timeoutMs", "useIndex"]);
     const opts: NativeMergeInsertOptions = { ...this.opts };
     if (options?.timeoutMs !== undefined) opts.timeoutMs = count("execute(options.timeoutMs)", options.timeoutMs, 2 ** 32 - 1);
     if (options?.useIndex !== undefined) opts.useIndex = bool("execute(options.useIndex)", options.useIndex);

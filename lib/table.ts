@@ -397,6 +397,7 @@ export class Table {
     } else if (Array.isArray(t)) {
       const cols = t.map((c: unknown, i) => {
         const o = (c ?? {}) as Record<string, unknown>;
+        checkOptions(`addColumns[${i}]`, o, ["name", "valueSql"]);
         return { name: str(`addColumns[${i}].name`, o.name), valueSql: str(`addColumns[${i}].valueSql`, o.valueSql) };
       });
       version = await call(() => this.inner.addColumnsSql(cols));

@@ -417,6 +417,17 @@ async fn drop_namespace(
     Ok(Json(json!({})))
 }
 
+/// Refuses a query parameter `route` does not take, by name (never ignored).
+fn known_params(route: &str, q: &HashMap<String, String>, known: &[&str]) -> Result<()> {
+    match q.keys().find(|k| !known.contains(&k.as_str())) {
+        Some(k) => Err(Error::BadRequest(format!(
+            "{route} does not know the query parameter {k:?} (it takes: {})",
+            known.join(", ")
+        ))),
+        None => Ok(()),
+    }
+}
+
 async fn create_table(
     State(state): State<Arc<AppState>>,
     Path(name): Path<String>,
@@ -424,6 +435,7 @@ async fn create_table(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Json<VersionResponse>> {
+    known_params("create", &q, &["mode"])?;
     let data = arrow_body(&headers, &body)?;
     let opts = protocol::parse_create_mode(q.get("mode").map(String::as_str))?;
     let version = state.create_table(&name, data, opts).await?;
@@ -512,6 +524,7 @@ async fn insert(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Json<VersionResponse>> {
+    known_params("insert", &q, &["mode"])?;
     let data = arrow_body(&headers, &body)?;
     let mode = protocol::parse_insert_mode(q.get("mode").map(String::as_str))?;
     let version = state.table(&name)?.add_rows(data, mode).await?;

@@ -122,7 +122,13 @@ pub fn parse_merge(
         ));
     }
     let mut p = MergeInsertParams::new(on);
+    let mut given = std::collections::HashSet::new();
     for (k, v) in query {
+        if k != ON && !given.insert(k.as_str()) {
+            return Err(Error::invalid(format!(
+                "merge_insert: the query parameter {k:?} is given twice"
+            )));
+        }
         match k.as_str() {
             ON => {}
             WHEN_MATCHED_UPDATE_ALL => p.when_matched_update_all = flag(k, v)?,
@@ -148,8 +154,14 @@ pub fn parse_merge(
             .map_err(|_| Error::invalid(format!("bad {} {ms:?}", header::REQUEST_TIMEOUT_MS)))?;
         p.timeout = Some(std::time::Duration::from_millis(ms));
     }
-    let yes = |h: &str| header(h).is_some_and(|v| v.eq_ignore_ascii_case("true"));
-    if yes(header::MEM_WAL_ENABLED) || yes(header::USE_WAL) {
+    lone_filters(&p)?;
+    let mut yes = false;
+    for h in [header::MEM_WAL_ENABLED, header::USE_WAL] {
+        if let Some(v) = header(h) {
+            yes |= flag(&format!("header {h}"), &v)?;
+        }
+    }
+    if yes {
         if p.mem_wal == Some(false) {
             return Err(Error::invalid(
                 "merge_insert: use_lsm=false contradicts the MemWAL headers of the request",
@@ -158,6 +170,31 @@ pub fn parse_merge(
         p.mem_wal = Some(true);
     }
     Ok(p)
+}
+
+/// Refuses a clause's condition without its clause (it would be dropped, and the rows it
+/// guards inserted or kept instead).
+fn lone_filters(p: &MergeInsertParams) -> Result<()> {
+    use merge_param::*;
+    let lone = [
+        (
+            p.when_matched_update_all_filt.is_some() && !p.when_matched_update_all,
+            WHEN_MATCHED_UPDATE_ALL_FILT,
+            WHEN_MATCHED_UPDATE_ALL,
+        ),
+        (
+            p.when_not_matched_by_source_delete_filt.is_some()
+                && !p.when_not_matched_by_source_delete,
+            WHEN_NOT_MATCHED_BY_SOURCE_DELETE_FILT,
+            WHEN_NOT_MATCHED_BY_SOURCE_DELETE,
+        ),
+    ];
+    match lone.iter().find(|l| l.0) {
+        Some((_, filt, clause)) => Err(Error::invalid(format!(
+            "merge_insert: {filt} is given without {clause}=true (a condition needs its clause)"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// The `mode` query parameter of `create/` (`None`: a plain create).

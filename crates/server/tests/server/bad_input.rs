@@ -70,6 +70,36 @@ async fn bad_requests_get_4xx_and_the_server_keeps_serving() {
             "unknown column 'nope'",
         ),
         (mi, arrow, vec![0u8; 200 * 1024], 413, ""),
+        // A condition without its clause, a flag given twice, a parameter a route does not
+        // take: refused by name (were dropped, or read last-wins).
+        (
+            "/v1/table/t/merge_insert/?on=id&when_not_matched_insert_all=true&when_matched_update_all_filt=target.v%3C0",
+            arrow,
+            ipc_rows(&[(1, 1)]),
+            400,
+            "when_matched_update_all_filt is given without when_matched_update_all=true",
+        ),
+        (
+            "/v1/table/t/merge_insert/?on=id&when_matched_update_all=true&when_matched_update_all=false",
+            arrow,
+            ipc_rows(&[(1, 1)]),
+            400,
+            "given twice",
+        ),
+        (
+            "/v1/table/t/insert/?zzz=1",
+            arrow,
+            ipc_rows(&[(9, 9)]),
+            400,
+            "insert does not know the query parameter \"zzz\"",
+        ),
+        (
+            "/v1/table/u/create/?mode=create&zzz=1",
+            arrow,
+            ipc_rows(&[(9, 9)]),
+            400,
+            "create does not know the query parameter \"zzz\"",
+        ),
     ];
     for (path, ct, body, status, needle) in cases {
         let (s, b) = c
@@ -89,6 +119,12 @@ async fn bad_requests_get_4xx_and_the_server_keeps_serving() {
         )
         .await;
     assert_eq!(s, 401);
+    // A MemWAL header that is neither true nor false is refused, not read as false.
+    let (s, b) = c
+        .post(mi, arrow, ipc_rows(&[(1, 1)]), &[("x-use-wal", "maybe")])
+        .await;
+    assert_eq!(s, 400, "{b}");
+    assert!(b.contains("x-use-wal"), "{b}");
     // Nothing was written by any of it, and the server still answers.
     assert_eq!(c.rows("t", None).await, vec![(1, 10)]);
     assert!(!dir.path().join("x").exists());
