@@ -227,6 +227,13 @@ describe.each(kinds)("full-text search on a %s table", (kind, open) => {
     expect(() => new BoostQuery(m, m, { negative_boost: 1 } as never)).toThrow(/negative_boost/);
     expect(() => new MultiMatchQuery("x", ["text"], { boost: [1] } as never)).toThrow(/'boost'/);
     expect(() => t.query().fullTextSearch("x", { colums: "text" } as never)).toThrow(/colums/);
+    // Nesting is bounded before anything recurses (5,000 levels were a RangeError of the JS stack).
+    let deep: FullTextQuery = m;
+    const nest = () => {
+      for (let i = 0; i < 5000; i++) deep = new BooleanQuery([[Occur.Must, deep]]);
+    };
+    expect(nest).toThrow(InvalidInputError);
+    expect(nest).toThrow(/nest at most 64 deep/);
   });
 
   test("fuzziness above 2 matches every term within that distance (Lance takes any distance)", async () => {

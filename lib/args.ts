@@ -6,7 +6,7 @@
  */
 import { invalid, notSupported } from "./errors";
 
-function show(v: unknown): string {
+export function show(v: unknown): string {
   if (typeof v === "bigint") return `${v}n`;
   if (typeof v === "number" || v === undefined) return String(v);
   try {

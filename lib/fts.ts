@@ -39,7 +39,10 @@ export interface FullTextQuery {
   queryType(): FullTextQueryType;
 }
 
-const QUERIES = new WeakSet<object>();
+/** Every query built here, with its depth (1 for a leaf; one more than its deepest clause). */
+const QUERIES = new WeakMap<object, number>();
+/** How deep queries may nest: deeper ones are refused here, before a recursion could overflow the stack. */
+const MAX_DEPTH = 64;
 
 /** Whether `obj` is one of the full-text query classes. */
 export function instanceOfFullTextQuery(obj: unknown): obj is FullTextQuery {
@@ -78,9 +81,11 @@ function defined(o: Record<string, unknown>): Record<string, unknown> {
 abstract class Base implements FullTextQuery {
   /** @ignore */
   readonly inner: FullTextQueryJson;
-  constructor(inner: FullTextQueryJson) {
+  constructor(inner: FullTextQueryJson, clauses: readonly unknown[] = []) {
+    const depth = 1 + Math.max(0, ...clauses.map((c) => (typeof c === "object" && c !== null ? (QUERIES.get(c) ?? 0) : 0)));
+    if (depth > MAX_DEPTH) throw invalid(`a full-text query may nest at most ${MAX_DEPTH} deep (this one: ${depth})`);
     this.inner = inner;
-    QUERIES.add(this);
+    QUERIES.set(this, depth);
   }
   abstract queryType(): FullTextQueryType;
 }
@@ -132,13 +137,16 @@ export class PhraseQuery extends Base {
 export class BoostQuery extends Base {
   constructor(positive: FullTextQuery, negative: FullTextQuery, options?: { negativeBoost?: number }) {
     checkOptions("BoostQuery(options)", options, ["negativeBoost"]);
-    super({
-      boost: defined({
-        positive: sub("BoostQuery(positive)", positive),
-        negative: sub("BoostQuery(negative)", negative),
-        negative_boost: num("BoostQuery negativeBoost", options?.negativeBoost, false),
-      }),
-    });
+    super(
+      {
+        boost: defined({
+          positive: sub("BoostQuery(positive)", positive),
+          negative: sub("BoostQuery(negative)", negative),
+          negative_boost: num("BoostQuery negativeBoost", options?.negativeBoost, false),
+        }),
+      },
+      [positive, negative],
+    );
   }
   queryType(): FullTextQueryType {
     return FullTextQueryType.Boost;
@@ -181,7 +189,10 @@ export class BooleanQuery extends Base {
         throw invalid(`BooleanQuery(queries)[${i}]: occur must be Occur.Should, Occur.Must or Occur.MustNot, got ${JSON.stringify(occur)}`);
       out[key].push(sub(`BooleanQuery(queries)[${i}] query`, q));
     });
-    super({ boolean: out });
+    super(
+      { boolean: out },
+      queries.map((p) => p[1]),
+    );
   }
   queryType(): FullTextQueryType {
     return FullTextQueryType.Boolean;

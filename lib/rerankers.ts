@@ -4,6 +4,7 @@
  * with `_rowid`) and the reranker fuses the two answers client-side into one, scored by `_relevance_score`.
  */
 import { Table as ArrowTable, Field, Float32, RecordBatch, Schema, type Vector } from "apache-arrow";
+import { show } from "./args";
 import { rowsToTable } from "./arrow";
 import { invalid } from "./errors";
 
@@ -25,7 +26,7 @@ export class RRFReranker {
 
   /** A reranker with constant `k` (60 by default), as 0.39's (async) `RRFReranker.create`. */
   static async create(k = 60): Promise<RRFReranker> {
-    if (typeof k !== "number" || !Number.isFinite(k) || k <= 0) throw invalid(`RRFReranker k must be a number > 0, got ${String(k)}`);
+    if (typeof k !== "number" || !Number.isFinite(k) || k <= 0) throw invalid(`RRFReranker k must be a number > 0, got ${show(k)}`);
     return new RRFReranker(k);
   }
 
