@@ -70,6 +70,25 @@ describe.each(kinds)("restore and stats on a %s table", (kind, open) => {
     }
   });
 
+  test("openTable(name, namespace, { version }) opens that version read-only; what memwal does not honour is refused", async () => {
+    const db = await open();
+    const name = `ov_${kind.replace(/\W/g, "_")}`;
+    const t = await db.createTable(name, [{ id: 1, v: 10 }]);
+    const v1 = await t.version();
+    await t.add([{ id: 2, v: 20 }]);
+    // Was: the options were dropped and the latest version opened, a silent wrong answer.
+    const old = await db.openTable(name, undefined, { version: v1 });
+    expect(await old.version()).toBe(v1);
+    expect(await byId(old)).toEqual([[1, 10]]);
+    await expect(old.add([{ id: 3, v: 30 }])).rejects.toThrow(/checked out/);
+    await old.checkoutLatest();
+    expect(await old.countRows()).toBe(2);
+    await expect(db.openTable(name, undefined, { version: 99 })).rejects.toBeInstanceOf(VersionNotFoundError);
+    await expect(db.openTable(name, undefined, { branch: "exp" })).rejects.toBeInstanceOf(NotSupportedError);
+    await expect(db.openTable(name, undefined, { indexCacheSize: 8 })).rejects.toBeInstanceOf(NotSupportedError);
+    await expect(db.openTable(name, undefined, { versoin: 1 } as never)).rejects.toThrow(/unknown option 'versoin'/);
+  });
+
   test("stats count rows, fragments and bytes", async () => {
     const db = await open();
     const t = await db.createTable(`s_${kind.replace(/\W/g, "_")}`, [

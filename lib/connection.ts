@@ -121,6 +121,25 @@ export interface CreateTableOptions {
   embeddingFunction?: EmbeddingFunctionConfig;
 }
 
+/** Options of {@link Connection.openTable}, as 0.39 names them. */
+export interface OpenTableOptions {
+  /** Open the table checked out at this version (read-only, as `checkout(version)`; `checkoutLatest` returns). */
+  version?: number;
+  /** Refused (NotSupported): memwal has no branches yet. */
+  branch?: string;
+  /** Refused (NotSupported): per-table storage options are not implemented (connect() takes the database's). */
+  storageOptions?: Record<string, string>;
+  /** Refused (NotSupported): memwal keeps each index whole in memory once read; it has no entry cache to size. */
+  indexCacheSize?: number;
+}
+
+/** openTable()'s options 0.39 takes that memwal does not honour. */
+const OPEN_TABLE_UNSUPPORTED: Record<string, string> = {
+  branch: "branches are not supported by memwal yet",
+  storageOptions: "per-table storage options are not implemented (connect() takes the database's)",
+  indexCacheSize: "memwal keeps each index whole in memory once read: there is no index entry cache to size",
+};
+
 /** Options of {@link Connection.renameTable}. */
 export interface RenameTableOptions {
   /** Namespace of the table (default: the root). */
@@ -388,9 +407,15 @@ export class Connection {
    * Opens a table. `namespace` is the table's namespace path (on db://, the id sent is the path and the name
    * joined by `clientConfig.idDelimiter`, default `$`; on a local database, its folder `.namespaces/a/...`).
    */
-  async openTable(name: string, namespace?: string[]): Promise<Table> {
+  async openTable(name: string, namespace?: string[], options?: Partial<OpenTableOptions>): Promise<Table> {
+    const version = await call(async () => {
+      checkOptions("openTable(options)", options, ["version"], OPEN_TABLE_UNSUPPORTED);
+      return options?.version === undefined ? undefined : count("openTable(options.version)", options.version);
+    });
     const t = await call(async () => this.inner.openTable(str("openTable(name)", name), nsArg("openTable(namespace)", namespace)));
-    return new Table(t, this.functions.get(tableKey(name, namespace)), this.tableDisplay(name, namespace));
+    const table = new Table(t, this.functions.get(tableKey(name, namespace)), this.tableDisplay(name, namespace));
+    if (version !== undefined) await table.checkout(version);
+    return table;
   }
 
   /**

@@ -17,6 +17,7 @@ export type {
   ConnectionOptions,
   CreateTableOptions,
   HeaderProviderLike,
+  OpenTableOptions,
   RenameTableOptions,
   RetryConfig,
   TimeoutConfig,
