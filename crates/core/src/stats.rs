@@ -56,8 +56,9 @@ impl FragmentStats {
             if s.is_empty() {
                 return 0;
             }
-            let rank = (q * s.len() as f64).ceil() as usize;
-            s[rank.clamp(1, s.len()) - 1]
+            // Lance's rule: the value at index floor(q * n) of the sorted lengths.
+            let at = (q * s.len() as f64).floor() as usize;
+            s[at.min(s.len() - 1)]
         };
         let n = s.len() as u64;
         FragmentStats {
@@ -138,12 +139,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn nearest_rank_percentiles() {
+    fn percentiles_as_lance_reports_them() {
         let f = FragmentStats::of(&[10, 1, 200_000, 4]);
         assert_eq!((f.num_fragments, f.num_small_fragments), (4, 3));
         let l = f.lengths;
         assert_eq!((l.min, l.max, l.mean), (1, 200_000, 50_003));
-        assert_eq!((l.p25, l.p50, l.p75, l.p99), (1, 4, 10, 200_000));
+        assert_eq!((l.p25, l.p50, l.p75, l.p99), (4, 10, 200_000, 200_000));
         assert_eq!(FragmentStats::of(&[]), FragmentStats::default());
+        // @lancedb/lancedb 0.39's answers for these fragment lengths (min, max, mean, p25, p50, p75, p99).
+        for (lengths, want) in [
+            (vec![2, 1], [1, 2, 1, 1, 2, 2, 2]),
+            (vec![1, 2, 3], [1, 3, 2, 1, 2, 3, 3]),
+            (vec![1, 2, 3, 4, 5], [1, 5, 3, 2, 3, 4, 5]),
+            (vec![5, 1, 4, 2, 3, 7, 9, 8, 6, 10], [1, 10, 5, 3, 6, 8, 10]),
+        ] {
+            let l = FragmentStats::of(&lengths).lengths;
+            assert_eq!([l.min, l.max, l.mean, l.p25, l.p50, l.p75, l.p99], want, "{lengths:?}");
+        }
     }
 }

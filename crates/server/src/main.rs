@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
-use memwal_server::memwal::{PersistMode, BACKGROUND_DELETIONS_THRESHOLD};
+use memwal_server::memwal::{PersistMode, BACKGROUND_DELETIONS_THRESHOLD, BACKGROUND_TARGET_ROWS};
 use memwal_server::{start, RecoveryMode, ServerConfig};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -102,6 +102,11 @@ struct Args {
     /// table and keeps more deleted rows on disk).
     #[arg(long, env = "MEMWAL_COMPACTION_DELETIONS_THRESHOLD", default_value_t = BACKGROUND_DELETIONS_THRESHOLD)]
     compaction_deletions_threshold: f64,
+    /// Background compaction merges fragments of fewer rows than this (up to this many in one, and up to
+    /// `--compaction-run-mb` of them); bigger ones are left as they are (Lance's `target_rows_per_fragment`,
+    /// 1,048,576 as Lance's default: a smaller target makes more fragments, each merged fewer times).
+    #[arg(long, env = "MEMWAL_COMPACTION_TARGET_ROWS", default_value_t = BACKGROUND_TARGET_ROWS)]
+    compaction_target_rows: u64,
     /// How much lower queries run than the write path: a Linux nice increment for the query threads
     /// (0-19; 0: the same priority). Under contention the scheduler gives the acknowledged upserts the
     /// cores first; idle cores still go to queries.
@@ -139,10 +144,11 @@ impl Args {
         cfg.memwal.compaction.max_bytes_per_run =
             self.compaction_run_mb.max(1).saturating_mul(1 << 20);
         cfg.memwal.compaction.materialize_deletions_threshold = self.compaction_deletions_threshold;
+        cfg.memwal.compaction.target_rows_per_fragment = self.compaction_target_rows;
         cfg.memwal
             .compaction
             .validate()
-            .map_err(|e| format!("--compaction-deletions-threshold: {e}"))?;
+            .map_err(|e| format!("--compaction-deletions-threshold / --compaction-target-rows: {e}"))?;
         cfg.memwal.persist = match self.persist {
             Persist::Sync => PersistMode::SyncData,
             Persist::Buffer => PersistMode::Buffer,
