@@ -246,7 +246,13 @@ for (const [where, label] of [
       `V: filtered scan cat = 3, limit 10 (${label}): local | served | served buffered, p50 ms`,
       `${f2(results["memwal:V"]?.local_scan?.p50_ms)} | ${f2(vr(where, "served_scan")?.p50_ms)} | ${f2(vr(where, "served_buffered_scan")?.p50_ms)}`,
       f2(results["lancedb:V"]?.local_scan?.p50_ms),
-      "",
+      `target ${f2(vr(where, "target_scan_ms"))} ms`,
+    ],
+    [
+      `V: full-text search, 1 term, top 10 (${label}): local | served | served buffered, p50 ms`,
+      `${f2(results["memwal:V"]?.local_fts?.p50_ms)} | ${f2(vr(where, "served_fts")?.p50_ms)} | ${f2(vr(where, "served_buffered_fts")?.p50_ms)}`,
+      f2(results["lancedb:V"]?.local_fts?.p50_ms),
+      `target ${f2(vr(where, "target_fts_ms"))} ms`,
     ],
   );
 }

@@ -553,18 +553,40 @@ async function streaming() {
   };
 }
 
+/** `t` with a `text` column: 8 words of a 1,000-word vocabulary per row (ids from `from`, seeded by them). */
+function withText(t, from) {
+  const texts = Array.from({ length: t.numRows }, (_, i) => {
+    let x = (from + i) * 2654435761;
+    return Array.from({ length: 8 }, () => {
+      x = (x * 1103515245 + 12345) % 2147483648;
+      return `w${x % 1000}`;
+    }).join(" ");
+  });
+  const cols = Object.fromEntries(t.schema.fields.map((f) => [f.name, t.getChild(f.name)]));
+  return tableFromIPC(tableToIPC(new Table({ ...cols, text: vectorFromArray(texts, new Utf8()) }), "stream"));
+}
+
 /**
  * V: the same IVF_PQ top-10 search (nprobes 20, refine 10) on a local table and on a served one (our server in
  * process on 127.0.0.1, our remote client), at V_ROWS rows (100k): served with nothing buffered, then with
- * 1,000 rows buffered in the memtables (a memWal upsert of 500 updated and 500 new rows, not flushed), and a
- * filtered scan (`cat = 3`, limit 10) on both; the round trip of a request that does nothing (countRows with no
- * filter, O(1)). The issue's target: served within 1.3x of local plus one round trip. The peer: its local table.
+ * 1,000 rows buffered in the memtables (a memWal upsert of 500 updated and 500 new rows, not flushed), a
+ * filtered scan (`cat = 3`, limit 10) and a full-text search (one term of a 1,000-word vocabulary, FTS index,
+ * top 10) on both; the round trip of a request that does nothing (countRows with no filter, O(1)). The issue's
+ * target: served within 1.3x of local plus one round trip. The peer: its local table.
  */
 async function servedVsLocal() {
   const n = Number(process.env.V_ROWS ?? 100_000);
   const QN = 300;
   const P = Math.round(Math.sqrt(n));
-  const { table, floats } = vectorRows(n, true);
+  const { table: plain, floats } = vectorRows(n, true);
+  const table = withText(plain, 0);
+  const terms = Array.from({ length: QN }, () => `w${Math.floor(rnd() * 1000)}`);
+  let ti = 0;
+  const fts = (t) => () =>
+    t
+      .search(terms[ti++ % QN], "fts")
+      .limit(10)
+      .toArray();
   const gauss = () => Math.sqrt(-2 * Math.log(rnd() + 1e-12)) * Math.cos(2 * Math.PI * rnd());
   const qs = Array.from({ length: QN }, () => {
     const r = Math.floor(rnd() * n);
@@ -587,12 +609,14 @@ async function servedVsLocal() {
     const lancedb = require("@lancedb/lancedb");
     const t = await (await lancedb.connect(path.join(dir, "db"))).createTable("t", table);
     await t.createIndex("vec", pq(lancedb.Index));
-    return { rows: n, local: await time(search(t)), local_scan: await time(scan(t)) };
+    await t.createIndex("text", { config: lancedb.Index.fts() });
+    return { rows: n, local: await time(search(t)), local_scan: await time(scan(t)), local_fts: await time(fts(t)) };
   }
   const m = require("../dist/lib/index.js");
   const local = await (await m.connect(path.join(dir, "local"))).createTable("t", input(table));
   await local.createIndex("vec", pq(m.Index));
-  const out = { rows: n, local: await time(search(local)), local_scan: await time(scan(local)) };
+  await local.createIndex("text", { config: m.Index.fts() });
+  const out = { rows: n, local: await time(search(local)), local_scan: await time(scan(local)), local_fts: await time(fts(local)) };
   // The server as its own process (as deployed), then in this process (serve(), sharing the 2 cores with JS).
   const noFlush = { flushRows: 1e9, flushIntervalMs: 3_600_000 };
   for (const [where, start] of [
@@ -607,20 +631,25 @@ async function servedVsLocal() {
       const served = await db.createTable("t", input(table.slice(0, chunk)));
       for (let at = chunk; at < n; at += chunk) await served.add(input(table.slice(at, at + chunk)));
       await served.createIndex("vec", pq(m.Index));
+      await served.createIndex("text", { config: m.Index.fts() });
       const r = {
         rtt: await time(() => served.countRows()),
         served: await time(search(served)),
         served_scan: await time(scan(served)),
+        served_fts: await time(fts(served)),
       };
-      const { table: fresh } = vectorRows(500, true, 10_000_000);
-      const { table: upd } = vectorRows(500, true, n - 500);
+      const fresh = withText(vectorRows(500, true, 10_000_000).table, 10_000_000);
+      const upd = withText(vectorRows(500, true, n - 500).table, n - 500);
       const batch = tableFromIPC(tableToIPC(new Table([...fresh.batches, ...upd.batches]), "stream"));
       await served.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().memWal().execute(input(batch));
       r.served_buffered = await time(search(served));
       r.served_buffered_scan = await time(scan(served));
+      r.served_buffered_fts = await time(fts(served));
       const stats = await served.getLsmStats();
       r.buffered_rows = stats?.buckets?.[0]?.memtables?.reduce((a, x) => a + x.rows, 0) ?? null;
       r.target_ms = 1.3 * out.local.p50_ms + r.rtt.p50_ms;
+      r.target_scan_ms = 1.3 * out.local_scan.p50_ms + r.rtt.p50_ms;
+      r.target_fts_ms = 1.3 * out.local_fts.p50_ms + r.rtt.p50_ms;
       out[where] = r;
     } finally {
       await server.close();
