@@ -154,7 +154,11 @@ mod tests {
             (vec![5, 1, 4, 2, 3, 7, 9, 8, 6, 10], [1, 10, 5, 3, 6, 8, 10]),
         ] {
             let l = FragmentStats::of(&lengths).lengths;
-            assert_eq!([l.min, l.max, l.mean, l.p25, l.p50, l.p75, l.p99], want, "{lengths:?}");
+            assert_eq!(
+                [l.min, l.max, l.mean, l.p25, l.p50, l.p75, l.p99],
+                want,
+                "{lengths:?}"
+            );
         }
     }
 }

@@ -145,10 +145,9 @@ impl Args {
             self.compaction_run_mb.max(1).saturating_mul(1 << 20);
         cfg.memwal.compaction.materialize_deletions_threshold = self.compaction_deletions_threshold;
         cfg.memwal.compaction.target_rows_per_fragment = self.compaction_target_rows;
-        cfg.memwal
-            .compaction
-            .validate()
-            .map_err(|e| format!("--compaction-deletions-threshold / --compaction-target-rows: {e}"))?;
+        cfg.memwal.compaction.validate().map_err(|e| {
+            format!("--compaction-deletions-threshold / --compaction-target-rows: {e}")
+        })?;
         cfg.memwal.persist = match self.persist {
             Persist::Sync => PersistMode::SyncData,
             Persist::Buffer => PersistMode::Buffer,

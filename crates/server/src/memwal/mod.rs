@@ -129,7 +129,6 @@ impl Default for MemWalConfig {
                 target_rows_per_fragment: BACKGROUND_TARGET_ROWS,
                 materialize_deletions_threshold: BACKGROUND_DELETIONS_THRESHOLD,
                 max_bytes_per_run: BACKGROUND_RUN_BYTES,
-                ..Default::default()
             },
             background_nice: crate::DEFAULT_READ_NICE,
         }
