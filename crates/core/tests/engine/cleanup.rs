@@ -200,27 +200,7 @@ impl Harness {
                 t.delete_sync(&format!("age < {x}")).map_err(err)?;
                 self.reference.retain(|r| r.1.is_none_or(|a| a >= *x));
             }
-            Step::Upsert(r) => {
-                let mut dedup = BTreeMap::new();
-                dedup.extend(r.iter().copied());
-                let r: Vec<(i64, i64)> = dedup.into_iter().collect();
-                let mut p = memwal_core::MergeInsertParams::new(vec!["id".into()]);
-                p.when_matched_update_all = true;
-                p.when_not_matched_insert_all = true;
-                t.merge_insert_sync(&checked(&p), people(&r)).map_err(err)?;
-                for (id, age) in &r {
-                    let mut hit = false;
-                    for row in self.reference.iter_mut().filter(|row| row.0 == *id) {
-                        row.1 = Some(*age);
-                        row.2 = Some(format!("n{id}"));
-                        hit = true;
-                    }
-                    if !hit {
-                        self.reference
-                            .push((*id, Some(*age), Some(format!("n{id}"))));
-                    }
-                }
-            }
+            Step::Upsert(r) => self.upsert(r, true)?,
             Step::Compact => {
                 t.optimize_sync().map_err(err)?;
             }
@@ -246,7 +226,7 @@ impl Harness {
                 }
             }
             Step::Cleanup(back) => return self.cleanup(*back),
-            Step::Partial(r) => self.partial(r)?,
+            Step::Partial(r) => self.upsert(r, false)?,
             Step::AddX => {
                 if !self.has_x() {
                     let x = vec![("x".to_string(), "age * 2".to_string())];
@@ -273,24 +253,31 @@ impl Harness {
         schema.field_with_name("x").is_ok()
     }
 
-    fn partial(&mut self, r: &[(i64, i64)]) -> Result<(), String> {
+    /// An upsert on `id` of `(id, age)` rows (the last of a repeated id wins): `full` sends the name
+    /// `n{id}` too; otherwise matched rows keep their name and inserted ones have none.
+    fn upsert(&mut self, r: &[(i64, i64)], full: bool) -> Result<(), String> {
         let mut dedup = BTreeMap::new();
         dedup.extend(r.iter().copied());
         let r: Vec<(i64, i64)> = dedup.into_iter().collect();
         let mut p = memwal_core::MergeInsertParams::new(vec!["id".into()]);
         p.when_matched_update_all = true;
         p.when_not_matched_insert_all = true;
+        let data = if full { people(&r) } else { ages(&r) };
         self.t
-            .merge_insert_sync(&checked(&p), ages(&r))
+            .merge_insert_sync(&checked(&p), data)
             .map_err(|e| e.to_string())?;
         for (id, age) in &r {
+            let name = full.then(|| format!("n{id}"));
             let mut hit = false;
             for row in self.reference.iter_mut().filter(|row| row.0 == *id) {
                 row.1 = Some(*age);
+                if full {
+                    row.2 = name.clone();
+                }
                 hit = true;
             }
             if !hit {
-                self.reference.push((*id, Some(*age), None));
+                self.reference.push((*id, Some(*age), name));
             }
         }
         Ok(())
